@@ -1,0 +1,11 @@
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("accounts/login/", views.login, name="login"),
+    path("accounts/logout/", views.logout, name="logout"),
+    path("accounts/password/", views.password_change, name="password_change"),
+    path("accounts/password/done/", views.password_change_done, name="password_change_done"),
+]

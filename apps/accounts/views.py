@@ -1,0 +1,27 @@
+from django.contrib.auth import views as auth_views
+from django.shortcuts import render
+
+from .roles import ALL_ROLES, public, role_required, user_roles
+
+
+@role_required(*ALL_ROLES)
+def home(request):
+    """Each role sees its own work; later capabilities fill these lists."""
+    return render(request, "accounts/home.html", {"my_roles": sorted(user_roles(request.user))})
+
+
+login = public(
+    auth_views.LoginView.as_view(
+        template_name="registration/login.html", redirect_authenticated_user=True
+    )
+)
+logout = public(auth_views.LogoutView.as_view())
+# Changing a password needs an account but no particular role.
+password_change = role_required(*ALL_ROLES)(
+    auth_views.PasswordChangeView.as_view(template_name="registration/password_change.html")
+)
+password_change_done = role_required(*ALL_ROLES)(
+    auth_views.PasswordChangeDoneView.as_view(
+        template_name="registration/password_change_done.html"
+    )
+)

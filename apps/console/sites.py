@@ -1,0 +1,21 @@
+from django.contrib import admin
+
+from apps.accounts.roles import Role, user_has_role
+
+from .csv_export import export_as_csv
+
+
+class ResearcherAdminSite(admin.AdminSite):
+    """Only researchers (and superusers) enter; every registered model can be exported as CSV."""
+
+    site_header = "Assay — researcher's console"
+    site_title = "Assay console"
+    index_title = "Data and configuration"
+
+    def __init__(self, name="admin"):
+        super().__init__(name)
+        self.add_action(export_as_csv, "export_as_csv")
+
+    def has_permission(self, request):
+        user = request.user
+        return user.is_active and (user.is_superuser or user_has_role(user, Role.RESEARCHER))

@@ -1,0 +1,43 @@
+import json
+import secrets
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from apps.accounts.models import User
+from apps.accounts.roles import Role
+from apps.accounts.services import user_create
+
+DEMO_USERS = [
+    ("expert", "Erin", "Expert", [Role.EXPERT]),
+    ("expert2", "Emeka", "Expert", [Role.EXPERT]),
+    ("reviewer", "Rosa", "Reviewer", [Role.EXPERT, Role.REVIEWER]),
+    ("researcher", "Rahul", "Researcher", [Role.RESEARCHER]),
+]
+
+
+class Command(BaseCommand):
+    help = "Create the demo users and data (idempotent) and print the demo logins."
+
+    def handle(self, *args, **options):
+        if settings.PRODUCTION:
+            raise CommandError("The demo is for development only; DJANGO_ENV is production.")
+        logins_file = settings.BASE_DIR / ".data" / "demo-logins.json"
+        logins_file.parent.mkdir(parents=True, exist_ok=True)
+        logins = json.loads(logins_file.read_text()) if logins_file.exists() else {}
+        for username, first, last, roles in DEMO_USERS:
+            if User.objects.filter(username=username).exists():
+                continue
+            password = secrets.token_urlsafe(9)
+            user_create(
+                username=username, password=password, roles=roles,
+                first_name=first, last_name=last, email=f"{username}@example.org",
+            )  # fmt: skip
+            logins[username] = password
+        logins_file.write_text(json.dumps(logins, indent=2))
+        logins_file.chmod(0o600)
+        self.stdout.write("Demo logins (also in .data/demo-logins.json):")
+        for username, _first, _last, roles in DEMO_USERS:
+            password = logins.get(username, "(changed; not known to the demo)")
+            role_names = ", ".join(str(r) for r in roles)
+            self.stdout.write(f"  {username:<11} {password:<16} {role_names}")

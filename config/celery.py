@@ -1,0 +1,48 @@
+"""The Celery application.
+
+Work must survive a worker dying at any moment: tasks are acknowledged only after they
+finish (`task_acks_late`), a task whose worker vanished goes back to the queue
+(`task_reject_on_worker_lost`), each process takes one message at a time (prefetch 1) so
+a crash strands at most one, and the hard time limit stays under the broker's
+visibility timeout so a slow task is never handed to a second worker while it still runs.
+Results are not stored in Celery: every task writes its outcome to our own tables.
+"""
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+from django.conf import settings
+
+# Tasks are listed here, not discovered, so that a worker's queue contents are explicit.
+TASK_MODULES = [
+    "workers.ops",
+]
+
+app = Celery("assay")
+app.conf.update(
+    broker_url=settings.CELERY_BROKER_URL,
+    broker_transport_options={"visibility_timeout": settings.CELERY_VISIBILITY_TIMEOUT},
+    broker_connection_retry_on_startup=True,
+    result_backend=None,
+    task_ignore_result=True,
+    task_serializer="json",
+    result_serializer="json",
+    accept_content=["json"],
+    task_acks_late=True,
+    task_reject_on_worker_lost=True,
+    worker_prefetch_multiplier=1,
+    task_time_limit=settings.CELERY_TASK_TIME_LIMIT,
+    task_soft_time_limit=settings.CELERY_TASK_SOFT_TIME_LIMIT,
+    task_default_queue="default",
+    task_always_eager=settings.CELERY_TASK_ALWAYS_EAGER,
+    worker_hijack_root_logger=False,
+    imports=TASK_MODULES,
+    beat_schedule_filename=settings.CELERY_BEAT_SCHEDULE_FILENAME,
+    beat_schedule={
+        "heartbeat": {"task": "workers.ops.heartbeat", "schedule": 60.0},
+    },
+    timezone="UTC",
+)

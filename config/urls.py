@@ -1,0 +1,17 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView
+
+from apps.accounts.roles import Role, role_required
+from apps.ops.views import healthz
+
+urlpatterns = [
+    path("", include("apps.accounts.urls")),
+    path("healthz", healthz, name="healthz"),
+    path("admin/", admin.site.urls),
+    path(
+        "api/schema/",
+        role_required(Role.RESEARCHER)(SpectacularAPIView.as_view()),
+        name="api-schema",
+    ),
+]

@@ -1,0 +1,99 @@
+"""Every URL is guarded: by a role, by the researcher's console, or public on purpose.
+
+A view added without `role_required(...)` or `public(...)` fails here. Then, for every URL
+that takes no arguments, every role is tried against what the view declares.
+"""
+
+import pytest
+from django.contrib import admin
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+
+from apps.accounts.roles import Role
+from apps.console.sites import ResearcherAdminSite
+from tests.conftest import ROLES
+
+# Public on purpose, and why. The inventory fails if a public view is not listed here.
+PUBLIC = {
+    "login": "signing in",
+    "logout": "signing out (POST)",
+    "healthz": "load balancer probe; reveals only ok/error",
+}
+
+
+def walk(patterns, prefix="", namespace=None):
+    for p in patterns:
+        if isinstance(p, URLResolver):
+            ns = p.namespace or namespace
+            if ns == "admin":
+                yield prefix + str(p.pattern), "admin", None
+                continue
+            yield from walk(p.url_patterns, prefix + str(p.pattern), ns)
+        elif isinstance(p, URLPattern):
+            yield prefix + str(p.pattern), p.name, p
+
+
+ALL = list(walk(get_resolver().url_patterns))
+
+
+def test_the_console_is_the_researchers_admin_site():
+    assert isinstance(admin.site, ResearcherAdminSite)
+    assert any(name == "admin" for _route, name, _p in ALL)
+
+
+@pytest.mark.parametrize("route,name,pattern", [a for a in ALL if a[2]], ids=lambda v: str(v))
+def test_every_view_requires_a_role_or_is_public_on_purpose(route, name, pattern):
+    callback = pattern.callback
+    roles = getattr(callback, "required_roles", None)
+    is_public = getattr(callback, "public_on_purpose", False)
+    assert roles or is_public, f"{route} ({name}) has neither role_required nor public"
+    if is_public:
+        assert name in PUBLIC, f"{route} is public but not listed in PUBLIC with a reason"
+    else:
+        assert name not in PUBLIC
+
+
+def _argless_guarded():
+    for route, name, pattern in ALL:
+        if pattern is None or pattern.pattern.regex.groups or "<" in route:
+            continue
+        roles = getattr(pattern.callback, "required_roles", None)
+        if roles:
+            yield name, roles
+
+
+@pytest.mark.parametrize("role", ROLES, ids=lambda r: str(r or "no-role"))
+@pytest.mark.parametrize("name,roles", list(_argless_guarded()), ids=lambda v: str(v))
+def test_each_role_gets_what_the_view_declares(role_client, name, roles, role):
+    response = role_client(role).get(reverse(name))
+    if role in roles:
+        assert response.status_code in (200, 302)
+        if response.status_code == 302:
+            assert "/accounts/login/" not in response["Location"]
+    else:
+        assert response.status_code == 403
+
+
+@pytest.mark.parametrize("name", [n for n, _r in _argless_guarded()])
+def test_anonymous_visitor_is_sent_to_login(client, db, name):
+    url = reverse(name)
+    response = client.get(url)
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("login"))
+
+
+@pytest.mark.parametrize("role", ROLES, ids=lambda r: str(r or "no-role"))
+def test_only_researchers_enter_the_console(role_client, role):
+    client = role_client(role)
+    for url in (reverse("admin:index"), reverse("admin:accounts_user_changelist")):
+        response = client.get(url)
+        if role == Role.RESEARCHER:
+            assert response.status_code == 200
+        else:
+            assert response.status_code == 302
+            assert response["Location"].startswith(reverse("admin:login"))
+
+
+def test_anonymous_visitor_cannot_enter_the_console(client, db):
+    response = client.get(reverse("admin:accounts_user_changelist"))
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("admin:login"))

@@ -1,0 +1,88 @@
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from apps.accounts.roles import Role
+from tests.factories import PASSWORD, user_with_role
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+
+# Playwright's sync API runs an event loop in the test thread; Django's ORM refuses to run
+# inside one unless told that this is a test process.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+ROLES = [None, Role.EXPERT, Role.REVIEWER, Role.RESEARCHER]
+
+
+@pytest.fixture
+def make_user(db):
+    return user_with_role
+
+
+@pytest.fixture
+def role_client(db, client):
+    """`role_client(role)` is a test client signed in as a new user with that role (None: none)."""
+
+    def signed_in(role: Role | None):
+        user = user_with_role(role)
+        client.force_login(user)
+        return client
+
+    return signed_in
+
+
+@pytest.fixture
+def password():
+    return PASSWORD
+
+
+def live_database_url() -> str:
+    """The test database, as a URL a child process (a Celery worker) can use."""
+    db = settings.DATABASES["default"]
+    user = db.get("USER") or "postgres"
+    auth = f"{user}:{db['PASSWORD']}@" if db.get("PASSWORD") else f"{user}@"
+    return f"postgres://{auth}{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/{db['NAME']}"
+
+
+@pytest.fixture
+def celery_worker_queue(transactional_db):
+    """A real Celery worker process on a queue of its own, against the test database.
+
+    The queue name is unique so that a worker of `make run` sharing the broker cannot take
+    the test's messages.
+    """
+    queue = f"test-{uuid.uuid4().hex[:12]}"
+    env = dict(os.environ, DATABASE_URL=live_database_url(), DB_CONN_MAX_AGE="0")
+    celery = shutil.which("celery", path=str(Path(sys.executable).parent))
+    process = subprocess.Popen(
+        [celery, "-A", "config", "worker", "--pool", "solo", "--queues", queue,
+         "--hostname", f"{queue}@%h", "--without-mingle", "--without-gossip",
+         "--loglevel", "WARNING"],
+        cwd=ROOT, env=env, start_new_session=True,
+    )  # fmt: skip
+    try:
+        yield queue
+    finally:
+        process.terminate()
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def wait_until(predicate, timeout: float = 30.0, interval: float = 0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = predicate()
+        if result:
+            return result
+        time.sleep(interval)
+    return predicate()
