@@ -113,6 +113,9 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
+if env("TEST_DATABASE_NAME"):
+    # Lets two test runs share one server without fighting over the test database.
+    DATABASES["default"]["TEST"] = {"NAME": env("TEST_DATABASE_NAME")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 CACHES = {
