@@ -19,6 +19,7 @@ from django.conf import settings
 # Tasks are listed here, not discovered, so that a worker's queue contents are explicit.
 TASK_MODULES = [
     "workers.ops",
+    "workers.llm",
 ]
 
 app = Celery("assay")
@@ -37,6 +38,8 @@ app.conf.update(
     task_time_limit=settings.CELERY_TASK_TIME_LIMIT,
     task_soft_time_limit=settings.CELERY_TASK_SOFT_TIME_LIMIT,
     task_default_queue="default",
+    # Model calls have their own queue and workers (see workers/llm.py for why).
+    task_routes={"workers.llm.*": {"queue": "llm"}},
     task_always_eager=settings.CELERY_TASK_ALWAYS_EAGER,
     worker_hijack_root_logger=False,
     imports=TASK_MODULES,

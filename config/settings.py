@@ -14,6 +14,9 @@ from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
+# litellm downloads its price table at import unless this is set; keep the bundled one.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
 
 def env(name: str, default: str | None = None) -> str | None:
     value = os.environ.get(name, "")
@@ -58,6 +61,9 @@ EMBEDDED_REDIS_PORT = env_int("EMBEDDED_REDIS_PORT", 63799)
 DATABASE_URL = env("DATABASE_URL", f"postgres://postgres@127.0.0.1:{EMBEDDED_POSTGRES_PORT}/assay")
 REDIS_URL = env("REDIS_URL", f"redis://127.0.0.1:{EMBEDDED_REDIS_PORT}/0")
 
+# Assay's offline OpenAI-compatible provider (`manage.py offline_llm`), used by the demo.
+OFFLINE_LLM_URL = env("OFFLINE_LLM_URL", "http://127.0.0.1:8089/v1")
+
 INSTALLED_APPS = [
     "apps.console.apps.ConsoleAdminConfig",  # django.contrib.admin with our site
     "django.contrib.auth",
@@ -71,6 +77,7 @@ INSTALLED_APPS = [
     "template_partials",
     "apps.accounts",
     "apps.ops",
+    "apps.llm",
     "apps.demo",
 ]
 

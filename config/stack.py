@@ -245,6 +245,8 @@ def run() -> int:
         log("applying migrations")
         stack.manage("migrate", "--no-input")
         log("loading the demo")
+        offline_port = os.environ.get("OFFLINE_LLM_PORT", "8089")
+        stack.env.setdefault("OFFLINE_LLM_URL", f"http://127.0.0.1:{offline_port}/v1")
         stack.manage("load_demo")
         stack.spawn(
             "web",
@@ -252,9 +254,21 @@ def run() -> int:
              "--workers", "2", "--threads", "4", "--access-logfile", "-"],
         )  # fmt: skip
         stack.spawn(
+            "offline-llm",
+            [PYTHON, "-m", "apps.llm.offline", "--port", offline_port,
+             "--latency-ms", os.environ.get("OFFLINE_LLM_LATENCY_MS", "400"), "--jitter-ms", "300"],
+        )  # fmt: skip
+        stack.spawn(
             "worker",
             [str(BIN / "celery"), "-A", "config", "worker", "--loglevel", "INFO",
              "--queues", "default", "--concurrency", "2", "--hostname", "default@%h"],
+        )  # fmt: skip
+        # Model calls: one process per core, each running batches of calls on asyncio
+        # (workers/llm.py says why).
+        stack.spawn(
+            "worker-llm",
+            [str(BIN / "celery"), "-A", "config", "worker", "--loglevel", "INFO",
+             "--queues", "llm", "--concurrency", "2", "--hostname", "llm@%h"],
         )  # fmt: skip
         stack.spawn("beat", [str(BIN / "celery"), "-A", "config", "beat", "--loglevel", "INFO"])
         wait_for_port(host, port, 60, "The web server")
@@ -262,6 +276,7 @@ def run() -> int:
         log(f"Assay is running at http://{host}:{port}/")
         log(f"  console (researchers):  http://{host}:{port}/admin/")
         log(f"  health:                 http://{host}:{port}/healthz")
+        log(f"  offline LLM provider:   http://127.0.0.1:{offline_port}/v1 (demo models)")
         log(f"  logs:                   {LOGS}/")
         log("Press Ctrl-C to stop everything this command started.")
         while True:

@@ -9,6 +9,7 @@ urlpatterns = [
     path("", include("apps.accounts.urls")),
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
+    path("llm/", include("apps.llm.urls")),
     path(
         "api/schema/",
         role_required(Role.RESEARCHER)(SpectacularAPIView.as_view()),

@@ -53,29 +53,44 @@ def live_database_url() -> str:
 
 
 @pytest.fixture
-def celery_worker_queue(transactional_db):
-    """A real Celery worker process on a queue of its own, against the test database.
+def start_worker(transactional_db):
+    """`start_worker(queue=None, env=None)` starts a real Celery worker process on a queue of
+    its own, against the test database, and returns (queue, process). Stopped at teardown.
 
-    The queue name is unique so that a worker of `make run` sharing the broker cannot take
-    the test's messages.
+    Queue names are unique so that a worker of `make run` sharing the broker cannot take the
+    test's messages.
     """
-    queue = f"test-{uuid.uuid4().hex[:12]}"
-    env = dict(os.environ, DATABASE_URL=live_database_url(), DB_CONN_MAX_AGE="0")
+    processes = []
     celery = shutil.which("celery", path=str(Path(sys.executable).parent))
-    process = subprocess.Popen(
-        [celery, "-A", "config", "worker", "--pool", "solo", "--queues", queue,
-         "--hostname", f"{queue}@%h", "--without-mingle", "--without-gossip",
-         "--loglevel", "WARNING"],
-        cwd=ROOT, env=env, start_new_session=True,
-    )  # fmt: skip
-    try:
-        yield queue
-    finally:
-        process.terminate()
+
+    def start(queue: str | None = None, env: dict | None = None, pool: str = "solo"):
+        queue = queue or f"test-{uuid.uuid4().hex[:12]}"
+        child_env = dict(os.environ, DATABASE_URL=live_database_url(), DB_CONN_MAX_AGE="0")
+        child_env.update(env or {})
+        process = subprocess.Popen(
+            [celery, "-A", "config", "worker", "--pool", pool, "--queues", queue,
+             "--hostname", f"{uuid.uuid4().hex[:8]}@%h", "--without-mingle", "--without-gossip",
+             "--loglevel", "WARNING"],
+            cwd=ROOT, env=child_env, start_new_session=True,
+        )  # fmt: skip
+        processes.append(process)
+        return queue, process
+
+    yield start
+    for process in processes:
+        if process.poll() is None:
+            process.terminate()
+    for process in processes:
         try:
             process.wait(20)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+@pytest.fixture
+def celery_worker_queue(start_worker):
+    queue, _process = start_worker()
+    return queue
 
 
 def wait_until(predicate, timeout: float = 30.0, interval: float = 0.1):

@@ -21,15 +21,17 @@ PUBLIC = {
 
 
 def walk(patterns, prefix="", namespace=None):
+    """(route, qualified name, pattern) for every URL; the admin site as one entry."""
     for p in patterns:
         if isinstance(p, URLResolver):
-            ns = p.namespace or namespace
-            if ns == "admin":
+            if p.namespace == "admin":
                 yield prefix + str(p.pattern), "admin", None
                 continue
-            yield from walk(p.url_patterns, prefix + str(p.pattern), ns)
+            ns = f"{namespace}:{p.namespace}" if namespace and p.namespace else p.namespace
+            yield from walk(p.url_patterns, prefix + str(p.pattern), ns or namespace)
         elif isinstance(p, URLPattern):
-            yield prefix + str(p.pattern), p.name, p
+            name = f"{namespace}:{p.name}" if namespace and p.name else p.name
+            yield prefix + str(p.pattern), name, p
 
 
 ALL = list(walk(get_resolver().url_patterns))

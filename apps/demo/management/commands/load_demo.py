@@ -7,12 +7,22 @@ from django.core.management.base import BaseCommand, CommandError
 from apps.accounts.models import User
 from apps.accounts.roles import Role
 from apps.accounts.services import user_create
+from apps.llm.models import ModelConfig
 
 DEMO_USERS = [
     ("expert", "Erin", "Expert", [Role.EXPERT]),
     ("expert2", "Emeka", "Expert", [Role.EXPERT]),
     ("reviewer", "Rosa", "Reviewer", [Role.EXPERT, Role.REVIEWER]),
     ("researcher", "Rahul", "Researcher", [Role.RESEARCHER]),
+]
+
+
+# Served by the offline provider that `make run` starts: every feature works with no API key.
+OFFLINE_MODELS = [
+    ("Offline Terse (demo)", "offline-terse"),
+    ("Offline Thorough (demo)", "offline-thorough"),
+    ("Offline Friendly (demo)", "offline-friendly"),
+    ("Offline Grader (demo)", "offline-grader"),
 ]
 
 
@@ -34,6 +44,15 @@ class Command(BaseCommand):
                 first_name=first, last_name=last, email=f"{username}@example.org",
             )  # fmt: skip
             logins[username] = password
+        for display_name, name in OFFLINE_MODELS:
+            ModelConfig.objects.update_or_create(
+                display_name=display_name,
+                defaults={
+                    "family": "Offline demo", "version": "1", "litellm_model": f"openai/{name}",
+                    "api_base": settings.OFFLINE_LLM_URL, "max_concurrent": 16,
+                    "timeout_seconds": 30, "input_price_per_mtok": 0, "output_price_per_mtok": 0,
+                },
+            )  # fmt: skip
         logins_file.write_text(json.dumps(logins, indent=2))
         logins_file.chmod(0o600)
         self.stdout.write("Demo logins (also in .data/demo-logins.json):")

@@ -1,0 +1,19 @@
+class LLMError(Exception):
+    """A model call that did not produce an answer. `status` is a `CallStatus` value."""
+
+    def __init__(self, message: str, *, status: str, attempts: int = 0):
+        super().__init__(message)
+        self.status = status
+        self.attempts = attempts
+
+
+class RetryableLLMError(LLMError):
+    """Worth trying again later: rate limits, server errors, timeouts, connection errors.
+
+    Raised once the gateway's own bounded retries are spent; a task may requeue the work.
+    """
+
+
+class PermanentLLMError(LLMError):
+    """Trying again will not help: a bad request, bad credentials, or an answer that kept
+    failing validation. The message says what was wrong."""

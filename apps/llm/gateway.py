@@ -1,0 +1,367 @@
+"""Every model call in Assay goes through `complete` / `acomplete`.
+
+Underneath is litellm's async API; no provider SDK is called directly. The gateway adds
+what a study needs on top: limits that every worker process shares (`apps.llm.limits`),
+bounded retries with backoff and jitter that honour `Retry-After`, validation of
+structured answers with bounded re-asks, costs, and a ledger row for every attempt.
+It never returns a default in place of an answer: it returns a `Completion` or raises
+`RetryableLLMError` / `PermanentLLMError`.
+"""
+
+import asyncio
+import concurrent.futures
+import email.utils
+import json
+import os
+import random
+import time
+import weakref
+from dataclasses import dataclass
+from decimal import Decimal
+
+import jsonschema
+import redis.asyncio as aioredis
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+from .errors import LLMError, PermanentLLMError, RetryableLLMError
+from .limits import Limits
+from .models import CallStatus, ModelConfig, PromptTemplate
+from .services import llm_call_record
+
+# litellm fetches its price table over the internet at import unless told not to.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+OFFLINE_API_KEY = "offline-demo"  # the offline provider accepts any key
+MAX_ERROR_CHARS = 2000
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_attempts: int = 6
+    max_total_seconds: float = 600.0
+    base_delay: float = 0.5
+    max_delay: float = 30.0
+    max_retry_after: float = 120.0
+    schema_retries: int = 2
+
+
+DEFAULT_POLICY = RetryPolicy()
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    data: dict | list | None
+    input_tokens: int
+    output_tokens: int
+    cost_usd: Decimal | None
+    latency_ms: int
+    attempts: int
+    model_id: int
+    offline: bool
+
+
+_litellm = None
+
+
+def litellm_module():
+    """Import litellm once, lazily (it costs seconds), with everything that sends data out off."""
+    global _litellm
+    if _litellm is None:
+        import litellm
+
+        litellm.telemetry = False
+        litellm.success_callback = []
+        litellm.failure_callback = []
+        litellm.callbacks = []
+        litellm.suppress_debug_info = True
+        litellm.turn_off_message_logging = True
+        litellm.drop_params = False
+        _litellm = litellm
+    return _litellm
+
+
+_clients: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aioredis.Redis]" = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _redis() -> aioredis.Redis:
+    # redis.asyncio connections belong to the loop that opened them.
+    loop = asyncio.get_running_loop()
+    client = _clients.get(loop)
+    if client is None:
+        client = aioredis.Redis.from_url(settings.REDIS_URL)
+        _clients[loop] = client
+    return client
+
+
+async def aclose_redis() -> None:
+    """Close this loop's Redis client; call before the loop ends (asyncio.run in a task)."""
+    client = _clients.pop(asyncio.get_running_loop(), None)
+    if client is not None:
+        await client.aclose()
+
+
+def limits_for(model: ModelConfig) -> Limits:
+    return Limits(
+        _redis(),
+        key=f"assay:llm:model:{model.pk}",
+        max_concurrent=model.max_concurrent,
+        requests_per_minute=model.requests_per_minute,
+        tokens_per_minute=model.tokens_per_minute,
+        lease_seconds=model.timeout_seconds + 30,
+    )
+
+
+def _api_key(model: ModelConfig) -> str | None:
+    if model.api_key_env:
+        key = os.environ.get(model.api_key_env)
+        if not key:
+            raise PermanentLLMError(
+                f"The environment variable {model.api_key_env} named by model "
+                f"{model.display_name!r} is not set.",
+                status=CallStatus.AUTH_ERROR,
+            )
+        return key
+    return OFFLINE_API_KEY if model.is_offline else None
+
+
+def _scrub(message: str, secret: str | None) -> str:
+    if secret and secret != OFFLINE_API_KEY:
+        message = message.replace(secret, "[redacted]")
+    return message[:MAX_ERROR_CHARS]
+
+
+def _retry_after(exc: Exception) -> float | None:
+    headers = None
+    response = getattr(exc, "response", None)
+    if response is not None:
+        headers = getattr(response, "headers", None)
+    headers = headers or getattr(exc, "litellm_response_headers", None) or {}
+    value = headers.get("retry-after") if hasattr(headers, "get") else None
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        when = email.utils.parsedate_to_datetime(value)
+        return max(0.0, when.timestamp() - time.time()) if when else None
+
+
+def classify(exc: Exception) -> tuple[str, bool]:
+    """(status, retryable) for an exception raised by litellm or the transport."""
+    lt = litellm_module()
+    if isinstance(exc, lt.RateLimitError):
+        return CallStatus.RATE_LIMITED, True
+    if isinstance(exc, lt.Timeout | asyncio.TimeoutError | TimeoutError):
+        return CallStatus.TIMEOUT, True
+    if isinstance(exc, lt.AuthenticationError | lt.PermissionDeniedError):
+        return CallStatus.AUTH_ERROR, False
+    if isinstance(exc, lt.BadRequestError | lt.NotFoundError | lt.UnprocessableEntityError):
+        return CallStatus.BAD_REQUEST, False
+    if isinstance(exc, lt.InternalServerError | lt.ServiceUnavailableError | lt.BadGatewayError):
+        return CallStatus.SERVER_ERROR, True
+    if isinstance(exc, lt.APIConnectionError):
+        return CallStatus.CONNECTION_ERROR, True
+    code = getattr(exc, "status_code", None)
+    if isinstance(code, int):
+        if code == 429:
+            return CallStatus.RATE_LIMITED, True
+        if code == 408:
+            return CallStatus.TIMEOUT, True
+        if code >= 500:
+            return CallStatus.SERVER_ERROR, True
+        if 400 <= code < 500:
+            return CallStatus.BAD_REQUEST, False
+    return CallStatus.OTHER, False
+
+
+def _backoff(policy: RetryPolicy, attempt: int, retry_after: float | None) -> float:
+    if retry_after is not None:
+        # Honour the provider's word, plus a little jitter so waiters don't return together.
+        return min(retry_after, policy.max_retry_after) + random.uniform(0, policy.base_delay)
+    # "Full jitter" exponential backoff.
+    return random.uniform(0, min(policy.max_delay, policy.base_delay * 2 ** (attempt - 1)))
+
+
+def _cost(model: ModelConfig, response, input_tokens: int, output_tokens: int) -> Decimal | None:
+    if model.input_price_per_mtok is not None or model.output_price_per_mtok is not None:
+        per_in = model.input_price_per_mtok or Decimal(0)
+        per_out = model.output_price_per_mtok or Decimal(0)
+        return (per_in * input_tokens + per_out * output_tokens) / Decimal(1_000_000)
+    try:
+        cost = litellm_module().completion_cost(completion_response=response)
+    except Exception:
+        return None  # litellm does not know this model's price; the ledger shows it as unknown
+    return Decimal(str(cost)).quantize(Decimal("0.000001"))
+
+
+def _validate(text: str, schema: dict) -> tuple[dict | list | None, str | None]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, f"the answer is not valid JSON ({exc.msg} at character {exc.pos})"
+    error = jsonschema.exceptions.best_match(
+        jsonschema.Draft202012Validator(schema).iter_errors(data)
+    )
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "the top level"
+        return None, f"the JSON does not match the schema at {where}: {error.message}"
+    return data, None
+
+
+def _estimate_tokens(messages: list[dict], params: dict) -> int:
+    chars = sum(len(str(m.get("content", ""))) for m in messages)
+    return chars // 4 + int(params.get("max_tokens") or 0)
+
+
+async def acomplete(
+    *,
+    model: ModelConfig,
+    messages: list[dict],
+    purpose: str,
+    params: dict | None = None,
+    schema: dict | None = None,
+    caller: str = "",
+    prompt: PromptTemplate | None = None,
+    policy: RetryPolicy = DEFAULT_POLICY,
+) -> Completion:
+    lt = litellm_module()
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    deadline = started + policy.max_total_seconds
+    call_params = {**(model.params or {}), **(params or {})}
+    api_key = _api_key(model)
+    extra: dict = {}
+    if model.api_base:
+        extra["api_base"] = model.api_base
+    headers = dict(call_params.pop("extra_headers", None) or {})
+    if model.is_offline:
+        # Lets the offline provider answer in kind; real providers never see this header.
+        headers["X-Assay-Purpose"] = purpose
+    if headers:
+        extra["extra_headers"] = headers
+    limits = limits_for(model)
+    estimate = _estimate_tokens(messages, call_params)
+    record = sync_to_async(llm_call_record)
+    conversation = list(messages)
+    attempt = invalid_answers = 0
+
+    while True:
+        attempt += 1
+        try:
+            slot = await limits.acquire(estimate_tokens=estimate, deadline=deadline)
+        except TimeoutError as exc:
+            raise RetryableLLMError(
+                f"{model.display_name}: {exc} ({attempt - 1} attempts made)",
+                status=CallStatus.RATE_LIMITED,
+                attempts=attempt - 1,
+            ) from exc
+        timeout = max(1.0, min(float(model.timeout_seconds), deadline - loop.time()))
+        sent = loop.time()
+        try:
+            response = await lt.acompletion(
+                model=model.litellm_model, messages=conversation, api_key=api_key,
+                timeout=timeout, num_retries=0, max_retries=0, **extra, **call_params,
+            )  # fmt: skip
+        except Exception as exc:
+            latency_ms = round((loop.time() - sent) * 1000)
+            await slot.release()
+            status, retryable = classify(exc)
+            message = _scrub(f"{exc}", api_key)
+            await record(
+                model=model, purpose=purpose, caller=caller, attempt=attempt, status=status,
+                error_class=type(exc).__name__, error_message=message, latency_ms=latency_ms,
+                prompt=prompt,
+            )  # fmt: skip
+            if not retryable:
+                raise PermanentLLMError(
+                    f"{model.display_name}: {message}", status=status, attempts=attempt
+                ) from exc
+            delay = _backoff(policy, attempt, _retry_after(exc))
+            if attempt >= policy.max_attempts or loop.time() + delay > deadline:
+                raise RetryableLLMError(
+                    f"{model.display_name}: gave up after {attempt} attempts in "
+                    f"{loop.time() - started:.1f} s; last error: {message}",
+                    status=status,
+                    attempts=attempt,
+                ) from exc
+            await asyncio.sleep(delay)
+            continue
+
+        latency_ms = round((loop.time() - sent) * 1000)
+        usage = getattr(response, "usage", None)
+        input_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+        output_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+        await slot.release(actual_tokens=input_tokens + output_tokens)
+        text = response.choices[0].message.content or ""
+        cost = _cost(model, response, input_tokens, output_tokens)
+        data = None
+        if schema is not None:
+            data, problem = _validate(text, schema)
+            if problem:
+                invalid_answers += 1
+                await record(
+                    model=model, purpose=purpose, caller=caller, attempt=attempt,
+                    status=CallStatus.INVALID_OUTPUT, error_class="InvalidAnswer",
+                    error_message=f"{problem}. Answer began: {text[:300]!r}",
+                    input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost,
+                    latency_ms=latency_ms, prompt=prompt,
+                )  # fmt: skip
+                if invalid_answers > policy.schema_retries:
+                    raise PermanentLLMError(
+                        f"{model.display_name}: the answer failed validation "
+                        f"{invalid_answers} times; last problem: {problem}",
+                        status=CallStatus.INVALID_OUTPUT,
+                        attempts=attempt,
+                    )
+                conversation = [
+                    *messages,
+                    {"role": "assistant", "content": text},
+                    {
+                        "role": "user",
+                        "content": f"That answer could not be used: {problem}. Reply again "
+                        "with only the JSON object, matching the schema exactly.",
+                    },
+                ]
+                continue
+        await record(
+            model=model, purpose=purpose, caller=caller, attempt=attempt, status=CallStatus.OK,
+            input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost,
+            latency_ms=latency_ms, prompt=prompt,
+        )  # fmt: skip
+        return Completion(
+            text=text, data=data, input_tokens=input_tokens, output_tokens=output_tokens,
+            cost_usd=cost, latency_ms=round((loop.time() - started) * 1000), attempts=attempt,
+            model_id=model.pk, offline=model.is_offline,
+        )  # fmt: skip
+
+
+def complete(**kwargs) -> Completion:
+    """The synchronous form of `acomplete`, for tasks and services that are not async."""
+
+    async def run() -> Completion:
+        try:
+            return await acomplete(**kwargs)
+        finally:
+            await aclose_redis()
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(run())
+    # Called from a thread that already runs a loop: use a loop of our own elsewhere.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, run()).result()
+
+
+__all__ = [
+    "Completion",
+    "LLMError",
+    "PermanentLLMError",
+    "RetryPolicy",
+    "RetryableLLMError",
+    "acomplete",
+    "complete",
+]

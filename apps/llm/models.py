@@ -1,0 +1,158 @@
+import string
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator, RegexValidator
+from django.db import models
+
+ENV_NAME = RegexValidator(
+    r"^[A-Z_][A-Z0-9_]*$", "The name of an environment variable, such as OPENAI_API_KEY."
+)
+OFFLINE_PREFIX = "offline-"
+
+
+class Purpose(models.TextChoices):
+    SAMPLE = "sample", "Sample an answer"
+    GRADE_CRITERION = "grade_criterion", "Grade one criterion"
+    GRADE_CHECKLIST = "grade_checklist", "Grade a checklist"
+    REWRITE = "rewrite", "Rewrite a post"
+    RUBRIC_DRAFT = "rubric_draft", "Draft rubric criteria"
+    SCENARIO_RESPONSE = "scenario_response", "Respond to a scenario"
+    SURVEY_PROXY = "survey_proxy", "Answer a survey as a proxy"
+
+
+class ModelConfig(models.Model):
+    """A model that Assay can call through litellm, with the limits every process shares."""
+
+    display_name = models.CharField(max_length=100, unique=True)
+    family = models.CharField(max_length=100, help_text="e.g. GPT, Claude, Gemini, Llama")
+    version = models.CharField(max_length=100, blank=True)
+    litellm_model = models.CharField(
+        max_length=200,
+        help_text="litellm's model string, e.g. openai/gpt-4.1 or anthropic/claude-sonnet-4-5",
+    )
+    api_base = models.URLField(blank=True, help_text="Only for self-hosted or proxy endpoints.")
+    api_key_env = models.CharField(
+        "API key variable",
+        max_length=100,
+        blank=True,
+        validators=[ENV_NAME],
+        help_text="The NAME of the environment variable holding the key, never the key itself. "
+        "Blank: litellm's own default variable for the provider.",
+    )
+    params = models.JSONField(
+        default=dict, blank=True, help_text='Default parameters, e.g. {"temperature": 0.7}.'
+    )
+    requests_per_minute = models.PositiveIntegerField(null=True, blank=True)
+    tokens_per_minute = models.PositiveIntegerField(null=True, blank=True)
+    max_concurrent = models.PositiveIntegerField(default=8, validators=[MinValueValidator(1)])
+    timeout_seconds = models.PositiveIntegerField(default=120, validators=[MinValueValidator(1)])
+    input_price_per_mtok = models.DecimalField(
+        "input price (USD per million tokens)",
+        max_digits=10, decimal_places=4, null=True, blank=True,
+        help_text="Overrides litellm's price table. Blank: litellm's price, if it knows one.",
+    )  # fmt: skip
+    output_price_per_mtok = models.DecimalField(
+        "output price (USD per million tokens)",
+        max_digits=10, decimal_places=4, null=True, blank=True,
+    )  # fmt: skip
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["display_name"]
+
+    def __str__(self):
+        return self.display_name + (" (offline demo model)" if self.is_offline else "")
+
+    @property
+    def is_offline(self) -> bool:
+        """Served by Assay's offline provider: its output is labelled wherever it is shown."""
+        return self.litellm_model.rsplit("/", 1)[-1].startswith(OFFLINE_PREFIX)
+
+    def clean(self):
+        if "/" not in self.litellm_model:
+            raise ValidationError({"litellm_model": "Name the provider too, e.g. openai/gpt-4.1."})
+        if not isinstance(self.params, dict):
+            raise ValidationError({"params": "Parameters must be a JSON object."})
+        forbidden = {"api_key", "api_base", "messages", "model"} & set(self.params)
+        if forbidden:
+            raise ValidationError(
+                {"params": f"Set {', '.join(sorted(forbidden))} in their own fields, not here."}
+            )
+
+
+class PromptTemplate(models.Model):
+    """A versioned prompt. Once used, a version never changes: editing makes version n+1.
+
+    Text uses `$name` / `${name}` placeholders (string.Template) so that JSON braces in a
+    prompt need no escaping.
+    """
+
+    purpose = models.CharField(max_length=32, choices=Purpose.choices)
+    version = models.PositiveIntegerField()
+    system_text = models.TextField(blank=True)
+    user_text = models.TextField()
+    notes = models.TextField(blank=True, help_text="What changed in this version, and why.")
+    used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["purpose", "-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["purpose", "version"], name="prompt_purpose_version")
+        ]
+
+    def __str__(self):
+        return f"{self.purpose} v{self.version}"
+
+    @property
+    def variables(self) -> list[str]:
+        names = []
+        for text in (self.system_text, self.user_text):
+            for match in string.Template.pattern.finditer(text):
+                name = match.group("named") or match.group("braced")
+                if name and name not in names:
+                    names.append(name)
+        return names
+
+
+class CallStatus(models.TextChoices):
+    OK = "ok", "OK"
+    RATE_LIMITED = "rate_limited", "Rate limited (429)"
+    SERVER_ERROR = "server_error", "Server error (5xx)"
+    TIMEOUT = "timeout", "Timed out"
+    CONNECTION_ERROR = "connection_error", "Connection error"
+    BAD_REQUEST = "bad_request", "Bad request (400)"
+    AUTH_ERROR = "auth_error", "Authentication or permission error"
+    INVALID_OUTPUT = "invalid_output", "Answer failed validation"
+    OTHER = "other", "Other error"
+
+
+class LLMCall(models.Model):
+    """The ledger: one row per attempt sent to a provider."""
+
+    model = models.ForeignKey(ModelConfig, on_delete=models.PROTECT, related_name="calls")
+    purpose = models.CharField(max_length=32, choices=Purpose.choices)
+    caller = models.CharField(
+        max_length=200, blank=True, db_index=True,
+        help_text="What asked for the call, e.g. response:123.",
+    )  # fmt: skip
+    attempt = models.PositiveSmallIntegerField()
+    status = models.CharField(max_length=20, choices=CallStatus.choices)
+    error_class = models.CharField(max_length=200, blank=True)
+    error_message = models.TextField(blank=True)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    latency_ms = models.PositiveIntegerField(default=0)
+    prompt_template = models.ForeignKey(
+        PromptTemplate, null=True, blank=True, on_delete=models.PROTECT, related_name="calls"
+    )
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["model", "purpose"], name="llmcall_model_purpose")]
+
+    def __str__(self):
+        return f"{self.model_id} {self.purpose} #{self.attempt} {self.status}"
