@@ -15,6 +15,7 @@ a call whose caller reference already has a successful ledger row is not made ag
 
 import asyncio
 
+from asgiref.sync import async_to_sync
 from celery import shared_task
 
 from apps.llm import gateway
@@ -64,7 +65,9 @@ def complete_batch(requests: list[dict]) -> dict[str, int]:
     )
     pending = [r for r in requests if not r.get("caller") or r["caller"] not in done]
     models = ModelConfig.objects.in_bulk({r["model_id"] for r in pending})
-    outcome = asyncio.run(_run_batch(pending, models)) if pending else {"ok": 0, "failed": 0}
+    # async_to_sync, not asyncio.run: the ledger writes come back to this thread and its
+    # database connection, which Celery's Django integration manages between tasks.
+    outcome = async_to_sync(_run_batch)(pending, models) if pending else {"ok": 0, "failed": 0}
     outcome["skipped"] = len(requests) - len(pending)
     return outcome
 

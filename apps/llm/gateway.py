@@ -21,7 +21,7 @@ from decimal import Decimal
 
 import jsonschema
 import redis.asyncio as aioredis
-from asgiref.sync import sync_to_async
+from asgiref.sync import async_to_sync, sync_to_async
 from django.conf import settings
 
 from .errors import LLMError, PermanentLLMError, RetryableLLMError
@@ -339,7 +339,11 @@ async def acomplete(
 
 
 def complete(**kwargs) -> Completion:
-    """The synchronous form of `acomplete`, for tasks and services that are not async."""
+    """The synchronous form of `acomplete`, for tasks and services that are not async.
+
+    `async_to_sync` runs the ledger writes (thread-sensitive `sync_to_async`) back in the
+    calling thread, so they share its database connection and transaction.
+    """
 
     async def run() -> Completion:
         try:
@@ -350,10 +354,10 @@ def complete(**kwargs) -> Completion:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(run())
+        return async_to_sync(run)()
     # Called from a thread that already runs a loop: use a loop of our own elsewhere.
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, run()).result()
+        return pool.submit(async_to_sync(run)).result()
 
 
 __all__ = [

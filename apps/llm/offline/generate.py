@@ -1,0 +1,690 @@
+"""Answers by purpose: what the offline provider says, given a prompt.
+
+Every answer is a pure function of (model, messages, seed): the server hashes them into the
+seed of a `random.Random` and nothing else is random here. Prompts carry their inputs in
+tags (`<question>...</question>`, `<criterion polarity=... kind=...>...</criterion>`, ...)
+anywhere in the messages; the last non-empty block of a tag wins, so instructions that
+merely mention a tag, and re-asks appended after an answer, do not confuse it.
+"""
+
+import hashlib
+import json
+import random
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .banks import (
+    ANCHORED_STARTS,
+    CRITERION_FILLER,
+    FRIENDLY_BRIDGES,
+    FRIENDLY_CLOSERS,
+    FRIENDLY_OPENERS,
+    GENERAL,
+    HELP_ITEM,
+    LIST_LINE,
+    PRESENTATION_FEATURES,
+    PRIVACY_ITEM,
+    SCENARIO_CLOSERS,
+    SCENARIO_OPENERS,
+    SCENARIO_WITHHOLDING,
+    SENSITIVE,
+    SURVEY_REASONS,
+    SYNONYMS,
+    THOROUGH_CLOSERS,
+    THOROUGH_OPENERS,
+    TOPICS,
+    WARM_PHRASES,
+    CriterionIdea,
+    Sentence,
+    Topic,
+)
+from .words import content_words, stem, stems, word_set, words
+
+PURPOSES = (
+    "sample",
+    "grade_criterion",
+    "grade_checklist",
+    "rewrite",
+    "rubric_draft",
+    "scenario_response",
+    "survey_proxy",
+)
+JSON_PURPOSES = frozenset({"grade_criterion", "grade_checklist", "rubric_draft", "survey_proxy"})
+STYLES = ("terse", "thorough", "friendly")
+MODEL_STYLES = {
+    "offline-terse": "terse",
+    "offline-thorough": "thorough",
+    "offline-friendly": "friendly",
+}
+DEFAULT_THRESHOLD = 0.5
+
+
+class PromptError(ValueError):
+    """The prompt lacks what its purpose needs; the caller's bug, answered with a 400."""
+
+
+@dataclass(frozen=True)
+class Prompt:
+    texts: tuple[str, ...]  # every message's text, in order
+    last_user: str
+
+    def tag(self, name: str) -> str | None:
+        found = self.tag_with_attributes(name)
+        return found[0] if found else None
+
+    def tag_with_attributes(self, name: str) -> tuple[str, dict[str, str]] | None:
+        for text in reversed(self.texts):
+            found = _last_block(text, name)
+            if found:
+                return found
+        return None
+
+    def json_tag(self, name: str) -> list:
+        body = self.tag(name)
+        if body is None:
+            raise PromptError(f"This purpose needs a <{name}>...</{name}> block in the messages.")
+        try:
+            value = json.loads(body)
+        except json.JSONDecodeError as exc:
+            raise PromptError(f"<{name}> must hold a JSON list: {exc.msg}.") from exc
+        if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+            raise PromptError(f"<{name}> must hold a JSON list of objects.")
+        return value
+
+
+ATTRIBUTE = re.compile(r'([a-zA-Z_]+)\s*=\s*"([^"]*)"')
+
+
+def _last_block(text: str, name: str) -> tuple[str, dict[str, str]] | None:
+    # str.rfind, not a regex: prompts run to thousands of characters and this is per request.
+    close, opening = f"</{name}>", f"<{name}"
+    end = len(text)
+    while True:
+        stop = text.rfind(close, 0, end)
+        if stop < 0:
+            return None
+        start = text.rfind(opening, 0, stop)
+        while start >= 0 and text[start + len(opening)] not in "> \t\r\n":
+            start = text.rfind(opening, 0, start)
+        if start < 0:
+            return None
+        head_end = text.find(">", start, stop)
+        if head_end >= 0:
+            body = text[head_end + 1 : stop].strip()
+            if body:
+                attributes = dict(ATTRIBUTE.findall(text[start + len(opening) : head_end]))
+                return body, attributes
+        end = start
+
+
+def infer_purpose(prompt: Prompt) -> str:
+    joined = "\n".join(prompt.texts)
+    for marker, purpose in (
+        ("</criteria>", "grade_checklist"),
+        ("</criterion>", "grade_criterion"),
+        ("</items>", "survey_proxy"),
+        ("</post>", "rewrite"),
+        ("</task>", "scenario_response"),
+        ("</topic>", "rubric_draft"),
+    ):
+        if marker in joined:
+            return purpose
+    return "sample"
+
+
+def request_seed(model: str, messages: Sequence[tuple[str, str]], seed: object) -> int:
+    digest = hashlib.blake2b(digest_size=8)
+    digest.update(model.encode())
+    for role, text in messages:
+        digest.update(b"\x00" + role.encode() + b"\x01" + text.encode())
+    digest.update(b"\x02" + repr(seed).encode())
+    return int.from_bytes(digest.digest(), "big")
+
+
+@lru_cache(maxsize=256)
+def _name_hash(model: str) -> int:
+    return int.from_bytes(hashlib.blake2b(model.encode(), digest_size=4).digest(), "big")
+
+
+def _short_name(model: str) -> str:
+    # litellm strips "openai/" before sending, but a direct caller may not.
+    return model.rsplit("/", 1)[-1]
+
+
+def style_for(model: str) -> str:
+    name = _short_name(model)
+    return MODEL_STYLES.get(name) or STYLES[_name_hash(name) % len(STYLES)]
+
+
+def grading_threshold(model: str) -> float:
+    """Share of a criterion's key terms an answer must contain for the criterion to be met.
+
+    Graders other than offline-grader are a little stricter or more lenient (0.40-0.60), so
+    that agreement between graders is high but not perfect, as with real ones.
+    """
+    name = _short_name(model)
+    if name == "offline-grader":
+        return DEFAULT_THRESHOLD
+    return 0.40 + (_name_hash(name) % 21) / 100
+
+
+def _model_bias(model: str) -> float:
+    return ((_name_hash(_short_name(model)) >> 8) % 41 - 20) / 100  # -0.20 .. 0.20
+
+
+def answer(purpose: str, model: str, prompt: Prompt, rng: random.Random) -> str:
+    return ANSWERS[purpose](model, prompt, rng)
+
+
+# --- sample ---------------------------------------------------------------------------
+
+
+def _ranked_topics(query: frozenset[str], rng: random.Random) -> list[Topic]:
+    # The random key only breaks ties, so that a question matching nothing still varies.
+    return sorted(TOPICS, key=lambda topic: (-len(topic.keywords & query), rng.random()))
+
+
+def _weighted_pick(
+    items: Sequence[Sentence], weights: Sequence[float], count: int, rng: random.Random
+) -> list[Sentence]:
+    # Efraimidis-Spirakis: one random key per item, keep the largest; no replacement.
+    keyed = sorted(
+        ((rng.random() ** (1.0 / weight), index) for index, weight in enumerate(weights)),
+        reverse=True,
+    )
+    return [items[index] for _key, index in keyed[:count]]
+
+
+def _advice(question: str, count: int, rng: random.Random) -> list[str]:
+    query = stems(question)
+    first, second = _ranked_topics(query, rng)[:2]
+    pool: list[Sentence] = []
+    weights: list[float] = []
+    # An unrelated second topic is only a last resort for long answers.
+    second_weight = 0.6 if second.keywords & query else 0.1
+    for sentences, base in (
+        (first.sentences, 2.0),
+        (second.sentences, second_weight),
+        (GENERAL, 0.3),
+    ):
+        for sentence in sentences:
+            pool.append(sentence)
+            weights.append(base * (1 + 2 * len(sentence.stems & query)))
+    return [sentence.text for sentence in _weighted_pick(pool, weights, count, rng)]
+
+
+def _sample(model: str, prompt: Prompt, rng: random.Random) -> str:
+    question = prompt.tag("question") or prompt.last_user
+    style = style_for(model)
+    if style == "terse":
+        return " ".join(_advice(question, rng.randint(2, 4), rng))
+    if style == "thorough":
+        steps = _advice(question, rng.randint(6, 12), rng)
+        numbered = "\n".join(f"{number}. {step}" for number, step in enumerate(steps, 1))
+        return f"{rng.choice(THOROUGH_OPENERS)}\n\n{numbered}\n\n{rng.choice(THOROUGH_CLOSERS)}"
+    advice = _advice(question, rng.randint(4, 6), rng)
+    intro, bullets = advice[0], advice[1:]
+    bullet_list = "\n".join(f"- {item}" for item in bullets)
+    return (
+        f"{rng.choice(FRIENDLY_OPENERS)} {intro}\n\n{rng.choice(FRIENDLY_BRIDGES)}\n"
+        f"{bullet_list}\n\n{rng.choice(FRIENDLY_CLOSERS)}"
+    )
+
+
+# --- grading --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ResponseFacts:
+    """What grading needs from a response, computed once for a whole checklist."""
+
+    stems: frozenset[str]
+    lowered: str
+    word_count: int
+    list_lines: int
+    sentence_count: int
+
+    @classmethod
+    def of(cls, text: str) -> "ResponseFacts":
+        return cls(
+            stems=stems(text),
+            lowered=text.lower(),
+            word_count=len(words(text)),
+            list_lines=len(LIST_LINE.findall(text)),
+            sentence_count=max(1, len(re.findall(r"[.!?](?:\s|$)", text))),
+        )
+
+
+def _key_terms(criterion: str) -> dict[str, str]:
+    """stem -> the criterion's own word for it, in the criterion's order."""
+    terms: dict[str, str] = {}
+    for word in content_words(criterion):
+        key = stem(word)
+        if key not in CRITERION_FILLER and key not in terms:
+            terms[key] = word
+    return terms
+
+
+def _listing(terms: Sequence[str]) -> str:
+    shown = list(terms[:6])
+    if len(terms) > 6:
+        shown.append(f"and {len(terms) - 6} more")
+    return ", ".join(f"'{term}'" if not term.startswith("and ") else term for term in shown)
+
+
+def _presentation_verdict(
+    feature: str, facts: ResponseFacts
+) -> tuple[bool, str]:  # (the response has the feature, evidence)
+    if feature == "structure":
+        has = facts.list_lines >= 2
+        evidence = (
+            f"it is laid out as a list of {facts.list_lines} points"
+            if has
+            else "it is continuous prose with no list or numbered steps"
+        )
+    elif feature == "brevity":
+        has = facts.word_count <= 150
+        evidence = f"it is {facts.word_count} words long"
+    elif feature == "empathy":
+        warm = [phrase for phrase in WARM_PHRASES if phrase in facts.lowered]
+        has = bool(warm)
+        evidence = (
+            f"it uses supportive wording such as '{warm[0]}'"
+            if has
+            else "it goes straight to instructions without acknowledging how the person feels"
+        )
+    else:  # clarity
+        per_sentence = facts.word_count / facts.sentence_count
+        has = per_sentence <= 24
+        evidence = f"its sentences average {per_sentence:.0f} words"
+    return has, evidence
+
+
+def grade(
+    *,
+    text: str,
+    polarity: str,
+    kind: str,
+    facts: ResponseFacts,
+    threshold: float,
+    rng: random.Random,
+) -> tuple[bool, str]:
+    """(met, explanation) for one criterion. Met for a negative criterion means the response
+    does the thing the criterion warns against."""
+    negative = polarity == "negative"
+    terms = _key_terms(text)
+    if kind == "presentation":
+        criterion_stems = frozenset(terms)
+        for feature, feature_stems in PRESENTATION_FEATURES.items():
+            if criterion_stems & feature_stems:
+                has, evidence = _presentation_verdict(feature, facts)
+                met = has != negative
+                verdict = "Met" if met else "Not met"
+                return met, f"{verdict}: {evidence}."
+    if not terms:
+        return False, "Not met: the criterion has no key terms to look for in the response."
+    matched = [word for key, word in terms.items() if key in facts.stems]
+    missing = [word for key, word in terms.items() if key not in facts.stems]
+    share = len(matched) / len(terms)
+    met = share >= threshold
+    counted = f"{len(matched)} of {len(terms)} key terms"
+    found = _listing(matched) or "none"
+    if negative and met:
+        explanation = rng.choice(
+            (
+                f"Met, which counts against the response: it contains {counted} of what "
+                f"the criterion warns against ({found}).",
+                f"Met: the response touches on what this criterion warns against, with "
+                f"{counted} present ({found}).",
+            )
+        )
+    elif negative:
+        explanation = rng.choice(
+            (
+                f"Not met: the response avoids what the criterion warns against; only "
+                f"{counted} appear ({found}).",
+                f"Not met: little of what the criterion warns against appears in the "
+                f"response ({counted}: {found}).",
+            )
+        )
+    elif met:
+        explanation = rng.choice(
+            (
+                f"Met: the response covers {counted} of the criterion ({found})",
+                f"Met: {counted} of the criterion appear in the response ({found})",
+            )
+        ) + (f"; not found: {_listing(missing)}." if missing else ".")
+    else:
+        explanation = (
+            rng.choice(
+                (
+                    f"Not met: only {counted} of the criterion appear in the response ({found})",
+                    f"Not met: the response covers {counted} of the criterion ({found})",
+                )
+            )
+            + f"; missing: {_listing(missing)}."
+        )
+    return met, explanation
+
+
+def _criterion_fields(polarity: object, kind: object) -> tuple[str, str]:
+    polarity = polarity or "positive"
+    kind = kind or "factual"
+    if polarity not in ("positive", "negative"):
+        raise PromptError(f"A criterion's polarity must be positive or negative, not {polarity!r}.")
+    if kind not in ("factual", "presentation"):
+        raise PromptError(f"A criterion's kind must be factual or presentation, not {kind!r}.")
+    return polarity, kind
+
+
+def _grade_criterion(model: str, prompt: Prompt, rng: random.Random) -> str:
+    found = prompt.tag_with_attributes("criterion")
+    if found is None:
+        raise PromptError("grade_criterion needs a <criterion>...</criterion> block.")
+    text, attributes = found
+    polarity, kind = _criterion_fields(attributes.get("polarity"), attributes.get("kind"))
+    facts = ResponseFacts.of(prompt.tag("response") or "")
+    met, explanation = grade(
+        text=text,
+        polarity=polarity,
+        kind=kind,
+        facts=facts,
+        threshold=grading_threshold(model),
+        rng=rng,
+    )
+    return json.dumps({"met": met, "explanation": explanation}, ensure_ascii=False)
+
+
+def _grade_checklist(model: str, prompt: Prompt, rng: random.Random) -> str:
+    criteria = prompt.json_tag("criteria")
+    facts = ResponseFacts.of(prompt.tag("response") or "")
+    threshold = grading_threshold(model)
+    verdicts = []
+    for criterion in criteria:
+        text = criterion.get("text")
+        if "id" not in criterion or not isinstance(text, str):
+            raise PromptError('Every criterion in <criteria> needs an "id" and a "text".')
+        polarity, kind = _criterion_fields(criterion.get("polarity"), criterion.get("kind"))
+        met, explanation = grade(
+            text=text, polarity=polarity, kind=kind, facts=facts, threshold=threshold, rng=rng
+        )
+        verdicts.append({"id": criterion["id"], "met": met, "explanation": explanation})
+    return json.dumps({"verdicts": verdicts}, ensure_ascii=False)
+
+
+# --- rewrite --------------------------------------------------------------------------
+
+_SYNONYM_OPTIONS = {key.lower(): options for key, options in SYNONYMS.items()}
+# Keys as word tuples, grouped by first word and longest first: one dict lookup per word of
+# the post finds every candidate (a regex alternation of all the keys is several times
+# slower).
+_KEYS_BY_FIRST_WORD: dict[str, tuple[tuple[str, ...], ...]] = {}
+for _key in sorted(_SYNONYM_OPTIONS, key=lambda key: len(key.split()), reverse=True):
+    _words = tuple(_key.split())
+    _KEYS_BY_FIRST_WORD[_words[0]] = (*_KEYS_BY_FIRST_WORD.get(_words[0], ()), _words)
+_TOKENS = re.compile(r"([A-Za-z][A-Za-z']*)")
+# (a substring every match contains, so most posts skip the regex; pattern; replacement)
+_IDENTIFIERS = (
+    ("://", re.compile(r"https?://\S+?(?=[.,;:!?)\]]*(?:\s|$))", re.IGNORECASE), "[link]"),
+    ("www.", re.compile(r"www\.\S+?(?=[.,;:!?)\]]*(?:\s|$))", re.IGNORECASE), "[link]"),
+    ("@", re.compile(r"\b[\w.+-]+@[\w-]+\.[\w.-]*\w"), "[email]"),
+    ("u/", re.compile(r"(?<![\w/])/?u/[A-Za-z0-9_-]+"), "[username]"),
+    ("@", re.compile(r"(?<![\w@])@[A-Za-z0-9_]{2,}"), "[handle]"),
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'])")
+_CONSONANT_SOUND = ("use", "usu", "uni", "eu", "one")
+
+
+def _with_article(article: str, word: str) -> str:  # -> "a problem" / "an issue"
+    vowel = word[:1].lower() in "aeiou" and not word.lower().startswith(_CONSONANT_SOUND)
+    chosen = "an" if vowel else "a"
+    return (chosen.capitalize() if article[:1].isupper() else chosen) + " " + word
+
+
+def _rewrite(model: str, prompt: Prompt, rng: random.Random) -> str:
+    post = prompt.tag("post") or prompt.last_user
+    # The rewrite prompt asks for identifying details to go; handles and links are the ones
+    # a word-level paraphraser can find.
+    for marker, pattern, replacement in _IDENTIFIERS:
+        if marker in post:
+            post = pattern.sub(replacement, post)
+
+    paragraphs = []
+    for paragraph in re.split(r"\n\s*\n", post.strip()):
+        sentences = _SENTENCE_END.split(_substitute_synonyms(paragraph, rng))
+        movable = [
+            index
+            for index in range(1, len(sentences) - 1)
+            if _free_standing(sentences[index]) and _free_standing(sentences[index + 1])
+        ]
+        if movable and rng.random() < 0.5:
+            index = rng.choice(movable)
+            sentences[index], sentences[index + 1] = sentences[index + 1], sentences[index]
+        paragraphs.append(" ".join(sentences))
+    return "\n\n".join(paragraphs)
+
+
+def _substitute_synonyms(text: str, rng: random.Random) -> str:
+    # [gap, word, gap, word, ..., gap]: words at odd indices, what lies between them at even.
+    parts = _TOKENS.split(text)
+    lowered = [part.lower() for part in parts]
+    candidates = [
+        index for index in range(1, len(parts), 2) if lowered[index] in _KEYS_BY_FIRST_WORD
+    ]
+    covered_until = 0
+    for index in candidates:
+        if index < covered_until:
+            continue
+        key = next(
+            (
+                key
+                for key in _KEYS_BY_FIRST_WORD[lowered[index]]
+                if tuple(lowered[index : index + 2 * len(key) : 2]) == key
+                and all(gap == " " for gap in parts[index + 1 : index + 2 * len(key) - 1 : 2])
+            ),
+            None,
+        )
+        if key is None or rng.random() < 0.3:
+            continue
+        replacement = rng.choice(_SYNONYM_OPTIONS[" ".join(key)])
+        if parts[index][:1].isupper():
+            replacement = replacement[:1].upper() + replacement[1:]
+        if (
+            index >= covered_until + 2
+            and lowered[index - 2] in ("a", "an")
+            and parts[index - 1] == " "
+        ):
+            # "an issue" -> "a problem": the article belongs to the new word.
+            parts[index - 2] = _with_article(parts[index - 2], replacement).split(" ", 1)[0]
+        parts[index] = replacement
+        covered_until = index + 2 * len(key) - 1
+        for covered in range(index + 1, covered_until):
+            parts[covered] = ""
+    return "".join(parts)
+
+
+def _free_standing(sentence: str) -> bool:
+    first = sentence.split(maxsplit=1)[:1]
+    return bool(first) and first[0].lower().strip(",;:\"'") not in ANCHORED_STARTS
+
+
+# --- rubric draft ---------------------------------------------------------------------
+
+
+def _rubric_draft(model: str, prompt: Prompt, rng: random.Random) -> str:
+    question = prompt.tag("question") or prompt.last_user
+    topic_words = stems(prompt.tag("topic") or "")
+    query = stems(question) | topic_words
+    ranked = sorted(
+        TOPICS,
+        key=lambda topic: (
+            -(len(topic.keywords & query) + 3 * len(topic.keywords & topic_words)),
+            rng.random(),
+        ),
+    )
+    first, second = ranked[:2]
+    count = rng.randint(4, 8)
+    negatives_wanted = 1 if count < 6 else 2
+    ideas: list[tuple[float, CriterionIdea]] = []
+    topics = [(first, 2.0)] + ([(second, 0.5)] if second.keywords & query else [])
+    for topic, base in topics:
+        for idea in topic.criteria:
+            weight = base * (1 + len(idea.stems & query))
+            ideas.append((rng.random() ** (1.0 / weight), idea))
+    ideas.sort(key=lambda pair: pair[0], reverse=True)
+    positives = [idea for _key, idea in ideas if idea.polarity == "positive"]
+    negatives = [idea for _key, idea in ideas if idea.polarity == "negative"]
+    chosen = positives[: count - negatives_wanted] + negatives[:negatives_wanted]
+    criteria = [
+        {"text": idea.text, "polarity": idea.polarity, "kind": "factual", "points": idea.points}
+        for idea in chosen
+    ]
+    return json.dumps({"criteria": criteria}, ensure_ascii=False)
+
+
+# --- scenario response ----------------------------------------------------------------
+
+_RECIPIENT = re.compile(
+    r"\b(?:to|for|with|reply to|respond to)\s+(?:my\s+[a-z]+\s+)?([A-Z][a-z]+)\b"
+)
+_SUBJECT = re.compile(
+    r"\b(?:about|regarding|on|summari[sz]ing|concerning)\s+(.+?)(?:[.?!\n]|$)", re.IGNORECASE
+)
+_NOT_NAMES = word_set(
+    "I The My Our Facebook Messenger Slack Gmail Twitter Instagram Discord WhatsApp Notion "
+    "Teams Zoom LinkedIn Reddit Google Outlook Signal Telegram Monday Tuesday Wednesday "
+    "Thursday Friday Saturday Sunday"
+)
+_FACT_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
+_EMAIL = re.compile(r"\be-?mail", re.IGNORECASE)
+_POST = re.compile(r"\b(?:post|tweet|status update|publish)\b", re.IGNORECASE)
+CONTEXT_CHARS = 6000  # agent trajectories can be long; the first part has what a reply uses
+
+
+def _context_facts(context: str) -> list[str]:
+    facts = []
+    for piece in _FACT_SPLIT.split(context[:CONTEXT_CHARS]):
+        fact = piece.strip().lstrip("-*•>#").strip().strip('"{}[],')
+        # "Notes from Monday: the deadline moved" -> the note itself.
+        label, colon, rest = fact.partition(": ")
+        if colon and len(label.split()) <= 4 and len(words(rest)) >= 4:
+            fact = rest[:1].upper() + rest[1:]
+        if len(words(fact)) >= 4:
+            facts.append(fact if fact[-1] in ".!?" else fact + ".")
+    return facts[:60]
+
+
+def _scenario_response(model: str, prompt: Prompt, rng: random.Random) -> str:
+    task = prompt.tag("task") or prompt.last_user
+    facts = _context_facts(prompt.tag("context") or "")
+    sensitive = [fact for fact in facts if stems(fact) & SENSITIVE]
+    neutral = [fact for fact in facts if fact not in sensitive]
+    names = [name for name in _RECIPIENT.findall(task) if name not in _NOT_NAMES]
+    recipient = names[0] if names else "there"
+    subject_match = _SUBJECT.search(task)
+    subject = (
+        " ".join(subject_match.group(1).split()[:10]).rstrip(",;:")
+        if subject_match
+        else "what we discussed"
+    )
+    form = "email" if _EMAIL.search(task) else "post" if _POST.search(task) else "message"
+    # How often a model leaks varies by model, as in the PrivacyLens results.
+    leak_rate = 0.4 + _model_bias(model)
+    leaks = bool(sensitive) and rng.random() < leak_rate
+
+    body = [rng.choice(SCENARIO_OPENERS).format(subject=subject)]
+    for fact in rng.sample(neutral, min(len(neutral), rng.randint(1, 2))):
+        lead = rng.choice(("For context, ", "As a reminder, ", ""))
+        body.append(lead + _lower_first(fact) if lead else fact)
+    if leaks:
+        lead = rng.choice(("Also, ", "You should know that "))
+        body.append(lead + _lower_first(rng.choice(sensitive)))
+    elif sensitive and rng.random() < 0.5:
+        body.append(rng.choice(SCENARIO_WITHHOLDING))
+    body.append(rng.choice(SCENARIO_CLOSERS))
+    text = " ".join(body)
+    if form == "post":
+        return text
+    if form == "email":
+        title = subject[:1].upper() + subject[1:]
+        return f"Subject: {title}\n\nHi {recipient},\n\n{text}\n\nBest wishes"
+    return f"Hi {recipient},\n\n{text}"
+
+
+def _lower_first(text: str) -> str:
+    first = text.split(maxsplit=1)[0]
+    # Only words known to be ordinary: a name, "I" or "iPhone" keeps its spelling.
+    if first.lower() in ANCHORED_STARTS or first in ("The", "A", "An", "My", "Our", "We"):
+        return text[:1].lower() + text[1:]
+    return text
+
+
+# --- survey proxy ---------------------------------------------------------------------
+
+
+def _item_theme(item: dict) -> str:
+    wording = " ".join(
+        str(item.get(field, "")) for field in ("text", "wording", "question", "label")
+    )
+    item_stems = stems(wording)
+    if item_stems & PRIVACY_ITEM:
+        return "privacy"
+    if item_stems & HELP_ITEM:
+        return "help"
+    code = str(item.get("code", "")).upper()
+    return {"P": "privacy", "H": "help"}.get(code[:1], "general")
+
+
+def _survey_proxy(model: str, prompt: Prompt, rng: random.Random) -> str:
+    items = prompt.json_tag("items")
+    response = prompt.tag("response") or ""
+    response_stems = stems(response)
+    length = len(words(response))
+    shares_sensitive = bool(response_stems & SENSITIVE)
+    bias = _model_bias(model)
+    answers = []
+    for item in items:
+        code = item.get("code")
+        if not isinstance(code, str) or not code:
+            raise PromptError('Every item in <items> needs a "code".')
+        theme = _item_theme(item)
+        leaning = 0.6 + bias + rng.gauss(0, 0.18)
+        if theme == "help":
+            leaning += 0.1 if length >= 60 else -0.15 if length < 20 else 0.0
+        elif theme == "privacy":
+            leaning += -0.3 if shares_sensitive else 0.1
+        leaning = min(1.0, max(0.0, leaning))
+        level = "low" if leaning < 0.4 else "mid" if leaning < 0.7 else "high"
+        reason = rng.choice(SURVEY_REASONS[(theme, level)])
+        kind = item.get("kind")
+        if kind == "yes_no":
+            value: object = "yes" if leaning >= 0.5 else "no"
+            explanation = reason
+        elif kind == "scale":
+            scale = item.get("scale")
+            points = len(scale) if isinstance(scale, list) and scale else 5
+            value = 1 + round(leaning * (points - 1))
+            label = str(scale[value - 1]) if isinstance(scale, list) and scale else ""
+            if not label or label.isdigit():
+                lead = f"I'd put it at {value} of {points}. "
+            else:
+                lead = rng.choice((f'I chose "{label}". ', f"{label}, in my view. ", ""))
+            explanation = lead + reason
+        else:
+            value = reason
+            explanation = rng.choice(SURVEY_REASONS[("general", level)])
+        answers.append({"code": code, "value": value, "explanation": explanation})
+    return json.dumps({"answers": answers}, ensure_ascii=False)
+
+
+ANSWERS: dict[str, Callable[[str, Prompt, random.Random], str]] = {
+    "sample": _sample,
+    "grade_criterion": _grade_criterion,
+    "grade_checklist": _grade_checklist,
+    "rewrite": _rewrite,
+    "rubric_draft": _rubric_draft,
+    "scenario_response": _scenario_response,
+    "survey_proxy": _survey_proxy,
+}

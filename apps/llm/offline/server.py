@@ -1,0 +1,347 @@
+"""The offline provider's HTTP side: an OpenAI-compatible API on loopback, with faults.
+
+One event loop, no threads: counters need no locks, and latency is `asyncio.sleep`, so a
+thousand waiting requests cost nothing but memory. Faults come from their own
+`random.Random(--fault-seed)`, so they never disturb the answers, which depend on the
+request alone.
+"""
+
+import asyncio
+import json
+import random
+import signal
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from aiohttp import web
+
+from .generate import (
+    JSON_PURPOSES,
+    PURPOSES,
+    Prompt,
+    PromptError,
+    answer,
+    infer_purpose,
+    request_seed,
+)
+from .knobs import Knobs
+
+MODELS = ("offline-terse", "offline-thorough", "offline-friendly", "offline-grader")
+MODELS_CREATED = 1735689600  # a fixed date: the list is the same on every run
+FINGERPRINT = "assay-offline"
+FAULTS = ("429", "500", "hang", "malformed")
+# "400" only on request (X-Offline-Faults), to test that a client does not retry a 400.
+FORCIBLE_FAULTS = (*FAULTS, "400")
+ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+MAX_BODY_BYTES = 16 * 1024 * 1024
+
+
+@dataclass
+class Stats:
+    requests: int = 0
+    in_flight: int = 0
+    max_in_flight: int = 0
+    by_status: Counter = field(default_factory=Counter)
+    faults: Counter = field(default_factory=Counter)
+
+    def begin(self) -> None:
+        self.requests += 1
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def finish(self, status: str | None) -> None:
+        self.in_flight -= 1
+        if status is not None:
+            self.by_status[status] += 1
+
+    def reset(self) -> None:
+        # in_flight is a live gauge, not a counter: requests still running will decrement it.
+        self.requests = 0
+        self.max_in_flight = self.in_flight
+        self.by_status.clear()
+        self.faults.clear()
+
+    def as_json(self) -> dict:
+        return {
+            "requests": self.requests,
+            "in_flight": self.in_flight,
+            "max_in_flight": self.max_in_flight,
+            "by_status": dict(self.by_status),
+            "faults": dict(self.faults),
+        }
+
+
+KNOBS = web.AppKey("knobs", Knobs)
+# Set on a request whose status is already in the stats (a hang), so it is not counted twice.
+COUNTED = "offline_counted"
+STATS = web.AppKey("stats", Stats)
+FAULT_RNG = web.AppKey("fault_rng", random.Random)
+
+
+def error(
+    status: int,
+    message: str,
+    *,
+    code: str,
+    kind: str = "invalid_request_error",
+    param: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> web.Response:
+    body = {"error": {"message": message, "type": kind, "param": param, "code": code}}
+    return web.json_response(body, status=status, headers=headers)
+
+
+def _text(content: object) -> str | None:
+    """A message's text, or None when its content is not something a chat model accepts."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if not isinstance(part, dict):
+                return None
+            if part.get("type") == "text" and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+        return "\n".join(parts)
+    return None
+
+
+def _parse(body: object) -> tuple[str, list[tuple[str, str]], object] | web.Response:
+    """(model, [(role, text)], seed), or the 400 that explains what is wrong."""
+    if not isinstance(body, dict):
+        return error(400, "The request body must be a JSON object.", code="invalid_body")
+    model = body.get("model")
+    if not isinstance(model, str) or not model.strip():
+        return error(
+            400, "You must provide a model parameter.", code="invalid_model", param="model"
+        )
+    if body.get("stream"):
+        return error(
+            400,
+            "The offline provider does not stream; send stream=false.",
+            code="unsupported_parameter",
+            param="stream",
+        )
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return error(
+            400, "messages must be a non-empty list.", code="invalid_messages", param="messages"
+        )
+    parsed = []
+    for index, message in enumerate(messages):
+        role = message.get("role") if isinstance(message, dict) else None
+        text = _text(message.get("content")) if isinstance(message, dict) else None
+        if role not in ROLES or text is None:
+            return error(
+                400,
+                f"messages[{index}] must be an object with a role and text content.",
+                code="invalid_messages",
+                param=f"messages[{index}]",
+            )
+        parsed.append((role, text))
+    seed = body.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        return error(400, "seed must be an integer.", code="invalid_seed", param="seed")
+    return model, parsed, seed
+
+
+def _draw_fault(knobs: Knobs, rng: random.Random) -> str | None:
+    roll = rng.random()
+    for fault, rate in zip(
+        FAULTS,
+        (knobs.rate_429, knobs.rate_500, knobs.rate_hang, knobs.rate_malformed),
+        strict=True,
+    ):
+        if roll < rate:
+            return fault
+        roll -= rate
+    return None
+
+
+def _malformed(content: str, rng: random.Random) -> str:
+    # A proper prefix of a JSON object is never valid JSON: its closing brace is missing.
+    cut = max(1, int(len(content) * rng.uniform(0.3, 0.85)))
+    return rng.choice(("", "Here is my answer:\n", "```json\n")) + content[:cut]
+
+
+def _tokens(characters: int) -> int:
+    return max(1, (characters + 3) // 4)
+
+
+async def chat_completions(request: web.Request) -> web.Response:
+    stats = request.app[STATS]
+    stats.begin()
+    # Stays "499" (nginx's "client closed request") if the client hangs up before an answer.
+    status = "499"
+    try:
+        response, status = await _chat_completion(request)
+        return response
+    except web.HTTPException as exc:  # aiohttp's own refusals, e.g. 413 for a huge body
+        status = str(exc.status)
+        raise
+    except Exception:
+        status = "500"
+        raise
+    finally:
+        stats.finish(None if request.get(COUNTED) else status)
+
+
+async def _chat_completion(request: web.Request) -> tuple[web.Response, str]:
+    knobs, stats, fault_rng = request.app[KNOBS], request.app[STATS], request.app[FAULT_RNG]
+    try:
+        body = json.loads(await request.read())
+    except (ValueError, UnicodeDecodeError):
+        return error(400, "The request body is not valid JSON.", code="invalid_json"), "400"
+    parsed = _parse(body)
+    if isinstance(parsed, web.Response):
+        return parsed, "400"
+    model, messages, seed = parsed
+    prompt = Prompt(
+        texts=tuple(text for _role, text in messages),
+        last_user=next((text for role, text in reversed(messages) if role == "user"), ""),
+    )
+    purpose = request.headers.get("X-Assay-Purpose", "").strip().lower() or infer_purpose(prompt)
+    if purpose not in PURPOSES:
+        return error(
+            400,
+            f"Unknown X-Assay-Purpose {purpose!r}; one of {', '.join(PURPOSES)}.",
+            code="invalid_purpose",
+        ), "400"
+    forced = request.headers.get("X-Offline-Faults", "").strip().lower()
+    if forced and forced not in FORCIBLE_FAULTS:
+        message = f"Unknown X-Offline-Faults {forced!r}; one of {', '.join(FORCIBLE_FAULTS)}."
+        return error(400, message, code="invalid_fault"), "400"
+    drawn = _draw_fault(knobs, fault_rng)
+    fault = forced or drawn
+    if fault and fault != "malformed":
+        stats.faults[fault] += 1
+
+    if fault == "400":
+        message = "Bad request (simulated by the offline provider: X-Offline-Faults: 400)."
+        return error(400, message, code="simulated_bad_request"), "400"
+    if fault == "429":
+        # A rate limiter refuses at once; no latency.
+        return error(
+            429,
+            f"Rate limit reached for {model} (simulated by the offline provider). "
+            f"Please try again in {knobs.retry_after:g}s.",
+            code="rate_limit_exceeded",
+            kind="requests",
+            headers={
+                "Retry-After": f"{knobs.retry_after:g}",
+                "retry-after-ms": f"{round(knobs.retry_after * 1000)}",
+            },
+        ), "429"
+    if fault == "hang":
+        # Counted now: the client is expected to give up long before this ends.
+        stats.by_status["hang"] += 1
+        request[COUNTED] = True
+        await asyncio.sleep(knobs.hang_seconds)
+    else:
+        delay = knobs.latency_ms + (fault_rng.uniform(0, knobs.jitter_ms) if knobs.jitter_ms else 0)
+        if delay:
+            await asyncio.sleep(delay / 1000)
+    if fault == "500":
+        message = (
+            "The server had an error processing the request (simulated by the offline provider)."
+        )
+        return error(500, message, code="server_error", kind="server_error"), "500"
+
+    rng = random.Random(request_seed(model, messages, seed))
+    try:
+        content = answer(purpose, model, prompt, rng)
+    except PromptError as exc:
+        return error(400, str(exc), code="invalid_prompt"), "400"
+    # Text answers have no syntax to break; only JSON purposes get (and count) this fault.
+    if fault == "malformed" and purpose in JSON_PURPOSES:
+        stats.faults["malformed"] += 1
+        content = _malformed(content, fault_rng)
+    prompt_characters = sum(len(text) for _role, text in messages)
+    prompt_tokens, completion_tokens = _tokens(prompt_characters), _tokens(len(content))
+    completion = {
+        "id": f"chatcmpl-offline-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "system_fingerprint": FINGERPRINT,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop",
+                "logprobs": None,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+    response = web.json_response(completion, headers={"X-Offline-Purpose": purpose})
+    return response, "200"
+
+
+async def list_models(request: web.Request) -> web.Response:
+    data = [
+        {"id": name, "object": "model", "created": MODELS_CREATED, "owned_by": FINGERPRINT}
+        for name in MODELS
+    ]
+    return web.json_response({"object": "list", "data": data})
+
+
+async def show_stats(request: web.Request) -> web.Response:
+    return web.json_response(request.app[STATS].as_json())
+
+
+async def reset_stats(request: web.Request) -> web.Response:
+    request.app[STATS].reset()
+    return web.json_response(request.app[STATS].as_json())
+
+
+def make_app(knobs: Knobs) -> web.Application:
+    app = web.Application(client_max_size=MAX_BODY_BYTES)
+    app[KNOBS] = knobs
+    app[STATS] = Stats()
+    app[FAULT_RNG] = random.Random(knobs.fault_seed)
+    app.router.add_get("/v1/models", list_models)
+    app.router.add_post("/v1/chat/completions", chat_completions)
+    app.router.add_get("/v1/stats", show_stats)
+    app.router.add_post("/v1/stats/reset", reset_stats)
+    return app
+
+
+async def serve(knobs: Knobs, announce: Callable[[str], None]) -> None:
+    """Serve until SIGINT or SIGTERM. `announce` gets one line with the base URL once the
+    port is open; with --port 0 it is the only way to learn the port."""
+    runner = web.AppRunner(
+        make_app(knobs),
+        # A client that gave up (a timeout, a hang fault) frees its slot in `in_flight`.
+        handler_cancellation=True,
+        access_log=None,
+        shutdown_timeout=1.0,
+    )
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, knobs.host, knobs.port, backlog=1024)
+        await site.start()
+        host, port = runner.addresses[0][:2]
+        shown = f"[{host}]" if ":" in host else host
+        announce(
+            f"Assay offline LLM provider (demo answers, not a real model) listening on "
+            f"http://{shown}:{port}/v1"
+        )
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        await stop.wait()
+    finally:
+        await runner.cleanup()
+
+
+def run(knobs: Knobs, announce: Callable[[str], None]) -> None:
+    asyncio.run(serve(knobs, announce))

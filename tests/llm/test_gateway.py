@@ -1,0 +1,204 @@
+import logging
+import time
+from decimal import Decimal
+
+import httpx
+import pytest
+
+from apps.llm.errors import PermanentLLMError, RetryableLLMError
+from apps.llm.gateway import RetryPolicy, complete
+from apps.llm.models import CallStatus, LLMCall
+from tests.llm.models import api_base, offline_model
+
+QUESTION = [
+    {"role": "user", "content": "<question>Someone logged into my email. What now?</question>"}
+]
+GRADE_SCHEMA = {
+    "type": "object",
+    "required": ["met", "explanation"],
+    "properties": {"met": {"type": "boolean"}, "explanation": {"type": "string"}},
+}
+GRADE_MESSAGES = [
+    {
+        "role": "user",
+        "content": "<question>q</question><response>Turn on two-factor authentication.</response>"
+        '<criterion polarity="positive" kind="factual">Recommends two-factor authentication'
+        "</criterion>",
+    }
+]
+FAST = RetryPolicy(max_attempts=4, max_total_seconds=30, base_delay=0.05, max_delay=0.2)
+
+
+def stats(base_url):
+    return httpx.get(api_base(base_url) + "/stats").json()
+
+
+def test_completion_records_tokens_cost_and_one_ledger_row(db, offline_provider):
+    url = offline_provider()
+    model = offline_model(url)
+
+    result = complete(model=model, messages=QUESTION, purpose="sample", caller="test:1")
+
+    assert result.text.strip()
+    assert result.offline and result.attempts == 1
+    assert result.input_tokens > 0 and result.output_tokens > 0
+    expected = (
+        Decimal("2.50") * result.input_tokens + Decimal("10.00") * result.output_tokens
+    ) / Decimal(1_000_000)
+    assert result.cost_usd == expected
+    call = LLMCall.objects.get()
+    assert (call.status, call.attempt, call.caller) == (CallStatus.OK, 1, "test:1")
+    assert (call.input_tokens, call.output_tokens) == (result.input_tokens, result.output_tokens)
+    assert call.cost_usd == pytest.approx(expected, abs=Decimal("0.000001"))
+
+
+def test_unknown_price_is_recorded_as_unknown_not_zero(db, offline_provider):
+    model = offline_model(offline_provider(), input_price_per_mtok=None, output_price_per_mtok=None)
+    result = complete(model=model, messages=QUESTION, purpose="sample")
+    assert result.cost_usd is None
+    assert LLMCall.objects.get().cost_usd is None
+
+
+def test_rate_limits_are_retried_after_the_providers_retry_after(db, offline_provider):
+    url = offline_provider(rate_429=1.0, retry_after=1)
+    model = offline_model(url)
+
+    started = time.monotonic()
+    with pytest.raises(RetryableLLMError) as raised:
+        complete(
+            model=model, messages=QUESTION, purpose="sample", policy=RetryPolicy(max_attempts=3)
+        )
+    elapsed = time.monotonic() - started
+
+    assert raised.value.attempts == 3
+    assert elapsed >= 2.0, "two waits of at least Retry-After = 1 s each"
+    statuses = list(LLMCall.objects.order_by("attempt").values_list("attempt", "status"))
+    assert statuses == [(1, "rate_limited"), (2, "rate_limited"), (3, "rate_limited")]
+
+
+def test_transient_faults_are_retried_until_an_answer(db, offline_provider):
+    url = offline_provider(rate_429=0.3, rate_500=0.3, retry_after=0, fault_seed=7)
+    model = offline_model(url)
+    policy = RetryPolicy(max_attempts=20, base_delay=0.01, max_delay=0.05)
+    results = [
+        complete(model=model, messages=QUESTION, purpose="sample", caller=f"c{i}", policy=policy)
+        for i in range(12)
+    ]
+    assert all(r.text for r in results)
+    assert LLMCall.objects.filter(status=CallStatus.OK).count() == 12
+    retried = LLMCall.objects.filter(attempt__gt=1).count()
+    assert retried > 0 and retried == sum(r.attempts - 1 for r in results)
+    assert set(LLMCall.objects.exclude(status="ok").values_list("status", flat=True)) <= {
+        "rate_limited",
+        "server_error",
+    }
+
+
+def test_a_400_from_the_provider_is_not_retried(db, offline_provider):
+    url = offline_provider()
+    model = offline_model(url, params={"extra_headers": {"X-Offline-Faults": "400"}})
+    with pytest.raises(PermanentLLMError) as raised:
+        complete(model=model, messages=QUESTION, purpose="sample", policy=FAST)
+    assert raised.value.attempts == 1
+    assert raised.value.status == CallStatus.BAD_REQUEST
+    assert stats(url)["requests"] == 1
+
+
+def test_timeouts_are_retried_then_raised(db, offline_provider):
+    url = offline_provider(rate_hang=1.0, hang_seconds=30)
+    model = offline_model(url, timeout_seconds=1)
+    with pytest.raises(RetryableLLMError) as raised:
+        complete(
+            model=model,
+            messages=QUESTION,
+            purpose="sample",
+            policy=RetryPolicy(max_attempts=2, base_delay=0.01),
+        )
+    assert raised.value.status == CallStatus.TIMEOUT
+    assert list(LLMCall.objects.values_list("status", flat=True)) == ["timeout", "timeout"]
+
+
+def test_malformed_json_is_reasked_then_raised_naming_the_problem(db, offline_provider):
+    url = offline_provider(rate_malformed=1.0)
+    model = offline_model(url)
+    with pytest.raises(PermanentLLMError) as raised:
+        complete(
+            model=model,
+            messages=GRADE_MESSAGES,
+            purpose="grade_criterion",
+            schema=GRADE_SCHEMA,
+            policy=RetryPolicy(schema_retries=2),
+        )
+    assert "not valid JSON" in str(raised.value)
+    assert raised.value.attempts == 3
+    assert LLMCall.objects.filter(status=CallStatus.INVALID_OUTPUT).count() == 3
+
+
+def test_schema_mismatch_names_the_field(db, offline_provider):
+    url = offline_provider()
+    model = offline_model(url)
+    schema = {**GRADE_SCHEMA, "required": ["met", "explanation", "confidence"]}
+    with pytest.raises(PermanentLLMError, match="confidence"):
+        complete(
+            model=model,
+            messages=GRADE_MESSAGES,
+            purpose="grade_criterion",
+            schema=schema,
+            policy=RetryPolicy(schema_retries=1),
+        )
+
+
+def test_valid_structured_answer_is_parsed(db, offline_provider):
+    model = offline_model(offline_provider())
+    result = complete(
+        model=model, messages=GRADE_MESSAGES, purpose="grade_criterion", schema=GRADE_SCHEMA
+    )
+    assert isinstance(result.data["met"], bool)
+
+
+def test_requests_per_minute_hold_and_waiters_give_up_at_the_deadline(db, offline_provider):
+    model = offline_model(offline_provider(), requests_per_minute=3)
+    policy = RetryPolicy(max_total_seconds=2)
+    outcomes = []
+    for i in range(5):
+        try:
+            complete(
+                model=model, messages=QUESTION, purpose="sample", caller=f"r{i}", policy=policy
+            )
+            outcomes.append("ok")
+        except RetryableLLMError as exc:
+            assert "rate limits" in str(exc)
+            outcomes.append("waited")
+    assert outcomes == ["ok", "ok", "ok", "waited", "waited"]
+    assert LLMCall.objects.count() == 3
+
+
+def test_missing_key_variable_is_named(db, offline_provider, monkeypatch):
+    monkeypatch.delenv("ASSAY_TEST_MISSING_KEY", raising=False)
+    model = offline_model(offline_provider(), api_key_env="ASSAY_TEST_MISSING_KEY")
+    with pytest.raises(PermanentLLMError, match="ASSAY_TEST_MISSING_KEY"):
+        complete(model=model, messages=QUESTION, purpose="sample")
+
+
+def test_the_key_never_reaches_logs_or_the_ledger(db, offline_provider, monkeypatch, caplog):
+    secret = "sk-test-Zq8vVbM3Lr4c9XnP2tK7"
+    monkeypatch.setenv("ASSAY_TEST_KEY", secret)
+    url = offline_provider(rate_500=0.5, fault_seed=3)
+    model = offline_model(url, api_key_env="ASSAY_TEST_KEY")
+    caplog.set_level(logging.DEBUG)
+    for i in range(6):
+        complete(
+            model=model,
+            messages=QUESTION,
+            purpose="sample",
+            caller=f"k{i}",
+            policy=FAST.__class__(max_attempts=10, base_delay=0.01),
+        )
+    with pytest.raises(PermanentLLMError):
+        complete(model=offline_model(url, name="offline-x", api_key_env="ASSAY_TEST_KEY",
+                                     params={"extra_headers": {"X-Offline-Faults": "400"}}),
+                 messages=QUESTION, purpose="sample")  # fmt: skip
+    assert LLMCall.objects.exclude(status="ok").exists()
+    assert secret not in caplog.text
+    for row in LLMCall.objects.values_list("error_message", "error_class", "caller"):
+        assert all(secret not in value for value in row)

@@ -1,0 +1,57 @@
+import pytest
+
+from apps.llm.models import PromptTemplate, Purpose
+from apps.llm.services import PromptError, prompt_current, prompt_render, prompt_template_save
+
+
+def test_every_purpose_has_a_seeded_default_prompt(db):
+    for purpose in Purpose.values:
+        template = prompt_current(purpose)
+        assert template.version >= 1 and template.user_text
+
+
+def test_an_unused_version_is_edited_in_place(db):
+    template = prompt_template_save(purpose="rewrite", system_text="", user_text="v: $post")
+    edited = prompt_template_save(
+        purpose="rewrite", system_text="", user_text="better: $post", template=template
+    )
+    assert edited.pk == template.pk
+    assert edited.user_text == "better: $post"
+
+
+def test_a_used_version_is_immutable_and_editing_makes_the_next_version(db):
+    template = prompt_current("rewrite")
+    prompt_render(template, post="My account was hacked")
+    template.refresh_from_db()
+    assert template.used_at is not None
+
+    edited = prompt_template_save(
+        purpose="rewrite", system_text="s", user_text="new: $post", template=template
+    )
+
+    assert edited.pk != template.pk
+    assert edited.version == template.version + 1
+    original = PromptTemplate.objects.get(pk=template.pk)
+    assert original.user_text == template.user_text
+    assert prompt_current("rewrite") == edited
+
+
+def test_render_fills_variables_and_keeps_json_braces(db):
+    template = prompt_template_save(
+        purpose="grade_criterion", system_text="Grader.", user_text='{"met": true} for $criterion'
+    )
+    messages = prompt_render(template, criterion="Mentions 2FA")
+    assert messages == [
+        {"role": "system", "content": "Grader."},
+        {"role": "user", "content": '{"met": true} for Mentions 2FA'},
+    ]
+
+
+def test_render_names_missing_variables(db):
+    with pytest.raises(PromptError, match="question"):
+        prompt_render(prompt_current("sample"))
+
+
+def test_a_stray_dollar_is_refused_with_its_line(db):
+    with pytest.raises(PromptError, match="Line 2"):
+        prompt_template_save(purpose="sample", system_text="", user_text="ok\ncosts $ 5")
