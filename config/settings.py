@@ -64,6 +64,12 @@ REDIS_URL = env("REDIS_URL", f"redis://127.0.0.1:{EMBEDDED_REDIS_PORT}/0")
 # Assay's offline OpenAI-compatible provider (`manage.py offline_llm`), used by the demo.
 OFFLINE_LLM_URL = env("OFFLINE_LLM_URL", "http://127.0.0.1:8089/v1")
 
+# Surveys: Prolific's API (no token: reviews are recorded in Assay only; upload the approvals
+# CSV instead), and how many requests one address may make to participants' pages a minute.
+PROLIFIC_API_URL = env("PROLIFIC_API_URL", "https://api.prolific.com")
+PROLIFIC_API_TOKEN = env("PROLIFIC_API_TOKEN", "")
+SURVEY_RATE_LIMIT_PER_MINUTE = env_int("SURVEY_RATE_LIMIT_PER_MINUTE", 600)
+
 INSTALLED_APPS = [
     "apps.console.apps.ConsoleAdminConfig",  # django.contrib.admin with our site
     "django.contrib.auth",
@@ -78,6 +84,10 @@ INSTALLED_APPS = [
     "apps.accounts",
     "apps.ops",
     "apps.llm",
+    "apps.questions",
+    "apps.runs",
+    "apps.rubrics",
+    "apps.surveys",
     "apps.demo",
 ]
 
@@ -221,7 +231,15 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        # litellm and httpx log every request at INFO: noise, and CPU in the hot path.
+        "LiteLLM": {"level": "WARNING"},
+        "LiteLLM Router": {"level": "WARNING"},
+        "LiteLLM Proxy": {"level": "WARNING"},
+        "httpx": {"level": "WARNING"},
+        "httpcore": {"level": "WARNING"},
+    },
 }
 
 AUTHENTICATION_BACKENDS = ["apps.accounts.backends.RoleBackend"]

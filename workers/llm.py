@@ -26,6 +26,10 @@ from .delivery import CappedRedeliveryTask
 
 LLM_QUEUE = "llm"
 
+# Import litellm (seconds of CPU) once in the worker's parent, before the pool forks, rather
+# than in every child on its first task.
+gateway.litellm_module()
+
 
 async def _run_batch(requests: list[dict], models: dict[int, ModelConfig]) -> dict[str, int]:
     # A local cap per model keeps waiting coroutines from hammering the shared Redis limiter;
@@ -53,7 +57,7 @@ async def _run_batch(requests: list[dict], models: dict[int, ModelConfig]) -> di
     return outcome
 
 
-@shared_task(name="workers.llm.complete_batch", base=CappedRedeliveryTask, queue=LLM_QUEUE)
+@shared_task(name="workers.llm.complete_batch", base=CappedRedeliveryTask)
 def complete_batch(requests: list[dict]) -> dict[str, int]:
     """Make each request's model call; requests are dicts with model_id, purpose, messages,
     and optionally params, schema and caller (a caller with a successful call is skipped)."""

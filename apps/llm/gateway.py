@@ -26,8 +26,8 @@ from django.conf import settings
 
 from .errors import LLMError, PermanentLLMError, RetryableLLMError
 from .limits import Limits
-from .models import CallStatus, ModelConfig, PromptTemplate
-from .services import llm_call_record
+from .models import CallStatus, LLMCall, ModelConfig, PromptTemplate
+from .services import llm_calls_record
 
 # litellm fetches its price table over the internet at import unless told not to.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -84,6 +84,53 @@ def litellm_module():
 _clients: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aioredis.Redis]" = (
     weakref.WeakKeyDictionary()
 )
+_ledgers: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Ledger]" = (
+    weakref.WeakKeyDictionary()
+)
+
+
+class Ledger:
+    """Writes ledger rows with group commit: concurrent calls share one INSERT.
+
+    Each caller still waits until its own row is stored, so nothing is reported done that
+    the ledger does not hold; but while one INSERT runs, the rows that arrive meanwhile
+    queue up and go together in the next, so writing costs one round trip per burst
+    instead of one per call. The INSERT runs in the thread that owns the database
+    connection (thread-sensitive `sync_to_async`).
+    """
+
+    def __init__(self):
+        self.pending: list[tuple[LLMCall, asyncio.Future]] = []
+        self.flushing = False
+        self.insert = sync_to_async(llm_calls_record)
+
+    async def write(self, **fields) -> None:
+        future = asyncio.get_running_loop().create_future()
+        self.pending.append((LLMCall(**fields), future))
+        if not self.flushing:
+            self.flushing = True
+            try:
+                while self.pending:
+                    batch, self.pending = self.pending, []
+                    try:
+                        await self.insert([row for row, _ in batch])
+                    except Exception as exc:
+                        for _, waiting in batch:
+                            waiting.set_exception(exc)
+                    else:
+                        for _, waiting in batch:
+                            waiting.set_result(None)
+            finally:
+                self.flushing = False
+        await future
+
+
+def _ledger() -> Ledger:
+    loop = asyncio.get_running_loop()
+    ledger = _ledgers.get(loop)
+    if ledger is None:
+        ledger = _ledgers[loop] = Ledger()
+    return ledger
 
 
 def _redis() -> aioredis.Redis:
@@ -98,6 +145,7 @@ def _redis() -> aioredis.Redis:
 
 async def aclose_redis() -> None:
     """Close this loop's Redis client; call before the loop ends (asyncio.run in a task)."""
+    _ledgers.pop(asyncio.get_running_loop(), None)
     client = _clients.pop(asyncio.get_running_loop(), None)
     if client is not None:
         await client.aclose()
@@ -244,7 +292,8 @@ async def acomplete(
         extra["extra_headers"] = headers
     limits = limits_for(model)
     estimate = _estimate_tokens(messages, call_params)
-    record = sync_to_async(llm_call_record)
+    record = _ledger().write
+    caller = caller[:200]
     conversation = list(messages)
     attempt = invalid_answers = 0
 
@@ -258,13 +307,17 @@ async def acomplete(
                 status=CallStatus.RATE_LIMITED,
                 attempts=attempt - 1,
             ) from exc
-        timeout = max(1.0, min(float(model.timeout_seconds), deadline - loop.time()))
         sent = loop.time()
         try:
-            response = await lt.acompletion(
-                model=model.litellm_model, messages=conversation, api_key=api_key,
-                timeout=timeout, num_retries=0, max_retries=0, **extra, **call_params,
-            )  # fmt: skip
+            # The per-attempt timeout stays the model's constant: litellm keys its cached HTTP
+            # clients on it, and a varying value would open a new client (and connection)
+            # per call. The overall deadline is enforced around the call instead.
+            async with asyncio.timeout(max(1.0, deadline - sent)):
+                response = await lt.acompletion(
+                    model=model.litellm_model, messages=conversation, api_key=api_key,
+                    timeout=model.timeout_seconds, num_retries=0, max_retries=0,
+                    **extra, **call_params,
+                )  # fmt: skip
         except Exception as exc:
             latency_ms = round((loop.time() - sent) * 1000)
             await slot.release()
@@ -273,7 +326,7 @@ async def acomplete(
             await record(
                 model=model, purpose=purpose, caller=caller, attempt=attempt, status=status,
                 error_class=type(exc).__name__, error_message=message, latency_ms=latency_ms,
-                prompt=prompt,
+                prompt_template=prompt,
             )  # fmt: skip
             if not retryable:
                 raise PermanentLLMError(
@@ -307,7 +360,7 @@ async def acomplete(
                     status=CallStatus.INVALID_OUTPUT, error_class="InvalidAnswer",
                     error_message=f"{problem}. Answer began: {text[:300]!r}",
                     input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost,
-                    latency_ms=latency_ms, prompt=prompt,
+                    latency_ms=latency_ms, prompt_template=prompt,
                 )  # fmt: skip
                 if invalid_answers > policy.schema_retries:
                     raise PermanentLLMError(
@@ -329,7 +382,7 @@ async def acomplete(
         await record(
             model=model, purpose=purpose, caller=caller, attempt=attempt, status=CallStatus.OK,
             input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost,
-            latency_ms=latency_ms, prompt=prompt,
+            latency_ms=latency_ms, prompt_template=prompt,
         )  # fmt: skip
         return Completion(
             text=text, data=data, input_tokens=input_tokens, output_tokens=output_tokens,

@@ -8,6 +8,10 @@ One Lua script admits an attempt only if all of the model's limits allow it, ato
   approximation; token counts are only known after the call, so the estimate reserved at
   admission is corrected afterwards).
 Redis's clock is used throughout, so machines with skewed clocks agree.
+
+A waiter for a concurrency slot blocks on a wake-up list (BLPOP) that every release pushes
+to, instead of polling: a freed slot is taken within a round trip, not a polling interval,
+which is what keeps a small limit saturated (a 50 ms poll costs a sixth of a 300 ms call).
 """
 
 import asyncio
@@ -27,8 +31,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if max_conc > 0 then
   redis.call('ZREMRANGEBYSCORE', conc_key, '-inf', now)
   if redis.call('ZCARD', conc_key) >= max_conc then
-    local first = redis.call('ZRANGE', conc_key, 0, 0, 'WITHSCORES')
-    return {0, math.min(50, tonumber(first[2]) - now)}
+    return {0, -1}
   end
 end
 if rpm > 0 then
@@ -63,7 +66,12 @@ return {1, minute}
 """
 
 SETTLE = """
-redis.call('ZREM', KEYS[1], ARGV[1])
+if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then
+  -- Wake one waiter; keep the list short so stale wake-ups cost at most a retry each.
+  redis.call('LPUSH', KEYS[3], 1)
+  redis.call('LTRIM', KEYS[3], 0, tonumber(ARGV[3]) - 1)
+  redis.call('PEXPIRE', KEYS[3], 60000)
+end
 local delta = tonumber(ARGV[2])
 if delta ~= 0 then
   redis.call('INCRBY', KEYS[2], delta)
@@ -96,6 +104,10 @@ class Limits:
         self._settle = client.register_script(SETTLE)
 
     @property
+    def wake_key(self) -> str:
+        return f"{self.key}:wake"
+
+    @property
     def keys(self) -> list[str]:
         return [f"{self.key}:conc", f"{self.key}:rpm", f"{self.key}:tpm:"]
 
@@ -110,8 +122,16 @@ class Limits:
             )  # fmt: skip
             if admitted:
                 return Slot(self, token, minute=int(detail), reserved=estimate_tokens)
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise TimeoutError("waited too long for the model's shared rate limits")
+            if int(detail) < 0:
+                # Concurrency is full: sleep until a release wakes us. The timeout bounds
+                # the wait when a slot frees by lease expiry (a dead worker) instead.
+                await self.client.blpop([self.wake_key], timeout=min(1.0, remaining))
+                continue
             wait = max(int(detail), 5) / 1000
-            if loop.time() + wait > deadline:
+            if wait > remaining:
                 raise TimeoutError("waited too long for the model's shared rate limits")
             # Jitter spreads waiters so they do not all retry in the same millisecond.
             await asyncio.sleep(wait * random.uniform(0.8, 1.2))
@@ -128,7 +148,8 @@ class Slot:
         delta = 0
         if self.limits.tpm and actual_tokens is not None:
             delta = actual_tokens - self.reserved
-        await self.limits._settle(
-            keys=[f"{self.limits.key}:conc", f"{self.limits.key}:tpm:{self.minute}"],
-            args=[self.token, delta],
+        limits = self.limits
+        await limits._settle(
+            keys=[f"{limits.key}:conc", f"{limits.key}:tpm:{self.minute}", limits.wake_key],
+            args=[self.token, delta, max(limits.max_concurrent, 1)],
         )

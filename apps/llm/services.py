@@ -35,6 +35,13 @@ def llm_call_record(
     )  # fmt: skip
 
 
+def llm_calls_record(calls: list[LLMCall]) -> list[LLMCall]:
+    """Store ledger rows built by the gateway, in one INSERT."""
+    for call in calls:
+        call.error_class = call.error_class[:200]
+    return LLMCall.objects.bulk_create(calls)
+
+
 @transaction.atomic
 def prompt_template_save(
     *, purpose: str, system_text: str, user_text: str, notes: str = "",
