@@ -202,3 +202,18 @@ def test_the_key_never_reaches_logs_or_the_ledger(db, offline_provider, monkeypa
     assert secret not in caplog.text
     for row in LLMCall.objects.values_list("error_message", "error_class", "caller"):
         assert all(secret not in value for value in row)
+
+
+def test_a_real_provider_model_string_goes_through_litellm_with_its_price(
+    db, offline_provider, monkeypatch
+):
+    # No provider is reachable from here, so the OpenAI route is pointed at the offline
+    # server by api_base; litellm still prices the call from its own table for gpt-4.1.
+    monkeypatch.setenv("ASSAY_TEST_OPENAI_KEY", "sk-test-not-a-real-key-123456")
+    model = offline_model(
+        offline_provider(), litellm_model="openai/gpt-4.1", api_key_env="ASSAY_TEST_OPENAI_KEY",
+        input_price_per_mtok=None, output_price_per_mtok=None,
+    )  # fmt: skip
+    result = complete(model=model, messages=QUESTION, purpose="sample")
+    assert not result.offline
+    assert result.cost_usd is not None and result.cost_usd > 0

@@ -24,3 +24,49 @@ def test_usage_page_totals_by_model_and_purpose(role_client):
 def test_usage_page_is_empty_politely(role_client):
     body = role_client(Role.RESEARCHER).get(reverse("llm:usage") + "?period=day").content.decode()
     assert "No model calls yet" in body
+
+
+def test_ledger_exports_as_csv_from_the_console(role_client):
+    model = ModelConfig.objects.create(
+        display_name="m", family="f", litellm_model="openai/offline-terse"
+    )
+    call = LLMCall.objects.create(
+        model=model, purpose="sample", attempt=1, status="ok", caller="=cmd()"
+    )
+    response = role_client(Role.RESEARCHER).post(
+        reverse("admin:llm_llmcall_changelist"),
+        {"action": "export_as_csv", "_selected_action": [str(call.pk)]},
+    )
+    body = b"".join(response.streaming_content).decode()
+    assert "'=cmd()" in body and "caller" in body.splitlines()[0]
+
+
+def test_editing_a_used_prompt_in_the_console_saves_a_new_version(role_client):
+    from apps.llm.models import PromptTemplate
+    from apps.llm.services import prompt_current, prompt_render
+
+    template = prompt_current("rewrite")
+    prompt_render(template, post="p")
+    response = role_client(Role.RESEARCHER).post(
+        reverse("admin:llm_prompttemplate_change", args=[template.pk]),
+        {"system_text": "new system", "user_text": "Rewrite: $post", "notes": "shorter"},
+    )
+    assert response.status_code == 302
+    template.refresh_from_db()
+    assert template.user_text != "Rewrite: $post"
+    newest = PromptTemplate.objects.filter(purpose="rewrite").order_by("-version").first()
+    assert (newest.version, newest.user_text) == (template.version + 1, "Rewrite: $post")
+
+
+def test_model_config_refuses_keys_in_params(db):
+    from django.core.exceptions import ValidationError
+
+    model = ModelConfig(
+        display_name="x", family="f", litellm_model="openai/gpt-4.1", params={"api_key": "sk-1"}
+    )
+    try:
+        model.full_clean()
+    except ValidationError as exc:
+        assert "params" in exc.message_dict
+    else:
+        raise AssertionError("a key in params was accepted")
