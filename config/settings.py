@@ -84,10 +84,6 @@ INSTALLED_APPS = [
     "apps.accounts",
     "apps.ops",
     "apps.llm",
-    "apps.questions",
-    "apps.runs",
-    "apps.rubrics",
-    "apps.surveys",
     "apps.demo",
 ]
 
