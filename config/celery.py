@@ -20,6 +20,7 @@ from django.conf import settings
 TASK_MODULES = [
     "workers.ops",
     "workers.llm",
+    "workers.drafting",
 ]
 
 app = Celery("assay")
@@ -39,7 +40,7 @@ app.conf.update(
     task_soft_time_limit=settings.CELERY_TASK_SOFT_TIME_LIMIT,
     task_default_queue="default",
     # Model calls have their own queue and workers (see workers/llm.py for why).
-    task_routes={"workers.llm.*": {"queue": "llm"}},
+    task_routes={"workers.llm.*": {"queue": "llm"}, "workers.drafting.*": {"queue": "llm"}},
     task_always_eager=settings.CELERY_TASK_ALWAYS_EAGER,
     worker_hijack_root_logger=False,
     imports=TASK_MODULES,

@@ -84,6 +84,9 @@ INSTALLED_APPS = [
     "apps.accounts",
     "apps.ops",
     "apps.llm",
+    "apps.questions",
+    "apps.runs",
+    "apps.rubrics",
     "apps.demo",
 ]
 

@@ -10,6 +10,7 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("llm/", include("apps.llm.urls")),
+    path("rubrics/", include("apps.rubrics.urls")),
     path(
         "api/schema/",
         role_required(Role.RESEARCHER)(SpectacularAPIView.as_view()),

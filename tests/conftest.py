@@ -101,3 +101,57 @@ def wait_until(predicate, timeout: float = 30.0, interval: float = 0.1):
             return result
         time.sleep(interval)
     return predicate()
+
+
+# Data migrations that seed rows (each seed is idempotent). A transactional test (live server,
+# worker process) ends by flushing every table, which removes these rows for the tests after
+# it; `seeded_rows` puts them back, committed, before the next test that uses the database.
+SEEDS = (
+    ("apps.accounts.migrations.0002_role_groups", "create_roles"),
+    ("apps.llm.migrations.0002_default_prompts", "seed"),
+    ("apps.questions.migrations.0002_seed_topics", "seed"),
+    ("apps.rubrics.migrations.0002_shared_criteria_v1", "seed"),
+)
+DB_FIXTURES = {"db", "transactional_db", "live_server", "start_worker"}
+
+
+def reseed() -> None:
+    from importlib import import_module
+
+    from django.apps import apps
+
+    for module, function in SEEDS:
+        getattr(import_module(module), function)(apps, None)
+
+
+@pytest.fixture(autouse=True)
+def seeded_rows(request):
+    uses_db = DB_FIXTURES & set(request.fixturenames)
+    if not (uses_db or request.node.get_closest_marker("django_db")):
+        return
+    from django.contrib.auth.models import Group
+
+    # Before the test's own transaction opens (autouse fixtures come first), so the rows
+    # put back are committed once rather than rolled back after every test.
+    with request.getfixturevalue("django_db_blocker").unblock():
+        if not Group.objects.filter(name="expert").exists():
+            reseed()
+
+
+@pytest.fixture(autouse=True)
+def reset_rate_limits():
+    """Rate-limit counters live in Redis per minute; one test's traffic must not limit the next."""
+    import redis
+
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    keys = list(client.scan_iter("assay:ratelimit:*", count=1000))
+    if keys:
+        client.delete(*keys)
+    client.close()
+
+
+def pytest_collection_modifyitems(items):
+    """Browser tests last: Playwright's sync API keeps an event loop running in the test
+    thread for the rest of the session, which code under test that starts its own loop
+    (asyncio.run, async_to_sync) must not meet."""
+    items.sort(key=lambda item: "tests/browser/" in str(item.path))

@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 from apps.accounts.models import User
 from apps.accounts.roles import Role
 from apps.accounts.services import user_create
+from apps.demo.rubrics import demo_rubrics_load
 from apps.llm.models import ModelConfig
 
 DEMO_USERS = [
@@ -53,6 +54,7 @@ class Command(BaseCommand):
                     "timeout_seconds": 30, "input_price_per_mtok": 0, "output_price_per_mtok": 0,
                 },
             )  # fmt: skip
+        self.stdout.write(f"Rubric demo: {demo_rubrics_load()}")
         logins_file.write_text(json.dumps(logins, indent=2))
         logins_file.chmod(0o600)
         self.stdout.write("Demo logins (also in .data/demo-logins.json):")

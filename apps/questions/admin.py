@@ -1,0 +1,78 @@
+from django import forms
+from django.contrib import admin, messages
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+
+from .models import Question, Topic
+from .services import QuestionError, questions_import
+
+MAX_UPLOAD_BYTES = 20 * 1024 * 1024
+
+
+class QuestionFileForm(forms.Form):
+    file = forms.FileField(
+        label="assay-questions/1 JSON file",
+        help_text="Every question is imported, or none: a file with any problem is refused "
+        "whole, with each problem named.",
+    )
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        if upload.size > MAX_UPLOAD_BYTES:
+            raise forms.ValidationError(f"{upload.name} is larger than 20 MB.")
+        return upload
+
+
+@admin.register(Topic)
+class TopicAdmin(admin.ModelAdmin):
+    list_display = ("name", "slug", "order")
+
+    def has_add_permission(self, request):
+        return False  # the nine topics are the study's design, seeded by a migration
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Question)
+class QuestionAdmin(admin.ModelAdmin):
+    list_display = ("external_id", "topic", "need_type", "length_bucket", "created_at")
+    list_filter = ("topic", "need_type", "length_bucket", "mentions_prior_attempt")
+    search_fields = ("external_id", "text")
+    readonly_fields = ("created_at",)
+    raw_id_fields = ("labelled_by", "verified_by")
+    change_list_template = "admin/questions/question/change_list.html"
+
+    def get_urls(self):
+        extra = [
+            path(
+                "import/",
+                self.admin_site.admin_view(self.import_view),
+                name="questions_question_import",
+            )
+        ]
+        return extra + super().get_urls()
+
+    def import_view(self, request):
+        if not self.has_add_permission(request):
+            return redirect("admin:index")
+        form = QuestionFileForm(request.POST or None, request.FILES or None)
+        if request.method == "POST" and form.is_valid():
+            upload = form.cleaned_data["file"]
+            try:
+                report = questions_import(
+                    content=upload.read(), filename=upload.name, user=request.user
+                )
+            except QuestionError as exc:
+                form.add_error("file", str(exc))
+            else:
+                self.message_user(request, report.summary(), messages.SUCCESS)
+                return redirect(reverse("admin:questions_question_changelist"))
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "form": form,
+            "title": "Import questions",
+        }
+        return TemplateResponse(request, "admin/questions/question/import.html", context)

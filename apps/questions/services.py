@@ -1,0 +1,103 @@
+from dataclasses import dataclass, field
+
+from django.db import IntegrityError, transaction
+
+from .interchange import FormatError, QuestionRecord, load_json, question_records
+from .models import Question, Topic, length_bucket_for
+
+
+class QuestionError(Exception):
+    """A change to the question bank that cannot be made, said so a person can read it."""
+
+
+@dataclass
+class QuestionImportReport:
+    filename: str
+    created: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    with_criteria: int = 0
+
+    def summary(self) -> str:
+        text = (
+            f"{self.filename}: {len(self.created)} question(s) imported, "
+            f"{len(self.unchanged)} already in the bank unchanged."
+        )
+        if self.with_criteria:
+            text += (
+                f" The file also holds rubric criteria for {self.with_criteria} question(s); "
+                "import those as rubrics (Rubrics > Import, or manage.py import_rubrics)."
+            )
+        return text
+
+
+def questions_import(*, content: bytes | str, filename: str, user=None) -> QuestionImportReport:
+    """Import every question of an `assay-questions/1` file, or none of them."""
+    try:
+        doc = load_json(content, filename)
+        records = question_records(doc, filename, set(Topic.objects.values_list("name", flat=True)))
+    except FormatError as exc:
+        raise QuestionError(str(exc)) from exc
+    report = QuestionImportReport(filename=filename)
+    report.with_criteria = sum(1 for q in doc["questions"] if q.get("criteria"))
+    try:
+        with transaction.atomic():
+            _questions, created = questions_ensure(records=records, filename=filename, user=user)
+    except IntegrityError as exc:
+        # Another import added one of these ids between our check and our insert.
+        raise QuestionError(f"{filename} was not imported: {exc}; try again.") from exc
+    report.created = created
+    report.unchanged = [r.external_id for r in records if r.external_id not in set(created)]
+    return report
+
+
+def questions_ensure(
+    *, records: list[QuestionRecord], filename: str, user=None
+) -> tuple[dict[str, Question], list[str]]:
+    """The bank's question for every record, creating the missing ones (call inside a
+    transaction). Returns ({id: question}, ids created).
+
+    A question whose id is already in the bank must be identical: questions are what rubrics
+    and answers were written against, so an import never changes one.
+    """
+    topics = {t.name: t for t in Topic.objects.all()}
+    existing = Question.objects.select_for_update().in_bulk(
+        [r.external_id for r in records], field_name="external_id"
+    )
+    problems = [
+        p for r in records if r.external_id in existing
+        for p in _differences(r, existing[r.external_id])
+    ]  # fmt: skip
+    if problems:
+        raise QuestionError(str(FormatError(filename, problems)))
+    questions, created = dict(existing), []
+    for record in records:
+        if record.external_id not in questions:
+            questions[record.external_id] = question_create(
+                record=record, topic=topics[record.topic], user=user
+            )
+            created.append(record.external_id)
+    return questions, created
+
+
+def question_create(*, record: QuestionRecord, topic: Topic, user=None) -> Question:
+    return Question.objects.create(
+        external_id=record.external_id, topic=topic, text=record.text,
+        length_bucket=length_bucket_for(record.text), need_type=record.need_type,
+        mentions_prior_attempt=record.mentions_prior_attempt, labelled_by=user,
+    )  # fmt: skip
+
+
+def _differences(record: QuestionRecord, question: Question) -> list[str]:
+    at = f"questions[{record.index}] ({record.external_id!r})"
+    pairs = [
+        ("text", record.text, question.text),
+        ("topic", record.topic, question.topic.name),
+        ("need_type", record.need_type, question.need_type),
+        ("mentions_prior_attempt", record.mentions_prior_attempt, question.mentions_prior_attempt),
+    ]
+    return [
+        f'{at}, field "{name}": differs from the question already in the bank with this id '
+        "(imports never change a stored question; give it a new id)"
+        for name, new, old in pairs
+        if new != old
+    ]

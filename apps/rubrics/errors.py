@@ -1,0 +1,19 @@
+class RubricError(Exception):
+    """A rubric change that cannot be made; the message (and `field_errors`) say why."""
+
+    def __init__(self, message: str, *, field_errors: dict[str, str] | None = None):
+        super().__init__(message)
+        self.field_errors = field_errors or {}
+
+
+class RubricConflict(RubricError):
+    """The draft changed since the editor loaded it: the save was refused, nothing overwritten.
+
+    `changes` are the events (newest last) that happened after the revision the editor had;
+    `current_revision` is the draft's revision now.
+    """
+
+    def __init__(self, message: str, *, changes: list, current_revision: int):
+        super().__init__(message)
+        self.changes = changes
+        self.current_revision = current_revision

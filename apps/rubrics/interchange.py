@@ -1,0 +1,402 @@
+"""Rubrics in and out: `assay-questions/1` JSON and HealthBench JSONL.
+
+HealthBench's points mean something else than Assay's. There, a criterion with negative
+points subtracts them when it is *met*, and the maximum is the sum of the positive points
+only. In Assay (DESIGN.md, the published rule) a negative criterion earns its points when
+the answer *avoids* it, and the maximum is the sum of all points. So a HealthBench criterion
+worth -6 becomes an Assay "should avoid" criterion worth 6 (points in 5, 3, 2, 1 only, which
+may need a mapping the researcher chooses); the plan says so before anything is written.
+Nothing here touches the database; `services.imports` plans and commits.
+"""
+
+import json
+from dataclasses import dataclass, field
+
+from apps.questions.interchange import (
+    FORMAT,
+    ID_PATTERN,
+    FormatError,
+    QuestionRecord,
+    load_json,
+    question_records,
+    where,
+)
+
+from .models import POINTS, Kind, Polarity
+
+HEALTHBENCH_CONVERSION = (
+    "HealthBench scores a met negative criterion by subtracting its points and counts only "
+    "positive points in the maximum. Assay scores a negative criterion as earned when the "
+    "answer avoids it, and counts every criterion in the maximum. Each criterion with negative "
+    "points is imported as a 'should avoid' criterion worth the absolute value, so scores are "
+    "not comparable with HealthBench's."
+)
+PRESENTATION_AXIS = "axis:communication_quality"
+SHARED_TAG = "assay:shared"
+
+
+def _nearest(points: int) -> int:
+    # Ties go up (4 -> 5): a HealthBench 4 is closer in weight to "essential" than "useful".
+    return min(POINTS, key=lambda allowed: (abs(allowed - points), -allowed))
+
+
+def _bands(points: int) -> int:
+    # HealthBench uses -10..10; four equal-width bands onto 1, 2, 3, 5.
+    return 1 if points <= 2 else 2 if points <= 4 else 3 if points <= 6 else 5
+
+
+POINT_MAPPINGS = {
+    "refuse": ("Refuse points outside 5, 3, 2, 1", None),
+    "nearest": ("Nearest of 5, 3, 2, 1 (ties up; above 5 becomes 5)", _nearest),
+    "bands": ("Bands: 1-2 → 1, 3-4 → 2, 5-6 → 3, 7 and more → 5", _bands),
+}
+CONVERSATIONS = {
+    "refuse": "Refuse prompts with more than one message",
+    "join": "Join the conversation into the question text, one paragraph per turn",
+}
+
+
+@dataclass
+class PlannedCriterion:
+    text: str
+    polarity: str
+    kind: str
+    points: int
+    source_points: int | None = None
+    note: str = ""
+    shared: bool = False
+
+
+@dataclass
+class PlannedRubric:
+    question: QuestionRecord
+    criteria: list[PlannedCriterion]
+    source_max: int | None = None  # HealthBench's maximum (positive points only)
+
+    @property
+    def assay_max(self) -> int:
+        return sum(c.points for c in self.criteria)
+
+
+@dataclass
+class ImportPlan:
+    format: str
+    filename: str
+    rubrics: list[PlannedRubric] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    presentation_criteria: list[dict] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and bool(self.rubrics)
+
+
+def _criterion(at: str, item: object, mapping: str) -> tuple[PlannedCriterion | None, list[str]]:
+    if not isinstance(item, dict):
+        return None, [f"{at}: must be a JSON object"]
+    problems = []
+    text, polarity = item.get("text"), item.get("polarity")
+    kind, points = item.get("kind", Kind.FACTUAL), item.get("points")
+    if not isinstance(text, str) or not " ".join(text.split()):
+        problems.append(f'{at}, field "text": must be non-empty text')
+    if polarity not in Polarity.values:
+        problems.append(
+            f'{at}, field "polarity": must be "positive" or "negative", found {polarity!r}'
+        )
+    if kind not in Kind.values:
+        problems.append(f'{at}, field "kind": must be "factual" or "presentation", found {kind!r}')
+    mapped, note, problem = _map_points(points, mapping, f'{at}, field "points"')
+    if problem:
+        problems.append(problem)
+    if problems:
+        return None, problems
+    planned = PlannedCriterion(
+        text=" ".join(text.split()), polarity=polarity, kind=kind, points=mapped,
+        source_points=points, note=note,
+    )  # fmt: skip
+    return planned, []
+
+
+def _map_points(
+    points: object, mapping: str, at: str, *, rescale: bool = False
+) -> tuple[int, str, str]:
+    """(points, note, problem) for a magnitude; bools are not numbers here.
+
+    With `rescale` (another scale's points: HealthBench) a chosen mapping applies to every
+    value, so that it stays monotonic; otherwise only values outside the set are mapped.
+    """
+    if isinstance(points, bool) or not isinstance(points, int) or points <= 0:
+        return 0, "", f"{at}: must be a whole number of points above 0, found {points!r}"
+    convert = POINT_MAPPINGS.get(mapping, POINT_MAPPINGS["refuse"])[1]
+    if points in POINTS and (convert is None or not rescale):
+        return points, "", ""
+    if convert is None:
+        return (
+            0,
+            "",
+            (f"{at}: {points} is outside 5, 3, 2, 1; choose a points mapping to convert it"),
+        )
+    mapped = convert(points)
+    return mapped, ("" if mapped == points else f"points {points} → {mapped} ({mapping})"), ""
+
+
+def plan_assay(
+    content: bytes | str, filename: str, topic_names: set[str], points_mapping: str = "refuse"
+) -> ImportPlan:
+    plan = ImportPlan(format="assay", filename=filename)
+    try:
+        doc = load_json(content, filename)
+        records = question_records(doc, filename, topic_names)
+    except FormatError as exc:
+        plan.problems = exc.problems
+        return plan
+    for record in records:
+        item = doc["questions"][record.index]
+        raw = item.get("criteria") or []
+        if not isinstance(raw, list):
+            plan.problems.append(f'{where(record.index, item)}, field "criteria": must be a list')
+            continue
+        criteria = []
+        for number, entry in enumerate(raw):
+            at = f"{where(record.index, item)}, criteria[{number}]"
+            planned, problems = _criterion(at, entry, points_mapping)
+            plan.problems.extend(problems)
+            if planned:
+                criteria.append(planned)
+        plan.problems.extend(_duplicates(where(record.index, item), criteria))
+        if criteria:
+            plan.rubrics.append(PlannedRubric(question=record, criteria=criteria))
+    skipped = len(records) - len(plan.rubrics)
+    if skipped:
+        plan.notes.append(f"{skipped} question(s) have no criteria; no rubric is made for them.")
+    shared = doc.get("presentation_criteria")
+    if isinstance(shared, list):
+        plan.presentation_criteria = shared
+    return plan
+
+
+def _duplicates(at: str, criteria: list[PlannedCriterion]) -> list[str]:
+    seen, problems = set(), []
+    for criterion in criteria:
+        key = criterion.text.lower()
+        if key in seen:
+            problems.append(f"{at}: the criterion {criterion.text[:60]!r} appears twice")
+        seen.add(key)
+    return problems
+
+
+def plan_healthbench(
+    content: bytes | str, filename: str, topic_names: set[str], *,
+    points_mapping: str = "refuse", conversation: str = "refuse", default_topic: str = "",
+) -> ImportPlan:  # fmt: skip
+    plan = ImportPlan(format="healthbench", filename=filename)
+    plan.notes.append(HEALTHBENCH_CONVERSION)
+    if isinstance(content, bytes):
+        try:
+            content = content.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            plan.problems.append(f"{filename}: not UTF-8 text (byte {exc.start})")
+            return plan
+    seen: dict[str, int] = {}
+    for number, line in enumerate(content.splitlines(), start=1):
+        if not line.strip():
+            continue
+        at = f"{filename} line {number}"
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            plan.problems.append(f"{at}: not valid JSON ({exc.msg}, column {exc.colno})")
+            continue
+        rubric = _healthbench_item(
+            at, item, plan, topic_names, points_mapping, conversation, default_topic
+        )
+        if rubric is None:
+            continue
+        ident = rubric.question.external_id
+        if ident in seen:
+            plan.problems.append(f'{at}, field "prompt_id": the same id as line {seen[ident]}')
+            continue
+        seen[ident] = number
+        plan.rubrics.append(rubric)
+    if not plan.rubrics and not plan.problems:
+        plan.problems.append(f"{filename}: no rubrics found (one JSON object per line)")
+    return plan
+
+
+def _healthbench_item(at, item, plan, topic_names, points_mapping, conversation, default_topic):
+    if not isinstance(item, dict):
+        plan.problems.append(f"{at}: must be a JSON object")
+        return None
+    ident = item.get("prompt_id")
+    at = f"{at} ({ident!r})" if isinstance(ident, str) else at
+    before = len(plan.problems)
+    if not isinstance(ident, str) or not ID_PATTERN.match(ident):
+        plan.problems.append(
+            f'{at}, field "prompt_id": must be an id of letters, digits and . _ : -'
+        )
+    text = _prompt_text(at, item.get("prompt"), conversation, plan.problems)
+    topic = _topic(at, item.get("example_tags"), topic_names, default_topic, plan.problems)
+    criteria, source_max = [], 0
+    raw = item.get("rubrics")
+    if not isinstance(raw, list) or not raw:
+        plan.problems.append(f'{at}, field "rubrics": must be a non-empty list')
+        raw = []
+    for number, entry in enumerate(raw):
+        converted = _healthbench_criterion(f"{at}, rubrics[{number}]", entry, points_mapping, plan)
+        if converted is None:
+            continue
+        if converted.source_points > 0:
+            source_max += converted.source_points
+        if not converted.shared:
+            criteria.append(converted)
+    plan.problems.extend(_duplicates(at, criteria))
+    if len(plan.problems) > before:
+        return None
+    record = QuestionRecord(
+        external_id=ident, topic=topic, text=text, need_type="", mentions_prior_attempt=False,
+        index=len(plan.rubrics),
+    )  # fmt: skip
+    return PlannedRubric(question=record, criteria=criteria, source_max=source_max)
+
+
+def _prompt_text(at, prompt, conversation, problems) -> str:
+    if (
+        not isinstance(prompt, list)
+        or not prompt
+        or not all(isinstance(m, dict) and isinstance(m.get("content"), str) for m in prompt)
+    ):
+        problems.append(f'{at}, field "prompt": must be a list of messages with "content"')
+        return ""
+    if len(prompt) == 1:
+        return prompt[0]["content"].strip()
+    if conversation != "join":
+        problems.append(
+            f'{at}, field "prompt": a conversation of {len(prompt)} messages cannot be one '
+            "question; choose to join conversations to import it"
+        )
+        return ""
+    return "\n\n".join(
+        f"{m.get('role', 'user').capitalize()}: {m['content'].strip()}" for m in prompt
+    )
+
+
+def _topic(at, tags, topic_names, default_topic, problems) -> str:
+    themes = [
+        t.split(":", 1)[1] for t in tags or [] if isinstance(t, str) and t.startswith("theme:")
+    ]
+    for theme in themes:
+        name = theme.replace("_", " ").strip().lower()
+        if name in topic_names:
+            return name
+    if default_topic in topic_names:
+        return default_topic
+    found = ", ".join(themes) or "no theme tag"
+    problems.append(
+        f'{at}, field "example_tags": {found} names none of the topics; choose a default topic'
+    )
+    return ""
+
+
+def _healthbench_criterion(at, entry, points_mapping, plan) -> PlannedCriterion | None:
+    if not isinstance(entry, dict):
+        plan.problems.append(f"{at}: must be a JSON object")
+        return None
+    text, points = entry.get("criterion"), entry.get("points")
+    tags = [t for t in entry.get("tags") or [] if isinstance(t, str)]
+    if not isinstance(text, str) or not text.strip():
+        plan.problems.append(f'{at}, field "criterion": must be non-empty text')
+        return None
+    if isinstance(points, bool) or not isinstance(points, int) or points == 0:
+        plan.problems.append(
+            f'{at}, field "points": must be a whole number other than 0, found {points!r}'
+        )
+        return None
+    mapped, note, problem = _map_points(
+        abs(points), points_mapping, f'{at}, field "points" ({points})', rescale=True
+    )
+    if problem:
+        plan.problems.append(problem)
+        return None
+    polarity = Polarity.POSITIVE if points > 0 else Polarity.NEGATIVE
+    notes = [note] if note else []
+    if points < 0:
+        notes.insert(0, f"{points} → should avoid, earns {mapped} when avoided")
+    kind = (
+        Kind.PRESENTATION
+        if PRESENTATION_AXIS in tags or "kind:presentation" in tags
+        else Kind.FACTUAL
+    )
+    return PlannedCriterion(
+        text=" ".join(text.split()), polarity=polarity, kind=kind, points=mapped,
+        source_points=points, note="; ".join(notes),
+        # An Assay export's shared criterion: the importing rubric carries the current set.
+        shared=SHARED_TAG in tags,
+    )  # fmt: skip
+
+
+def _in_order(rubric) -> list:
+    """The rubric's own criteria in order, then its shared ones."""
+    return sorted(rubric.criteria.all(), key=lambda c: (c.origin == "shared", c.order, c.pk))
+
+
+def export_assay(rubrics, shared_criteria, topic_names: list[str]) -> dict:
+    """An `assay-questions/1` document with one rubric version per question."""
+    return {
+        "format": FORMAT,
+        "topics": topic_names,
+        "presentation_criteria": [
+            {"text": c.text, "polarity": c.polarity, "kind": Kind.PRESENTATION, "points": c.points}
+            for c in shared_criteria
+        ],
+        "questions": [
+            {
+                "id": r.question.external_id,
+                "topic": r.question.topic.name,
+                "text": r.question.text,
+                "need_type": r.question.need_type,
+                "mentions_prior_attempt": r.question.mentions_prior_attempt,
+                "rubric_version": r.version,
+                "rubric_state": r.state,
+                "criteria": [
+                    {"text": c.text, "polarity": c.polarity, "kind": c.kind, "points": c.points}
+                    for c in _in_order(r)
+                    if c.origin != "shared"
+                ],
+            }
+            for r in rubrics
+        ],
+    }
+
+
+def export_healthbench(rubrics) -> str:
+    """HealthBench JSONL: negative criteria carry negative points (HealthBench's convention);
+    the shared presentation criteria are tagged so a re-import leaves them to the shared set."""
+    lines = []
+    for r in rubrics:
+        lines.append(
+            json.dumps(
+                {
+                    "prompt_id": r.question.external_id,
+                    "prompt": [{"role": "user", "content": r.question.text}],
+                    "rubrics": [
+                        {
+                            "criterion": c.text,
+                            "points": c.points if c.polarity == Polarity.POSITIVE else -c.points,
+                            "tags": [
+                                PRESENTATION_AXIS
+                                if c.kind == Kind.PRESENTATION
+                                else "axis:accuracy",
+                                f"kind:{c.kind}",
+                                *([SHARED_TAG] if c.origin == "shared" else []),
+                            ],
+                        }
+                        for c in _in_order(r)
+                    ],
+                    "example_tags": [f"theme:{r.question.topic.name.replace(' ', '_')}"],
+                    "assay": {"rubric_version": r.version, "rubric_state": r.state},
+                },
+                ensure_ascii=False,
+            )
+        )
+    return "\n".join(lines) + ("\n" if lines else "")

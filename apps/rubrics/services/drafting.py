@@ -1,0 +1,193 @@
+"""LLM suggestions for a draft: requested by an expert, made by a worker, then decided.
+
+The worker claims the job with a conditional update, calls the model with no transaction
+open, and stores the suggestions in one short transaction; a unique constraint on
+(job, text) makes a second run harmless.
+"""
+
+import datetime as dt
+
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from apps.llm import gateway
+from apps.llm.errors import LLMError
+from apps.llm.models import Purpose
+from apps.llm.services import PromptError, prompt_current, prompt_render
+
+from ..errors import RubricError
+from ..models import (
+    POINTS,
+    AuthoringSettings,
+    DraftJob,
+    DraftStatus,
+    EventAction,
+    Kind,
+    Origin,
+    Polarity,
+    Rubric,
+    Suggestion,
+    SuggestionStatus,
+)
+from .editing import criterion_add, normalise_text
+from .revisions import locked, record, require_editable
+
+DRAFT_SCHEMA = {
+    "type": "object",
+    "required": ["criteria"],
+    "properties": {
+        "criteria": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 30,
+            "items": {
+                "type": "object",
+                "required": ["text", "polarity", "kind", "points"],
+                "properties": {
+                    "text": {"type": "string", "minLength": 1, "maxLength": 1000},
+                    "polarity": {"enum": Polarity.values},
+                    "kind": {"enum": Kind.values},
+                    "points": {"enum": list(POINTS)},
+                },
+            },
+        }
+    },
+}
+# The expert is watching a progress indicator: give up sooner than a batch run would.
+INTERACTIVE_POLICY = gateway.RetryPolicy(max_attempts=3, max_total_seconds=90.0)
+STALE_AFTER = dt.timedelta(minutes=5)
+
+
+def draft_job_request(*, rubric: Rubric, user) -> tuple[DraftJob, bool]:
+    """(job, created). A job still queued or running for the draft is returned as it is."""
+    config = AuthoringSettings.objects.select_related("draft_model").first()
+    model = config.draft_model if config else None
+    if model is None or not model.active:
+        raise RubricError(
+            "No model is set to suggest criteria. A researcher chooses one in the console "
+            "(Rubrics > Authoring settings)."
+        )
+    try:
+        prompt = prompt_current(Purpose.RUBRIC_DRAFT)
+    except PromptError as exc:
+        raise RubricError(str(exc)) from exc
+    with transaction.atomic():
+        rubric = locked(rubric.pk)
+        require_editable(rubric, user)
+        active = rubric.draft_jobs.filter(
+            status__in=[DraftStatus.QUEUED, DraftStatus.RUNNING]
+        ).first()
+        if active is not None:
+            return active, False
+        job = DraftJob.objects.create(rubric=rubric, requested_by=user, model=model, prompt=prompt)
+        record(
+            rubric, user=user, action=EventAction.SUGGESTIONS_REQUESTED, summary=str(model),
+            detail={"job": job.pk, "prompt_version": prompt.version},
+        )  # fmt: skip
+    return job, True
+
+
+def draft_job_run(*, job_id: int) -> DraftJob | None:
+    """Make the job's model call and keep its suggestions. None: not ours to run (done,
+    failed, or running in a live worker)."""
+    now = timezone.now()
+    claimed = (
+        DraftJob.objects.filter(pk=job_id)
+        .filter(
+            Q(status=DraftStatus.QUEUED)
+            | Q(status=DraftStatus.RUNNING, started_at__lt=now - STALE_AFTER)
+        )
+        .update(status=DraftStatus.RUNNING, started_at=now, attempts=F("attempts") + 1)
+    )
+    if not claimed:
+        return None
+    job = DraftJob.objects.select_related("rubric__question__topic", "model", "prompt").get(
+        pk=job_id
+    )
+    question = job.rubric.question
+    try:
+        messages = prompt_render(job.prompt, question=question.text, topic=question.topic.name)
+        completion = gateway.complete(
+            model=job.model, messages=messages, purpose=Purpose.RUBRIC_DRAFT,
+            schema=DRAFT_SCHEMA, caller=f"draftjob:{job.pk}", prompt=job.prompt,
+            policy=INTERACTIVE_POLICY,
+        )  # fmt: skip
+    except (LLMError, PromptError) as exc:
+        DraftJob.objects.filter(pk=job.pk, status=DraftStatus.RUNNING).update(
+            status=DraftStatus.FAILED, error=str(exc)[:2000], finished_at=timezone.now()
+        )
+        job.refresh_from_db()
+        return job
+    _store(job, completion.data["criteria"])
+    job.refresh_from_db()
+    return job
+
+
+def _store(job: DraftJob, items: list[dict]) -> None:
+    with transaction.atomic():
+        existing = {t.lower() for t in job.rubric.criteria.values_list("text", flat=True)}
+        fresh, seen = [], set()
+        for item in items:
+            text = normalise_text(item["text"])
+            if text.lower() in existing or text.lower() in seen:
+                continue
+            seen.add(text.lower())
+            fresh.append(
+                Suggestion(
+                    job=job,
+                    rubric=job.rubric,
+                    text=text,
+                    polarity=item["polarity"],
+                    kind=item["kind"],
+                    points=item["points"],
+                    order=len(fresh) + 1,
+                )
+            )
+        Suggestion.objects.bulk_create(fresh, ignore_conflicts=True)
+        DraftJob.objects.filter(pk=job.pk, status=DraftStatus.RUNNING).update(
+            status=DraftStatus.DONE, finished_at=timezone.now(), left_out=len(items) - len(fresh)
+        )
+
+
+def _pending(rubric: Rubric, suggestion_id: int) -> Suggestion:
+    suggestion = (
+        Suggestion.objects.select_for_update().filter(pk=suggestion_id, rubric=rubric).first()
+    )
+    if suggestion is None:
+        raise RubricError("That suggestion is not part of this draft.")
+    if suggestion.status != SuggestionStatus.PENDING:
+        raise RubricError(f"That suggestion was already {suggestion.get_status_display().lower()}.")
+    return suggestion
+
+
+def suggestion_accept(
+    *, rubric: Rubric, suggestion_id: int, user, revision: int, text: str | None = None,
+    polarity: str | None = None, kind: str | None = None, points: int | None = None,
+):  # fmt: skip
+    """The suggestion, as it is or as the expert edited it, becomes a criterion marked as
+    LLM-suggested."""
+    with transaction.atomic():
+        locked(rubric.pk)  # the draft before the suggestion, in the same order as reject
+        suggestion = _pending(rubric, suggestion_id)
+        criterion = criterion_add(
+            rubric=rubric, user=user, revision=revision,
+            text=suggestion.text if text is None else text,
+            polarity=polarity or suggestion.polarity, kind=kind or suggestion.kind,
+            points=suggestion.points if points is None else points, origin=Origin.LLM_SUGGESTED,
+        )  # fmt: skip
+        suggestion.status, suggestion.criterion = SuggestionStatus.ACCEPTED, criterion
+        suggestion.decided_by, suggestion.decided_at = user, timezone.now()
+        suggestion.save(update_fields=["status", "criterion", "decided_by", "decided_at"])
+    return criterion
+
+
+def suggestion_reject(*, rubric: Rubric, suggestion_id: int, user) -> Suggestion:
+    with transaction.atomic():
+        rubric = locked(rubric.pk)
+        require_editable(rubric, user)
+        suggestion = _pending(rubric, suggestion_id)
+        suggestion.status = SuggestionStatus.REJECTED
+        suggestion.decided_by, suggestion.decided_at = user, timezone.now()
+        suggestion.save(update_fields=["status", "decided_by", "decided_at"])
+    return suggestion

@@ -1,0 +1,116 @@
+"""The draft's etag and its log: every change names the revision it was made against.
+
+A change made against an older revision than the draft's is refused with the changes made
+since (RubricConflict), so that the later of two conflicting saves never overwrites the
+earlier one. Each accepted change bumps the revision and records an event saying who did
+what, which is both the history page and what a refused editor is shown.
+"""
+
+import datetime as dt
+
+from django.utils import timezone
+
+from apps.accounts.roles import Role, user_has_role
+
+from ..errors import RubricConflict, RubricError
+from ..models import Criterion, EventAction, Rubric, RubricEvent
+
+# Autosave sends a criterion many times while it is typed; one person's edits to one
+# criterion within this window are one event in the history.
+COALESCE_EDITS = dt.timedelta(minutes=2)
+
+
+def locked(rubric_id: int) -> Rubric:
+    """The rubric row, locked for the rest of the transaction."""
+    try:
+        return Rubric.objects.select_for_update().select_related("question").get(pk=rubric_id)
+    except Rubric.DoesNotExist as exc:
+        raise RubricError("This rubric no longer exists.") from exc
+
+
+def require_expert(user) -> None:
+    if not user_has_role(user, Role.EXPERT):
+        raise RubricError("Only experts edit rubrics.")
+
+
+def require_editable(rubric: Rubric, user) -> None:
+    require_expert(user)
+    if not rubric.is_editable:
+        if rubric.state == "approved":
+            raise RubricError(
+                f"Version {rubric.version} is approved and cannot be changed. "
+                "Start a new version to edit it."
+            )
+        raise RubricError(
+            f"Version {rubric.version} is {rubric.get_state_display().lower()}; "
+            "it can be edited again if the reviewer requests changes."
+        )
+
+
+def check_revision(rubric: Rubric, revision: int | None) -> None:
+    if revision is not None and revision == rubric.revision:
+        return
+    changes = list(
+        rubric.events.filter(revision__gt=revision or 0)
+        .select_related("actor")
+        .order_by("revision", "pk")
+    )
+    who = sorted({event_actor_name(e) for e in changes}) or ["someone"]
+    raise RubricConflict(
+        f"Not saved: {', '.join(who)} changed this draft after you opened it. "
+        "Nothing was overwritten; your change is kept below.",
+        changes=changes,
+        current_revision=rubric.revision,
+    )
+
+
+def event_actor_name(event: RubricEvent) -> str:
+    if event.actor is None:
+        return "someone"
+    return event.actor.get_full_name() or event.actor.get_username()
+
+
+def bump(
+    rubric: Rubric, *, user, action: str, criterion: Criterion | None = None, summary: str = "",
+    detail: dict | None = None,
+) -> RubricEvent:  # fmt: skip
+    """Count a change to the (locked) draft: a new revision and its event."""
+    now = timezone.now()
+    rubric.revision += 1
+    rubric.updated_at = now
+    rubric.save(update_fields=["revision", "updated_at"])
+    detail = detail or {}
+    if action == EventAction.CRITERION_EDITED and criterion is not None:
+        last = rubric.events.order_by("-pk").first()
+        if (
+            last is not None and last.action == action and last.criterion_id == criterion.pk
+            and last.actor_id == user.pk and now - last.created_at < COALESCE_EDITS
+        ):  # fmt: skip
+            last.revision, last.created_at, last.summary = rubric.revision, now, summary
+            last.detail = {"before": last.detail.get("before"), "after": detail.get("after")}
+            last.save(update_fields=["revision", "created_at", "summary", "detail"])
+            return last
+    return RubricEvent.objects.create(
+        rubric=rubric, actor=user, action=action, revision=rubric.revision, criterion=criterion,
+        summary=summary, detail=detail, created_at=now,
+    )  # fmt: skip
+
+
+def record(
+    rubric: Rubric, *, user, action: str, summary: str = "", detail: dict | None = None,
+    criterion: Criterion | None = None,
+) -> RubricEvent:  # fmt: skip
+    """An event that does not change the draft's content (submit, comment, approve...)."""
+    return RubricEvent.objects.create(
+        rubric=rubric, actor=user, action=action, summary=summary, detail=detail or {},
+        criterion=criterion, created_at=timezone.now(),
+    )  # fmt: skip
+
+
+def snapshot(criterion: Criterion) -> dict:
+    return {
+        "text": criterion.text,
+        "polarity": criterion.polarity,
+        "kind": criterion.kind,
+        "points": criterion.points,
+    }

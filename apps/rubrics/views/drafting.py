@@ -1,0 +1,127 @@
+"""LLM suggestions and sample answers in the editor."""
+
+from django.contrib import messages
+from django.db import transaction
+from django.shortcuts import redirect
+
+from apps.accounts.roles import Role, role_required
+from apps.runs import selectors as run_selectors
+from apps.runs.services import RunError, sample_answers_draw
+from workers.drafting import draft_criteria_task, sample_answer_task
+
+from .. import services
+from ..errors import RubricConflict, RubricError
+from ..forms import CriterionForm
+from .context import TEMPLATE, rubric_context, samples_context
+from .editing import SAVED, attempt_of, conflict, full_page, page_url, revision_of
+from .fragments import fragments
+from .pages import rubric_for
+
+
+def _ids(text: str) -> list[int]:
+    return [int(part) for part in text.split(",") if part.strip().isdigit()][:4]
+
+
+@role_required(Role.EXPERT)
+def suggest(request, pk: int):
+    """POST: ask the drafting model for criteria; a worker answers, the panel polls."""
+    rubric = rubric_for(pk)
+    if request.method == "POST":
+        try:
+            job, created = services.draft_job_request(rubric=rubric, user=request.user)
+            if created:
+                transaction.on_commit(lambda: draft_criteria_task.delay(job.pk))
+        except RubricError as exc:
+            return _suggestions(request, rubric, error=str(exc))
+    return _suggestions(request, rubric)
+
+
+@role_required(Role.EXPERT)
+def suggestions(request, pk: int):
+    """GET: the suggestions panel (polled while a job runs)."""
+    return _suggestions(request, rubric_for(pk))
+
+
+def _suggestions(request, rubric, error: str = ""):
+    if not request.htmx:
+        if error:
+            messages.error(request, error)
+        return redirect(page_url(rubric, "suggestions"))
+    context = rubric_context(request, rubric, suggest_error=error)
+    return fragments(request, TEMPLATE, context, main="suggestions")
+
+
+@role_required(Role.EXPERT)
+def suggestion_accept(request, pk: int, suggestion_id: int):
+    rubric = rubric_for(pk)
+    if request.method != "POST":
+        return redirect(page_url(rubric, "suggestions"))
+    edited = {}
+    if request.POST.get("edited") == "1":
+        form = CriterionForm(request.POST)
+        if not form.is_valid():
+            return _refused(request, rubric, " ".join(form.field_errors().values()))
+        edited = form.cleaned_data
+    try:
+        criterion = services.suggestion_accept(
+            rubric=rubric, suggestion_id=suggestion_id, user=request.user,
+            revision=revision_of(request), **edited,
+        )  # fmt: skip
+    except RubricConflict as exc:
+        return conflict(request, rubric, exc, attempt_of(request, "Accept a suggestion"))
+    except RubricError as exc:
+        return _refused(request, rubric, str(exc))
+    if not request.htmx:
+        messages.success(request, "Suggestion accepted: it is now a criterion you can edit.")
+        return redirect(page_url(rubric, f"criterion-{criterion.pk}"))
+    rubric.refresh_from_db()
+    context = rubric_context(request, rubric)
+    if request.POST.get("resolve") == "1":  # from the conflict panel, which swaps nothing
+        return fragments(request, TEMPLATE, context, oob=(*SAVED, "criteria", "suggestions"))
+    return fragments(request, TEMPLATE, context, main="suggestions", oob=(*SAVED, "criteria"))
+
+
+def _refused(request, rubric, message: str):
+    if not request.htmx:
+        messages.error(request, message)
+        return redirect(page_url(rubric, "suggestions"))
+    context = rubric_context(request, rubric, suggest_error=message)
+    return fragments(request, TEMPLATE, context, main="suggestions", status=422)
+
+
+@role_required(Role.EXPERT)
+def suggestion_reject(request, pk: int, suggestion_id: int):
+    rubric = rubric_for(pk)
+    if request.method == "POST":
+        try:
+            services.suggestion_reject(
+                rubric=rubric, suggestion_id=suggestion_id, user=request.user
+            )
+        except RubricError as exc:
+            return _refused(request, rubric, str(exc))
+    return _suggestions(request, rubric)
+
+
+@role_required(Role.EXPERT, Role.REVIEWER)
+def samples(request, pk: int):
+    """GET ?show=ids: the shown answers (polled while generating). POST: draw two (others)."""
+    rubric = rubric_for(pk)
+    question, error = rubric.question, ""
+    if request.method == "POST":
+        try:
+            answers = sample_answers_draw(
+                question=question, exclude_model_ids=_ids(request.POST.get("exclude", ""))
+            )
+        except RunError as exc:
+            answers, error = [], str(exc)
+        for answer in answers:
+            if answer.status == "pending":
+                transaction.on_commit(lambda pk=answer.pk: sample_answer_task.delay(pk))
+    else:
+        answers = run_selectors.answers_by_ids(
+            question=question, ids=_ids(request.GET.get("show", ""))
+        )
+    if not request.htmx:
+        return full_page(request, rubric, **samples_context(answers, error))
+    context = {**rubric_context(request, rubric), **samples_context(answers, error)}
+    return fragments(request, TEMPLATE, context, main="samples")

@@ -1,0 +1,54 @@
+import pytest
+
+from apps.llm.models import LLMCall
+from apps.rubrics import services
+from apps.rubrics.models import AuthoringSettings, DraftJob, DraftStatus
+from apps.runs.models import Response, ResponseStatus
+from apps.runs.services import reference_models_set, sample_answers_draw
+from config.celery import app
+from tests.conftest import wait_until
+from tests.llm.models import offline_model
+from tests.rubrics.conftest import expert, fast_password_hashing, migrated_rows
+from tests.rubrics.factories import question_make
+from workers.drafting import draft_criteria_task, sample_answer_task
+
+__all__ = ["expert", "fast_password_hashing", "migrated_rows"]
+
+
+def test_drafting_tasks_go_to_the_llm_queue():
+    for task in (draft_criteria_task, sample_answer_task):
+        route = app.amqp.router.route({}, task.name, (), {}, None)
+        assert route["queue"].name == "llm"
+
+
+@pytest.mark.worker
+def test_a_worker_makes_each_call_once_however_often_a_task_arrives(
+    start_worker, migrated_rows, offline_provider, expert
+):
+    url = offline_provider()
+    model = offline_model(url, name="offline-thorough")
+    AuthoringSettings.objects.update_or_create(pk=1, defaults={"draft_model": model})
+    reference_models_set(models=[model])
+    rubric = services.rubric_start(question=question_make(topic="scams"), user=expert)
+    job, _ = services.draft_job_request(rubric=rubric, user=expert)
+    (answer,) = sample_answers_draw(question=rubric.question)
+    queue, _process = start_worker()
+
+    # Each message twice, as a broker redelivers after a lost acknowledgement.
+    for _ in range(2):
+        draft_criteria_task.apply_async(args=[job.pk], queue=queue)
+        sample_answer_task.apply_async(args=[answer.pk], queue=queue)
+    # The worker takes its queue in order: once this one is done, so are the duplicates.
+    sentinel = Response.objects.create(
+        run=answer.run, model=model, question=answer.question, sample_index=1
+    )
+    sample_answer_task.apply_async(args=[sentinel.pk], queue=queue)
+    assert wait_until(lambda: Response.objects.get(pk=sentinel.pk).status == "done", timeout=60)
+
+    job = DraftJob.objects.get(pk=job.pk)
+    assert job.status == DraftStatus.DONE and job.attempts == 1
+    assert job.suggestions.count() >= 4
+    assert LLMCall.objects.filter(caller=f"draftjob:{job.pk}").count() == 1
+    answer = Response.objects.get(pk=answer.pk)
+    assert answer.status == ResponseStatus.DONE and answer.attempts == 1 and answer.text
+    assert LLMCall.objects.filter(caller=f"response:{answer.pk}").count() == 1
