@@ -12,7 +12,7 @@ import random
 import signal
 import time
 import uuid
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -46,11 +46,20 @@ class Stats:
     max_in_flight: int = 0
     by_status: Counter = field(default_factory=Counter)
     faults: Counter = field(default_factory=Counter)
+    # Arrival times of the last minute: the most requests seen in any 60 s window is how a
+    # client's requests-per-minute limit is checked from the provider's side.
+    arrivals: deque = field(default_factory=deque)
+    max_per_minute: int = 0
 
     def begin(self) -> None:
         self.requests += 1
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        now = time.monotonic()
+        self.arrivals.append(now)
+        while self.arrivals[0] <= now - 60:
+            self.arrivals.popleft()
+        self.max_per_minute = max(self.max_per_minute, len(self.arrivals))
 
     def finish(self, status: str | None) -> None:
         self.in_flight -= 1
@@ -63,12 +72,15 @@ class Stats:
         self.max_in_flight = self.in_flight
         self.by_status.clear()
         self.faults.clear()
+        self.arrivals.clear()
+        self.max_per_minute = 0
 
     def as_json(self) -> dict:
         return {
             "requests": self.requests,
             "in_flight": self.in_flight,
             "max_in_flight": self.max_in_flight,
+            "max_per_minute": self.max_per_minute,
             "by_status": dict(self.by_status),
             "faults": dict(self.faults),
         }
