@@ -477,6 +477,7 @@ def test_max_in_flight_counts_requests_handled_at_once(offline_provider):
         "requests": 20,
         "in_flight": 0,
         "max_in_flight": 20,
+        "max_per_minute": 20,
         "by_status": {"200": 20},
         "faults": {},
     }
@@ -485,6 +486,7 @@ def test_max_in_flight_counts_requests_handled_at_once(offline_provider):
         "requests": 0,
         "in_flight": 0,
         "max_in_flight": 0,
+        "max_per_minute": 0,
         "by_status": {},
         "faults": {},
     }
