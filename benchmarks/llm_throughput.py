@@ -33,7 +33,6 @@ import httpx  # noqa: E402
 import psutil  # noqa: E402
 
 LATENCY_MS = 300
-BATCH = 50
 QUEUE = "bench-llm"
 
 
@@ -128,7 +127,7 @@ def messages(i: int) -> list[dict]:
 
 def gateway_run(workers: Workers, model, calls: int, tag: str) -> dict:
     from apps.llm.models import CallStatus, LLMCall
-    from workers.llm import complete_batch_task
+    from workers.llm import BATCH_SIZE, complete_batch_task
 
     requests = [
         {"model_id": model.pk, "purpose": "sample", "messages": messages(i),
@@ -138,8 +137,8 @@ def gateway_run(workers: Workers, model, calls: int, tag: str) -> dict:
     cpu0 = workers.cpu_seconds()
     peak_max = peak_sum = 0
     started = time.monotonic()
-    for i in range(0, calls, BATCH):
-        complete_batch_task.apply_async(args=[requests[i : i + BATCH]], queue=QUEUE)
+    for i in range(0, calls, BATCH_SIZE):
+        complete_batch_task.apply_async(args=[requests[i : i + BATCH_SIZE]], queue=QUEUE)
     finished = LLMCall.objects.filter(caller__startswith=f"{tag}:")
     while True:
         m, s = workers.rss()
@@ -206,6 +205,7 @@ def main() -> int:
 
     redis.Redis.from_url(os.environ["REDIS_URL"]).flushdb()
     from apps.llm.models import LLMCall, ModelConfig
+    from workers.llm import BATCH_SIZE
 
     env = dict(os.environ)
     provider = Provider(latency_ms=LATENCY_MS)
@@ -219,7 +219,7 @@ def main() -> int:
     try:
         say(f"# LLM gateway throughput — {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC")
         say(f"{calls} calls per run; offline provider latency {LATENCY_MS} ms; "
-            f"llm worker: prefork, 2 processes, batches of {BATCH}; {os.cpu_count()} cores")  # fmt: skip
+            f"llm worker: prefork, 2 processes, batches of {BATCH_SIZE}; {os.cpu_count()} cores")  # fmt: skip
         say()
         say(
             "| limit | path | calls/s | ideal | ratio | CPU ms/call | provider max in flight | worker peak RSS (max / all) |"

@@ -3,7 +3,11 @@
 One Lua script admits an attempt only if all of the model's limits allow it, atomically:
 - concurrency: a sorted set of leases scored by expiry, so a worker that dies mid-call
   frees its slot when the lease runs out instead of holding it forever;
-- requests per minute: a sliding one-minute log of admissions (exact over any window);
+- requests per minute: a sliding log of admissions over a minute plus a margin. Admission
+  is exact at Redis, but a request reaches the provider some milliseconds later and that
+  delay varies (a cold connection at the start of a run takes longer than a warm one), so a
+  provider counting arrivals could see a few more than the limit in some 60 s window; the
+  margin keeps its count within the limit too;
 - tokens per minute: a sliding-window counter over two fixed minutes (the usual
   approximation; token counts are only known after the call, so the estimate reserved at
   admission is corrected afterwards).
@@ -20,11 +24,14 @@ import uuid
 
 import redis.asyncio as aioredis
 
+RPM_WINDOW_MS = 60_000 + 2_000  # a minute, plus the margin explained above
+
 ACQUIRE = """
 local conc_key, rpm_key, tpm_prefix = KEYS[1], KEYS[2], KEYS[3]
 local token = ARGV[1]
 local max_conc, lease_ms = tonumber(ARGV[2]), tonumber(ARGV[3])
 local rpm, tpm, estimate = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local rpm_window = tonumber(ARGV[7])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
@@ -35,10 +42,10 @@ if max_conc > 0 then
   end
 end
 if rpm > 0 then
-  redis.call('ZREMRANGEBYSCORE', rpm_key, '-inf', now - 60000)
+  redis.call('ZREMRANGEBYSCORE', rpm_key, '-inf', now - rpm_window)
   if redis.call('ZCARD', rpm_key) >= rpm then
     local oldest = redis.call('ZRANGE', rpm_key, 0, 0, 'WITHSCORES')
-    return {0, tonumber(oldest[2]) + 60000 - now + 1}
+    return {0, tonumber(oldest[2]) + rpm_window - now + 1}
   end
 end
 local minute = math.floor(now / 60000)
@@ -60,7 +67,7 @@ if max_conc > 0 then
 end
 if rpm > 0 then
   redis.call('ZADD', rpm_key, now, token)
-  redis.call('PEXPIRE', rpm_key, 120000)
+  redis.call('PEXPIRE', rpm_key, rpm_window + 60000)
 end
 return {1, minute}
 """
@@ -118,7 +125,7 @@ class Limits:
             admitted, detail = await self._acquire(
                 keys=self.keys,
                 args=[token, self.max_concurrent, self.lease_ms, self.rpm, self.tpm,
-                      estimate_tokens if self.tpm else 0],
+                      estimate_tokens if self.tpm else 0, RPM_WINDOW_MS],
             )  # fmt: skip
             if admitted:
                 return Slot(self, token, minute=int(detail), reserved=estimate_tokens)
