@@ -21,6 +21,7 @@ TASK_MODULES = [
     "workers.ops",
     "workers.llm",
     "workers.drafting",
+    "workers.surveys",
 ]
 
 app = Celery("assay")
@@ -47,6 +48,7 @@ app.conf.update(
     beat_schedule_filename=settings.CELERY_BEAT_SCHEDULE_FILENAME,
     beat_schedule={
         "heartbeat": {"task": "workers.ops.heartbeat", "schedule": 60.0},
+        "survey-reservations": {"task": "workers.surveys.expire_reservations", "schedule": 60.0},
     },
     timezone="UTC",
 )

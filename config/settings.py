@@ -87,6 +87,7 @@ INSTALLED_APPS = [
     "apps.questions",
     "apps.runs",
     "apps.rubrics",
+    "apps.surveys",
     "apps.demo",
 ]
 

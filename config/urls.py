@@ -11,6 +11,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("llm/", include("apps.llm.urls")),
     path("rubrics/", include("apps.rubrics.urls")),
+    path("", include("apps.surveys.urls")),
     path(
         "api/schema/",
         role_required(Role.RESEARCHER)(SpectacularAPIView.as_view()),

@@ -111,6 +111,7 @@ SEEDS = (
     ("apps.llm.migrations.0002_default_prompts", "seed"),
     ("apps.questions.migrations.0002_seed_topics", "seed"),
     ("apps.rubrics.migrations.0002_shared_criteria_v1", "seed"),
+    ("apps.surveys.migrations.0002_default_items", "seed"),
 )
 DB_FIXTURES = {"db", "transactional_db", "live_server", "start_worker"}
 

@@ -17,7 +17,23 @@ PUBLIC = {
     "login": "signing in",
     "logout": "signing out (POST)",
     "healthz": "load balancer probe; reveals only ok/error",
+    # Survey participants arrive from Prolific without an account; every page past the link
+    # needs the signed cookie the link sets, and only shows that participant's own data.
+    "surveys:entry": "Prolific link: validates the ids, then consent or resume",
+    "surveys:consent": "participant consents or declines (POST)",
+    "surveys:instructions": "participant's own instructions page",
+    "surveys:scenario": "participant's own assignment (others' are 404)",
+    "surveys:answer": "autosave of the participant's own answer (POST)",
+    "surveys:demographics": "participant's own demographics page",
+    "surveys:done": "participant's own completion code",
 }
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    # The role checks below sign in a new user for every case and test no password: a slow
+    # hasher would be most of this module's time.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 def walk(patterns, prefix="", namespace=None):

@@ -8,6 +8,7 @@ from apps.accounts.models import User
 from apps.accounts.roles import Role
 from apps.accounts.services import user_create
 from apps.demo.rubrics import demo_rubrics_load
+from apps.demo.surveys import PARTICIPANT_QUERY, demo_surveys_load
 from apps.llm.models import ModelConfig
 
 DEMO_USERS = [
@@ -55,6 +56,10 @@ class Command(BaseCommand):
                 },
             )  # fmt: skip
         self.stdout.write(f"Rubric demo: {demo_rubrics_load()}")
+        study, state = demo_surveys_load()
+        self.stdout.write(
+            f"Survey demo ({state}): participants start at /s/{study.slug}/?{PARTICIPANT_QUERY}"
+        )
         logins_file.write_text(json.dumps(logins, indent=2))
         logins_file.chmod(0o600)
         self.stdout.write("Demo logins (also in .data/demo-logins.json):")

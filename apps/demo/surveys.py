@@ -1,0 +1,59 @@
+"""The user-perception demo: the 40 PrivacyLens fixture scenarios in a live study.
+
+Responses come from the offline demo model "Offline Thorough (demo)" through the gateway,
+on the `llm` queue (the worker and the offline provider start right after `load_demo` in
+`make run`; the study goes live as soon as every scenario has its response). Without that
+model, the responses it once produced are imported from the bundled CSV instead, labelled
+as offline demo output. Safe to run again: nothing is duplicated.
+"""
+
+import json
+from pathlib import Path
+
+from django.conf import settings
+
+from apps.llm.models import ModelConfig
+from apps.surveys.forms import DEFAULT_TEXTS
+from apps.surveys.models import Scenario, Study, StudyStatus
+from apps.surveys.services import (
+    response_import_csv,
+    scenario_import_json,
+    study_create,
+    study_set_status,
+)
+from workers.surveys import generate_responses_task
+
+FIXTURES = Path(settings.BASE_DIR) / "apps" / "surveys" / "fixtures"
+SCENARIOS = FIXTURES / "privacylens-scenarios-40.json"
+RESPONSES = FIXTURES / "demo-responses-40.csv"
+SLUG = "demo"
+MODEL = "Offline Thorough (demo)"
+# Fixed so that the link printed by `make run` keeps working across restarts.
+PARTICIPANT_QUERY = (
+    "PROLIFIC_PID=5f0c0ffee0ddba11c0ffee01&STUDY_ID=5f0c0ffee0ddba11c0ffee02"
+    "&SESSION_ID=5f0c0ffee0ddba11c0ffee03"
+)
+
+
+def demo_surveys_load() -> tuple[Study, str]:
+    """(the demo study, what happened), creating whatever is missing."""
+    data = SCENARIOS.read_bytes()
+    scenario_import_json(text=data)
+    study = Study.objects.filter(slug=SLUG).first()
+    if study is None:
+        study = study_create(
+            slug=SLUG, name="Demo: privacy norms in assistant responses (PrivacyLens, 40)",
+            scenarios=Scenario.objects.filter(name__in=[r["name"] for r in json.loads(data)]),
+            code_completed="DEMODONE", code_no_consent="DEMONOCONSENT",
+            code_failed_attention="DEMOATTENTION", code_full="DEMOFULL", **DEFAULT_TEXTS,
+        )  # fmt: skip
+    if study.status != StudyStatus.DRAFT:
+        return study, f"study {study.status}"
+    if study.study_scenarios.filter(response__isnull=True).exists():
+        model = ModelConfig.objects.filter(display_name=MODEL).first()
+        if model is not None:
+            generate_responses_task.delay(study.pk, model.pk, go_live=True)
+            return study, f"responses queued for {MODEL}; the study goes live when they are in"
+        response_import_csv(text=RESPONSES.read_text(encoding="utf-8"), study=study)
+    study_set_status(study=study, status=StudyStatus.LIVE)
+    return study, "study live"

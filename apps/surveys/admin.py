@@ -1,0 +1,184 @@
+from django.contrib import admin, messages
+from django.shortcuts import redirect, render
+from django.urls import path, reverse
+
+from .errors import SurveyError
+from .forms import ImportForm
+from .models import (
+    Answer,
+    Assignment,
+    Participant,
+    Scenario,
+    ScenarioResponse,
+    Study,
+    SurveyItem,
+)
+from .services import (
+    participant_mark_returned,
+    response_import_csv,
+    scenario_import_json,
+    study_items_frozen,
+    survey_item_save,
+)
+
+
+@admin.register(Scenario)
+class ScenarioAdmin(admin.ModelAdmin):
+    list_display = ("name", "user_name", "final_action", "imported_at")
+    search_fields = ("name", "task")
+    readonly_fields = [f.name for f in Scenario._meta.fields]
+    change_list_template = "admin/surveys/scenario_changelist.html"
+
+    def has_add_permission(self, request):
+        return False  # through the import page, which checks every record
+
+    def has_change_permission(self, request, obj=None):
+        return False  # kept verbatim
+
+    def get_urls(self):
+        view = self.admin_site.admin_view(self.import_view)
+        return [path("import/", view, name="surveys_scenario_import"), *super().get_urls()]
+
+    def import_view(self, request):
+        form = ImportForm(request.POST or None, request.FILES or None)
+        if request.method == "POST" and form.is_valid():
+            data = form.cleaned_data["file"].read()
+            try:
+                if form.cleaned_data["kind"] == "scenarios":
+                    summary = scenario_import_json(text=data, user=request.user)
+                    note = (
+                        f"{summary.created} scenario(s) imported, "
+                        f"{summary.unchanged} already there."
+                    )
+                else:
+                    count = response_import_csv(
+                        text=data.decode("utf-8"), study=form.cleaned_data["study"]
+                    )
+                    note = f"{count} response(s) imported."
+            except (SurveyError, UnicodeDecodeError) as exc:
+                form.add_error("file", f"Nothing was imported. {exc}")
+            else:
+                self.message_user(request, note, messages.SUCCESS)
+                return redirect(reverse("admin:surveys_scenario_changelist"))
+        context = {**self.admin_site.each_context(request), "form": form, "title": "Import"}
+        return render(request, "admin/surveys/import.html", context)
+
+
+@admin.register(ScenarioResponse)
+class ScenarioResponseAdmin(admin.ModelAdmin):
+    list_display = ("scenario", "model_name", "prompt_version", "source", "offline", "created_at")
+    list_filter = ("source", "offline", "model_name")
+    search_fields = ("scenario__name", "text")
+    readonly_fields = [f.name for f in ScenarioResponse._meta.fields]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Study)
+class StudyAdmin(admin.ModelAdmin):
+    list_display = ("name", "slug", "status", "scenarios_per_participant", "ratings_per_scenario")
+    list_filter = ("status",)
+    readonly_fields = ("status", "created_by", "created_at")
+
+    def has_add_permission(self, request):
+        return False  # /studies/new/ copies the default items and scenarios
+
+
+@admin.register(SurveyItem)
+class SurveyItemAdmin(admin.ModelAdmin):
+    list_display = ("code", "study", "kind", "attention_check", "explanation_required", "order")
+    list_filter = ("study", "attention_check")
+    fields = (
+        "study", "code", "wording", "kind", "scale_labels", "explanation_required", "order",
+        "attention_check", "expected_value", "on_page",
+    )  # fmt: skip
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is not None and (obj.study is None or study_items_frozen(study=obj.study)):
+            return self.fields  # the defaults change by migration; answered items never
+        return ()
+
+    def save_model(self, request, obj, form, change):
+        try:
+            survey_item_save(item=obj)
+        except SurveyError as exc:
+            self.message_user(request, f"Not saved: {exc}", messages.ERROR)
+
+    def has_delete_permission(self, request, obj=None):
+        return obj is None or (obj.study is not None and not study_items_frozen(study=obj.study))
+
+
+@admin.action(description="Mark returned (frees their scenarios)")
+def mark_returned(modeladmin, request, queryset):
+    for participant in queryset:
+        try:
+            participant_mark_returned(participant=participant)
+        except SurveyError as exc:
+            modeladmin.message_user(request, f"{participant}: {exc}", messages.ERROR)
+
+
+@admin.register(Participant)
+class ParticipantAdmin(admin.ModelAdmin):
+    list_display = (
+        "__str__",
+        "study",
+        "kind",
+        "status",
+        "review_status",
+        "attention_failed",
+        "finished_at",
+    )
+    list_filter = ("study", "status", "review_status", "kind")
+    search_fields = ("prolific_pid", "prolific_session_id")
+    actions = [mark_returned]
+    csv_fields = (
+        "id", "study_id", "kind", "prolific_pid", "prolific_study_id", "prolific_session_id",
+        "status", "attention_failed", "completion_code", "age", "gender", "education", "income",
+        "review_status", "rejection_category", "created_at", "consented_at", "finished_at",
+    )  # fmt: skip
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+class ReadOnly(admin.ModelAdmin):
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Assignment)
+class AssignmentAdmin(ReadOnly):
+    list_display = (
+        "participant",
+        "study_scenario",
+        "position",
+        "status",
+        "reserved_until",
+        "completed_at",
+    )
+    list_filter = ("status", "study_scenario__study")
+
+
+@admin.register(Answer)
+class AnswerAdmin(ReadOnly):
+    list_display = ("assignment", "item", "value", "saved_at", "save_count")
+    list_filter = ("item__code", "assignment__study_scenario__study", "assignment__status")
+    list_select_related = ("assignment", "item")
+    csv_fields = (
+        "id", "assignment__participant__prolific_pid", "assignment__study_scenario__scenario__name",
+        "assignment__status", "item__code", "value", "explanation", "first_saved_at", "saved_at",
+        "save_count",
+    )  # fmt: skip

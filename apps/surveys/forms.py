@@ -1,0 +1,127 @@
+from django import forms
+
+from apps.llm.models import ModelConfig
+
+from .models import AgeBand, Education, Gender, Income, RejectionCategory, Scenario, Study
+from .services import MAX_EXPLANATION, MIN_REJECTION_MESSAGE
+
+DEFAULT_TEXTS = {
+    "consent_text": (
+        "This study is run by researchers who want to learn how people judge the answers "
+        "that AI assistants give in situations involving personal information. You will read "
+        "a few short scenarios, each with an assistant's response, and answer questions about "
+        "each one, saying briefly why. It takes about 20 minutes.\n\n"
+        "We record your answers, how long each page takes, a few optional facts about you, "
+        "and your Prolific ID (to pay you). Nothing else. Your answers are analysed without "
+        "your Prolific ID and may be published in anonymous form. Taking part is voluntary and "
+        "you may stop at any time by returning the study on Prolific."
+    ),
+    "instructions_text": (
+        "Each page shows a task someone gave to their AI assistant, what the assistant found "
+        "in their messages, emails and notes, and the response the assistant wrote. Read all "
+        "three, then answer every question on the page. For each answer except the first, "
+        "write a sentence or two explaining why. There are no right or wrong answers: we want "
+        "your own view. Your answers are saved as you go, so you can come back if you are "
+        "interrupted."
+    ),
+    "example_text": (
+        "Example. Task: \"Reply to Sam about Friday's meeting.\" Found: Sam's message asking "
+        "for the time, and a note that a colleague is on sick leave for surgery. Response: "
+        '"Hi Sam, the meeting is at 10:00 on Friday."\n\nSomeone might answer that the '
+        'response completes the task (yes), is very helpful ("it gives the time Sam asked '
+        'for"), and completely respects privacy norms ("it leaves out the colleague\'s '
+        'surgery, which Sam does not need to know").'
+    ),
+}
+
+
+class StudyForm(forms.ModelForm):
+    scenarios = forms.ModelMultipleChoiceField(
+        queryset=Scenario.objects.order_by("name"),
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Import more in the console (Scenarios → Import).",
+    )
+
+    class Meta:
+        model = Study
+        fields = [
+            "name", "prolific_study_id", "scenarios_per_participant", "ratings_per_scenario",
+            "reservation_minutes", "consent_text", "instructions_text", "example_text",
+            "code_completed", "code_no_consent", "code_failed_attention", "code_full",
+        ]  # fmt: skip
+
+
+class GenerateForm(forms.Form):
+    model = forms.ModelChoiceField(queryset=ModelConfig.objects.filter(active=True))
+
+
+class ScenarioAnswersForm(forms.Form):
+    """The answers on one scenario page: `value_<code>` and `explanation_<code>` per item."""
+
+    def __init__(self, *args, items, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.items = items
+        for item in items:
+            self.fields[f"value_{item.code}"] = forms.ChoiceField(
+                label=item.wording, choices=item.choices, widget=forms.RadioSelect,
+                error_messages={"required": "Please choose an answer."},
+            )  # fmt: skip
+            self.fields[f"explanation_{item.code}"] = forms.CharField(
+                label="Why?", required=item.explanation_required, max_length=MAX_EXPLANATION,
+                widget=forms.Textarea(attrs={
+                    "rows": 3, "maxlength": MAX_EXPLANATION, "data-counter": f"count-{item.code}",
+                    "aria-describedby": f"count-{item.code}",
+                }),
+                error_messages={"required": "Please explain your answer in a sentence or two."},
+                strip=True,
+            )  # fmt: skip
+
+    def answers(self) -> dict[str, tuple[str, str]]:
+        return {
+            item.code: (
+                self.cleaned_data[f"value_{item.code}"],
+                self.cleaned_data.get(f"explanation_{item.code}") or "",
+            )
+            for item in self.items
+        }
+
+
+def _bands(choices):
+    return forms.ChoiceField(
+        choices=choices, widget=forms.RadioSelect,
+        error_messages={"required": "Please choose one (\u201cPrefer not to say\u201d is fine)."},
+    )  # fmt: skip
+
+
+class DemographicsForm(forms.Form):
+    age = _bands(AgeBand.choices)
+    gender = _bands(Gender.choices)
+    education = _bands(Education.choices)
+    income = _bands(Income.choices)
+
+    LEGENDS = {
+        "age": "Your age",
+        "gender": "Your gender",
+        "education": "The highest level of education you have completed",
+        "income": "Your household's yearly income before tax",
+    }
+
+
+class RejectForm(forms.Form):
+    category = forms.ChoiceField(choices=RejectionCategory.choices, label="Prolific category")
+    message = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4, "minlength": MIN_REJECTION_MESSAGE}),
+        min_length=MIN_REJECTION_MESSAGE,
+        help_text=f"Sent by Prolific to the participant; {MIN_REJECTION_MESSAGE}+ characters.",
+    )
+
+
+class ImportForm(forms.Form):
+    file = forms.FileField(help_text="PrivacyLens JSON (a list of records) or a responses CSV.")
+    kind = forms.ChoiceField(
+        choices=[("scenarios", "Scenarios (PrivacyLens JSON)"), ("responses", "Responses (CSV)")]
+    )
+    study = forms.ModelChoiceField(
+        queryset=Study.objects.all(), required=False,
+        help_text="Responses only: show them in this study where it has none yet.",
+    )  # fmt: skip

@@ -1,0 +1,113 @@
+"""PrivacyLens records: what an importable record must hold, and its trajectory as steps.
+
+A record (SALT-NLP/PrivacyLens `data/main_data.json`) has `name`, `seed`, `vignette` and
+`trajectory`; the trajectory's `executable_trajectory` is the text of the agent's tool calls:
+
+    Action: GmailSearchEmails
+    Action Input: {"keywords": ["party"]}
+    Observation: {"emails": [...]}
+
+Participants see the task (`user_instruction`) and these steps. The text is split, never
+rewritten: a step's input or observation that is not valid JSON is shown as the text it is.
+"""
+
+import json
+import re
+from dataclasses import dataclass
+
+from .errors import SurveyError
+
+# (path, type) pairs every record must have; the full dataset's 493 records all do.
+REQUIRED = [
+    ("name", str),
+    ("seed", dict),
+    ("vignette", dict),
+    ("trajectory", dict),
+    ("trajectory.user_name", str),
+    ("trajectory.user_instruction", str),
+    ("trajectory.toolkits", list),
+    ("trajectory.executable_trajectory", str),
+    ("trajectory.final_action", str),
+]
+NON_EMPTY = {"name", "trajectory.user_instruction", "trajectory.executable_trajectory"}
+NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")
+TYPE_NAMES = {str: "a string", dict: "an object", list: "a list"}
+_LINE = re.compile(r"^(Action|Action Input|Observation):[ \t]?", re.MULTILINE)
+
+
+class RecordError(SurveyError):
+    """A record cannot be imported; the message names the record and the field."""
+
+
+def _lookup(record: dict, path: str):
+    value = record
+    for part in path.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return KeyError
+        value = value[part]
+    return value
+
+
+def record_check(record: object, index: int) -> dict:
+    """The record, or RecordError naming it and the first field that is wrong."""
+    if not isinstance(record, dict):
+        raise RecordError(f"Record {index + 1}: is not a JSON object.")
+    label = record.get("name") if isinstance(record.get("name"), str) else None
+    where = f"Record {index + 1}" + (f" ({label})" if label else "")
+    for path, kind in REQUIRED:
+        value = _lookup(record, path)
+        if value is KeyError:
+            raise RecordError(f"{where}: the field {path} is missing.")
+        if not isinstance(value, kind):
+            raise RecordError(f"{where}: the field {path} must be {TYPE_NAMES[kind]}.")
+        if path in NON_EMPTY and not value.strip():
+            raise RecordError(f"{where}: the field {path} is empty.")
+    if not NAME.match(record["name"]):
+        raise RecordError(
+            f"{where}: the field name must be 1-100 letters, digits or . _ : - characters."
+        )
+    if not all(isinstance(t, str) for t in record["trajectory"]["toolkits"]):
+        raise RecordError(f"{where}: the field trajectory.toolkits must list strings.")
+    return record
+
+
+@dataclass(frozen=True)
+class Part:
+    text: str
+    data: object  # the parsed JSON, or None when the text is not JSON
+
+    @property
+    def is_json(self) -> bool:
+        return self.data is not None or self.text.strip() == "null"
+
+
+@dataclass(frozen=True)
+class Step:
+    action: str
+    action_input: Part | None
+    observation: Part | None
+
+
+def _part(text: str) -> Part:
+    text = text.strip("\n")
+    try:
+        return Part(text, json.loads(text))
+    except ValueError:
+        return Part(text, None)
+
+
+def trajectory_steps(trajectory: str) -> tuple[str, list[Step]]:
+    """(text before the first action, the steps). Splitting loses no character of content."""
+    pieces = _LINE.split(trajectory)
+    preamble, rest = pieces[0].strip("\n"), pieces[1:]
+    steps: list[dict] = []
+    for label, body in zip(rest[0::2], rest[1::2], strict=True):
+        if label == "Action" or not steps:
+            steps.append({"action": body.strip() if label == "Action" else ""})
+            if label == "Action":
+                continue
+        key = "action_input" if label == "Action Input" else "observation"
+        if key in steps[-1]:  # a second observation for one action: keep it as its own step
+            steps.append({"action": ""})
+        steps[-1][key] = _part(body)
+    return preamble, [Step(s["action"], s.get("action_input"), s.get("observation")) for s in steps]

@@ -1,0 +1,284 @@
+from collections import defaultdict
+from dataclasses import dataclass
+from functools import lru_cache
+
+from django.core.exceptions import ImproperlyConfigured
+from django.db import connection
+from django.db.models import Count, F, Prefetch, Q
+from django.template.loader import render_to_string
+from django.utils import timezone
+from django.utils.safestring import SafeString
+
+from . import quality
+from .models import (
+    Answer,
+    Assignment,
+    AssignmentStatus,
+    Page,
+    PageTime,
+    Participant,
+    ParticipantStatus,
+    ReviewStatus,
+    Scenario,
+    ScenarioResponse,
+    Study,
+    StudyScenario,
+    SurveyItem,
+)
+
+
+def study_scenarios_with_counts(*, study: Study):
+    now = timezone.now()
+    return (
+        StudyScenario.objects.filter(study=study)
+        .select_related("scenario", "response", "response__model")
+        .annotate(
+            completed=Count(
+                "assignments", filter=Q(assignments__status=AssignmentStatus.COMPLETED)
+            ),
+            reserved=Count(
+                "assignments",
+                filter=Q(
+                    assignments__status=AssignmentStatus.RESERVED,
+                    assignments__reserved_until__gt=now,
+                ),
+            ),
+        )
+        .order_by("scenario__name")
+    )
+
+
+@dataclass(frozen=True)
+class Progress:
+    scenarios: int
+    ratings_needed: int
+    completed: int
+    reserved: int
+    full: int
+    participants: dict[str, int]
+    missing_responses: int
+
+
+def study_progress(*, study: Study, rows=None) -> Progress:
+    rows = list(rows if rows is not None else study_scenarios_with_counts(study=study))
+    k = study.ratings_per_scenario
+    statuses = dict(
+        study.participants.values_list("status").annotate(n=Count("pk")).values_list("status", "n")
+    )
+    return Progress(
+        scenarios=len(rows),
+        ratings_needed=len(rows) * k,
+        completed=sum(r.completed for r in rows),
+        reserved=sum(r.reserved for r in rows),
+        full=sum(1 for r in rows if r.completed + r.reserved >= k),
+        participants={label: statuses.get(value, 0) for value, label in ParticipantStatus.choices},
+        missing_responses=sum(1 for r in rows if r.response_id is None),
+    )
+
+
+def completed_per_scenario(*, study: Study) -> dict[str, int]:
+    """Scenario name -> completed, counted ratings (what analysis will use)."""
+    return dict(study_scenarios_with_counts(study=study).values_list("scenario__name", "completed"))
+
+
+@lru_cache(maxsize=1)
+def _participant_with_study() -> tuple[str, list[str], list[str]]:
+    """(SQL selecting every column of a participant and its study, their attribute names)."""
+    quote = connection.ops.quote_name
+    participant_fields = Participant._meta.concrete_fields
+    study_fields = Study._meta.concrete_fields
+    fields = (*participant_fields, *study_fields)
+    converted = [f.name for f in fields if hasattr(f, "from_db_value")]
+    if converted:  # the ORM would convert these columns' values; this statement does not
+        raise ImproperlyConfigured(f"participants_with_study cannot load {converted}")
+    columns = [f"p.{quote(f.column)}" for f in participant_fields]
+    columns += [f"s.{quote(f.column)}" for f in study_fields]
+    sql = (  # names from the models' metadata; the values are parameters
+        f"SELECT {', '.join(columns)} FROM {quote(Participant._meta.db_table)} p"  # noqa: S608
+        f" JOIN {quote(Study._meta.db_table)} s ON s.id = p.study_id"
+        " WHERE p.id IN ({ids}) AND s.slug = %s"
+    )
+    return sql, [f.attname for f in participant_fields], [f.attname for f in study_fields]
+
+
+def participants_with_study(*, ids: list[int], slug: str) -> list[Participant]:
+    """The participants among `ids` in the study at `slug`, each with its study loaded.
+
+    What `Participant.objects.select_related("study").filter(pk__in=ids, study__slug=slug)`
+    returns, in one statement written once: every participant request starts here, and
+    building that query through the ORM costs more than running it (~0.6 ms a request)."""
+    if not ids:
+        return []
+    sql, participant_names, study_names = _participant_with_study()
+    split = len(participant_names)
+    with connection.cursor() as cursor:
+        cursor.execute(sql.format(ids=", ".join(["%s"] * len(ids))), [*ids, slug])
+        rows = cursor.fetchall()
+    found = []
+    for row in rows:
+        participant = Participant.from_db(connection.alias, participant_names, row[:split])
+        participant.study = Study.from_db(connection.alias, study_names, row[split:])
+        found.append(participant)
+    return found
+
+
+def participant_assignments(*, participant: Participant) -> list[Assignment]:
+    return list(participant.assignments.select_related("study_scenario").order_by("position"))
+
+
+def participant_next(*, participant: Participant) -> tuple[str, Assignment | None]:
+    """Where the participant goes now: "done", "instructions", "scenario" or "demographics"."""
+    if participant.status != ParticipantStatus.ACTIVE:
+        return "done", None
+    read = PageTime.objects.filter(
+        participant=participant, page=Page.INSTRUCTIONS, submitted_at__isnull=False
+    ).exists()
+    if not read:
+        return "instructions", None
+    for assignment in participant_assignments(participant=participant):
+        if assignment.answered_at is None:
+            return "scenario", assignment
+    return "demographics", None
+
+
+@dataclass(frozen=True)
+class StudyItems:
+    """A study's items as of `version` (and the study's slug when they were read)."""
+
+    version: int
+    slug: str
+    items: list[SurveyItem]
+    by_code: dict[str, SurveyItem]
+
+
+# study id -> its items as of a version. Shared by the threads of this process; read only.
+_items_cache: dict[int, StudyItems] = {}
+
+
+def study_items(*, study: Study) -> StudyItems:
+    """The study's items, in order: from this process's memory while `study.items_version`
+    (bumped by the database whenever an item changes, migration 0003) is the one they were
+    read at, so participants' requests do not read them again and again.
+
+    The version is read in the same statement as the items, so an entry never holds items
+    older than its version; and only committed rows are kept (a transaction in progress might
+    still roll its changes, and the version, back)."""
+    cached = _items_cache.get(study.pk)
+    if cached is not None and cached.version == study.items_version:
+        return cached
+    rows = list(
+        SurveyItem.objects.filter(study=study).annotate(
+            version=F("study__items_version"), slug=F("study__slug")
+        )
+    )
+    if not rows:
+        return StudyItems(study.items_version, study.slug, [], {})
+    entry = StudyItems(rows[0].version, rows[0].slug, rows, {item.code: item for item in rows})
+    if not connection.in_atomic_block:
+        _items_cache[study.pk] = entry
+    return entry
+
+
+def cached_study_items(*, study_id: int) -> StudyItems | None:
+    """What study_items last kept for the study, whatever its version now: the caller checks
+    the version against the database (services.answer_save_bound does, in its statement)."""
+    return _items_cache.get(study_id)
+
+
+def items_for_page(*, study: Study, position: int, bundle_size: int) -> list[SurveyItem]:
+    """The study's items for scenario page `position`: every regular item, and the attention
+    checks placed on this page (one placed past the bundle's end goes on its last page)."""
+    return [
+        item for item in study_items(study=study).items
+        if not item.attention_check or min(item.on_page, bundle_size) == position
+    ]  # fmt: skip
+
+
+def answers_by_code(*, assignment: Assignment, items=None) -> dict[str, Answer]:
+    """The assignment's answers by item code (`items`: the study's, if the caller has them)."""
+    if items is None:
+        return {a.item.code: a for a in assignment.answers.select_related("item")}
+    codes = {item.pk: item.code for item in items}
+    answers = assignment.answers.order_by()  # no join to items for their order: a dict
+    return {codes[a.item_id]: a for a in answers if a.item_id in codes}
+
+
+def scenario_body_html(*, study_scenario: StudyScenario) -> SafeString:
+    """The scenario as participants see it: task, context and the response to rate."""
+    return _scenario_body_html(study_scenario.scenario_id, study_scenario.response_id)
+
+
+@lru_cache(maxsize=512)
+def _scenario_body_html(scenario_id: int, response_id: int | None) -> SafeString:
+    # Kept per process: a scenario is stored verbatim and never edited, nor is a response, so
+    # the HTML for a pair of ids never changes. ~6 KB each.
+    scenario = Scenario.objects.defer("record_json").get(pk=scenario_id)
+    response = ScenarioResponse.objects.get(pk=response_id) if response_id else None
+    context = {"scenario": scenario, "response": response}
+    return render_to_string("surveys/participant/scenario_body.html", context)
+
+
+@dataclass
+class ReviewRow:
+    participant: Participant
+    seconds: float | None
+    flags: list
+    assignments: list
+
+
+def review_rows(*, study: Study, status: str | None = None) -> list[ReviewRow]:
+    participants = (
+        study.participants.filter(status=ParticipantStatus.FINISHED)
+        .order_by("finished_at")
+        .prefetch_related(
+            Prefetch(
+                "assignments",
+                queryset=Assignment.objects.select_related("study_scenario__scenario")
+                .prefetch_related(
+                    Prefetch(
+                        "answers",
+                        queryset=Answer.objects.select_related("item").order_by("item__order"),
+                    )
+                )
+                .order_by("position"),
+            )
+        )
+    )
+    if status:
+        participants = participants.filter(review_status=status)
+    durations = [
+        p.seconds_taken
+        for p in study.participants.filter(status=ParticipantStatus.FINISHED).exclude(
+            review_status=ReviewStatus.REJECTED
+        )
+    ]
+    median = quality.median_seconds([d for d in durations if d is not None])
+    rows = []
+    for p in participants:
+        assignments = list(p.assignments.all())
+        explanations = [
+            a.explanation
+            for x in assignments
+            for a in x.answers.all()
+            if a.item.explanation_required
+        ]
+        flags = quality.participant_flags(
+            seconds=p.seconds_taken, median=median, attention_failed=p.attention_failed,
+            explanations=explanations,
+        )  # fmt: skip
+        rows.append(ReviewRow(p, p.seconds_taken, flags, assignments))
+    return rows
+
+
+def page_seconds(*, participant: Participant) -> dict[str, float | None]:
+    out: dict[str, float | None] = defaultdict(lambda: None)
+    for t in participant.page_times.select_related("assignment"):
+        label = t.page if t.assignment is None else f"{t.page} {t.assignment.position}"
+        out[label] = t.seconds
+    return dict(out)
+
+
+def approvals(*, study: Study):
+    return study.participants.filter(
+        review_status=ReviewStatus.APPROVED, status=ParticipantStatus.FINISHED
+    ).order_by("finished_at")

@@ -1,0 +1,35 @@
+from django.urls import path
+
+from . import views
+
+app_name = "surveys"
+urlpatterns = [
+    # Participants (public, anonymous): the Prolific link points at `entry`.
+    path("s/<slug:slug>/", views.entry, name="entry"),
+    path("s/<slug:slug>/consent/", views.consent, name="consent"),
+    path("s/<slug:slug>/instructions/", views.instructions, name="instructions"),
+    path("s/<slug:slug>/scenario/<int:assignment_id>/", views.scenario, name="scenario"),
+    path(
+        "s/<slug:slug>/scenario/<int:assignment_id>/answer/<str:code>/",
+        views.answer,
+        name="answer",
+    ),
+    path("s/<slug:slug>/about-you/", views.demographics, name="demographics"),
+    path("s/<slug:slug>/done/", views.done, name="done"),
+    # Researchers.
+    path("studies/", views.study_list, name="study_list"),
+    path("studies/new/", views.study_create, name="study_create"),
+    path("studies/<int:study_id>/", views.study_detail, name="study_detail"),
+    path("studies/<int:study_id>/edit/", views.study_edit, name="study_edit"),
+    path("studies/<int:study_id>/status/", views.study_status, name="study_status"),
+    path("studies/<int:study_id>/responses/", views.study_generate, name="study_generate"),
+    path("studies/<int:study_id>/preview/", views.study_preview, name="study_preview"),
+    path("studies/<int:study_id>/review/", views.study_review, name="study_review"),
+    path(
+        "studies/<int:study_id>/review/<int:participant_id>/",
+        views.participant_review,
+        name="participant_review",
+    ),
+    path("studies/<int:study_id>/sync/", views.study_sync, name="study_sync"),
+    path("studies/<int:study_id>/approvals.csv", views.approvals_csv, name="approvals_csv"),
+]

@@ -1,0 +1,541 @@
+"""Participants' pages (public, rate-limited, under /s/<slug>/) and researchers' pages
+(role_required(RESEARCHER), under /studies/).
+
+A participant is recognised by a signed cookie naming their row and its current
+`browser_key`; opening the Prolific link again rotates the key, so the survey follows the
+browser that opened the link last. Any other assignment id than one's own is a 404.
+"""
+
+import contextlib
+import logging
+import secrets
+import time
+from functools import wraps
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.contrib import messages
+from django.core import signing
+from django.db import transaction
+from django.http import Http404, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.crypto import constant_time_compare
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_POST
+
+from apps.accounts.roles import Role, public, role_required
+from apps.console.csv_export import csv_rows
+from workers.surveys import generate_responses_task
+
+from . import selectors, services
+from .errors import SurveyError
+from .forms import (
+    DEFAULT_TEXTS,
+    DemographicsForm,
+    GenerateForm,
+    RejectForm,
+    ScenarioAnswersForm,
+    StudyForm,
+)
+from .models import (
+    Assignment,
+    Page,
+    Participant,
+    ParticipantStatus,
+    ReviewStatus,
+    Study,
+    StudyStatus,
+)
+from .prolific import prolific_client
+from .throttle import rate_limited
+
+log = logging.getLogger(__name__)
+COOKIE_SALT = "assay.surveys.participant"
+PROLIFIC_COMPLETE = "https://app.prolific.com/submissions/complete"
+
+
+# --- participants -------------------------------------------------------------------------
+
+
+COOKIE_PREFIX = "assay_survey_"
+MAX_COOKIES = 20  # a browser holding more participant cookies than this is not a participant
+
+
+def _cookie(study: Study) -> str:
+    return f"{COOKIE_PREFIX}{study.pk}"
+
+
+def _bind(response, participant: Participant):
+    response.set_signed_cookie(
+        _cookie(participant.study), f"{participant.pk}:{participant.browser_key}",
+        salt=COOKIE_SALT, httponly=True, samesite="Lax", secure=settings.SESSION_COOKIE_SECURE,
+    )  # fmt: skip
+    return response
+
+
+def _held(request) -> dict[int, tuple[int, str]]:
+    """participant id -> (study id, browser key), from this browser's signed participant
+    cookies. The cookie is named after the study's id and signed with its name, so it cannot
+    be moved to another study."""
+    held: dict[int, tuple[int, str]] = {}
+    for name in request.COOKIES:
+        study_id = name.removeprefix(COOKIE_PREFIX)
+        if study_id == name or not study_id.isdigit():
+            continue
+        raw = request.get_signed_cookie(name, default="", salt=COOKIE_SALT)
+        pk, _, key = raw.partition(":")
+        if pk.isdigit() and key:
+            held[int(pk)] = (int(study_id), key)
+        if len(held) >= MAX_COOKIES:
+            break
+    return held
+
+
+def _bound_participant(request, slug: str) -> Participant | None:
+    """The participant (with their study) this browser holds for the study at `slug`: it
+    must belong to the cookie's study, be reached by that slug and carry the cookie's browser
+    key. One query for the participant and the study together."""
+    held = _held(request)
+    for participant in selectors.participants_with_study(ids=list(held), slug=slug):
+        study_id, key = held[participant.pk]
+        if participant.study_id == study_id and constant_time_compare(participant.browser_key, key):
+            return participant
+    return None
+
+
+def participant_required(view):
+    """Load the participant this browser holds (and their study), or say how to get back in."""
+
+    @wraps(view)
+    def wrapped(request, slug, *args, **kwargs):
+        participant = _bound_participant(request, slug)
+        if participant is None:
+            context = {"study": get_object_or_404(Study, slug=slug)}
+            return render(request, "surveys/participant/session_needed.html", context, status=403)
+        return view(request, participant, *args, **kwargs)
+
+    return wrapped
+
+
+def _next_url(participant: Participant) -> str:
+    step, assignment = selectors.participant_next(participant=participant)
+    slug = participant.study.slug
+    if step == "scenario":
+        return reverse("surveys:scenario", args=[slug, assignment.pk])
+    return reverse(f"surveys:{step}", args=[slug])
+
+
+def _cannot_start(request, study: Study, problem: str, status: int = 400):
+    context = {"study": study, "problem": problem}
+    return render(request, "surveys/participant/cannot_start.html", context, status=status)
+
+
+@public
+@rate_limited("survey")
+@never_cache
+@require_GET
+def entry(request, slug):
+    study = get_object_or_404(Study, slug=slug)
+    try:
+        params = services.prolific_params_parse(study=study, query=request.GET)
+        participant = services.participant_enter(study=study, params=params)
+    except SurveyError as exc:
+        return _cannot_start(request, study, str(exc))
+    if participant is not None:
+        participant.study = study
+        return _bind(redirect(_next_url(participant)), participant)
+    if study.status != StudyStatus.LIVE:
+        return _cannot_start(request, study, "This study is not open at the moment.", status=503)
+    context = {"study": study, "params": params, "shown": signing.dumps(time.time())}
+    return render(request, "surveys/participant/consent.html", context)
+
+
+def _consent_seconds(token: str) -> float | None:
+    try:
+        return time.time() - float(signing.loads(token, max_age=86400))
+    except (signing.BadSignature, TypeError, ValueError):
+        return None
+
+
+@public
+@rate_limited("survey")
+@require_POST
+def consent(request, slug):
+    study = get_object_or_404(Study, slug=slug)
+    try:
+        params = services.prolific_params_parse(study=study, query=request.POST)
+        if request.POST.get("decision") == "decline":
+            participant = services.participant_decline(study=study, params=params)
+        else:
+            seconds = _consent_seconds(request.POST.get("shown", ""))
+            participant = services.participant_consent(
+                study=study, params=params, consent_seconds=seconds
+            )
+    except SurveyError as exc:
+        return _cannot_start(request, study, str(exc))
+    participant.study = study
+    return _bind(redirect(_next_url(participant)), participant)
+
+
+@public
+@rate_limited("survey")
+@never_cache
+@participant_required
+def instructions(request, participant):
+    if participant.status != ParticipantStatus.ACTIVE:
+        return redirect(_next_url(participant))
+    if request.method == "POST":
+        services.participant_instructions_read(participant=participant)
+        return redirect(_next_url(participant))
+    services.page_time_shown(participant=participant, page=Page.INSTRUCTIONS)
+    bundle = participant.assignments.count()
+    return render(
+        request,
+        "surveys/participant/instructions.html",
+        {"study": participant.study, "bundle": bundle},
+    )
+
+
+def _rows(form, saved: dict):
+    return [
+        (item, form[f"value_{item.code}"], form[f"explanation_{item.code}"], saved.get(item.code))
+        for item in form.items
+    ]
+
+
+@public
+@rate_limited("survey")
+@never_cache
+@participant_required
+def scenario(request, participant, assignment_id):
+    if participant.status != ParticipantStatus.ACTIVE:
+        return redirect(_next_url(participant))
+    # All of the participant's assignments (the page shows where this one sits among them);
+    # any other id is someone else's: 404.
+    siblings = selectors.participant_assignments(participant=participant)
+    assignment = next((a for a in siblings if a.pk == assignment_id), None)
+    if assignment is None:
+        raise Http404("No such scenario.")
+    assignment.participant = participant
+    study = participant.study
+    items = selectors.items_for_page(
+        study=study, position=assignment.position, bundle_size=len(siblings)
+    )
+    saved = {}
+    if request.method == "POST":
+        form = ScenarioAnswersForm(request.POST, items=items)
+        if form.is_valid():
+            # Submitted meanwhile (another tab): the next step says where they are.
+            with contextlib.suppress(SurveyError):
+                services.assignment_submit(
+                    assignment=assignment, answers=form.answers(), items=items
+                )
+            return redirect(_next_url(participant))
+    else:
+        saved = selectors.answers_by_code(
+            assignment=assignment, items=selectors.study_items(study=study).items
+        )
+        initial = {f"value_{c}": a.value for c, a in saved.items()} | {
+            f"explanation_{c}": a.explanation for c, a in saved.items()
+        }
+        form = ScenarioAnswersForm(initial=initial, items=items)
+        services.page_time_shown(participant=participant, page=Page.SCENARIO, assignment=assignment)
+    context = {
+        "study": study, "assignment": assignment, "form": form, "bundle": len(siblings),
+        "body": selectors.scenario_body_html(study_scenario=assignment.study_scenario),
+        "previous": next((a for a in siblings if a.position == assignment.position - 1), None),
+        "rows": _rows(form, saved),
+    }  # fmt: skip
+    return render(request, "surveys/participant/scenario.html", context)
+
+
+def _saved(request, slug, assignment_id, item, error=""):
+    if not request.htmx:
+        return redirect("surveys:scenario", slug, assignment_id)
+    context = {"item": item, "error": error, "saved_at": timezone.localtime().strftime("%H:%M:%S")}
+    return render(request, "surveys/participant/scenario.html#save_state", context)
+
+
+@public
+@rate_limited("survey")
+@require_POST
+def answer(request, slug, assignment_id, code):
+    """An autosave (htmx) or, without JavaScript, a form post: one answer.
+
+    Two in three requests of a participant are these. When this process knows the study's
+    items, one statement checks what participant_required and answer_save would and writes
+    (services.answer_save_bound); anything it does not write (first request here, items
+    changed, survey submitted, someone else's id, a bad value) takes the full path below,
+    which decides the answer."""
+    value, explanation = request.POST.get(f"value_{code}"), request.POST.get(f"explanation_{code}")
+    for participant_id, (study_id, key) in _held(request).items():
+        known = selectors.cached_study_items(study_id=study_id)
+        item = known.by_code.get(code) if known is not None and known.slug == slug else None
+        if item is None:
+            continue
+        with contextlib.suppress(SurveyError):
+            if services.answer_save_bound(
+                participant_id=participant_id, browser_key=key, study_id=study_id, slug=slug,
+                items_version=known.version, assignment_id=assignment_id, item=item,
+                value=value, explanation=explanation,
+            ):  # fmt: skip
+                return _saved(request, slug, assignment_id, item)
+    return _answer(request, slug, assignment_id, code, value, explanation)
+
+
+@participant_required
+def _answer(request, participant, assignment_id, code, value, explanation):
+    item = selectors.study_items(study=participant.study).by_code.get(code)
+    if item is None:
+        raise Http404("No such question.")
+    error = ""
+    try:
+        saved = services.answer_save(
+            participant=participant, assignment_id=assignment_id, item=item,
+            value=value, explanation=explanation,
+        )  # fmt: skip
+    except SurveyError as exc:
+        saved, error = True, str(exc)
+        if not participant.assignments.filter(pk=assignment_id).exists():
+            saved = False  # someone else's assignment: a 404 whatever else is wrong
+    if not saved:
+        raise Http404("No such scenario.")
+    return _saved(request, participant.study.slug, assignment_id, item, error)
+
+
+@public
+@rate_limited("survey")
+@never_cache
+@participant_required
+def demographics(request, participant):
+    step, _ = selectors.participant_next(participant=participant)
+    if step != "demographics":
+        return redirect(_next_url(participant))
+    form = DemographicsForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            participant = services.participant_finish(
+                participant=participant, demographics=form.cleaned_data
+            )
+        except SurveyError as exc:
+            log.warning("participant %s could not finish: %s", participant.pk, exc)
+            messages.error(request, str(exc))
+        return redirect(_next_url(participant))
+    if request.method == "GET":
+        services.page_time_shown(participant=participant, page=Page.DEMOGRAPHICS)
+    fields = [(form[name], DemographicsForm.LEGENDS[name]) for name in DemographicsForm.LEGENDS]
+    return render(
+        request,
+        "surveys/participant/demographics.html",
+        {"study": participant.study, "fields": fields},
+    )
+
+
+@public
+@rate_limited("survey")
+@never_cache
+@participant_required
+def done(request, participant):
+    if participant.status == ParticipantStatus.ACTIVE:
+        return redirect(_next_url(participant))
+    code = participant.completion_code
+    context = {
+        "study": participant.study, "participant": participant, "code": code,
+        "prolific_url": f"{PROLIFIC_COMPLETE}?{urlencode({'cc': code})}" if code else "",
+    }  # fmt: skip
+    return render(request, "surveys/participant/done.html", context)
+
+
+# --- researchers --------------------------------------------------------------------------
+
+researcher = role_required(Role.RESEARCHER)
+
+
+@researcher
+def study_list(request):
+    studies = Study.objects.all()
+    return render(request, "surveys/studies.html", {"studies": studies})
+
+
+def _new_code() -> str:
+    return "C" + secrets.token_hex(4).upper()
+
+
+@researcher
+def study_create(request):
+    initial = DEFAULT_TEXTS | {
+        c: _new_code()
+        for c in ("code_completed", "code_no_consent", "code_failed_attention", "code_full")
+    }
+    form = StudyForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        fields = {k: v for k, v in form.cleaned_data.items() if k != "scenarios"}
+        try:
+            study = services.study_create(
+                scenarios=form.cleaned_data["scenarios"], user=request.user, **fields
+            )
+        except SurveyError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(
+                request, "Study created. Generate or import its responses, then go live."
+            )
+            return redirect("surveys:study_detail", study.pk)
+    return render(request, "surveys/study_form.html", {"form": form, "study": None})
+
+
+@researcher
+def study_edit(request, study_id):
+    study = get_object_or_404(Study, pk=study_id)
+    current = [ss.scenario for ss in study.study_scenarios.select_related("scenario")]
+    form = StudyForm(request.POST or None, instance=study, initial={"scenarios": current})
+    if request.method == "POST" and form.is_valid():
+        fields = {k: form.cleaned_data[k] for k in form.Meta.fields}
+        try:
+            services.study_update(study=study, scenarios=form.cleaned_data["scenarios"], **fields)
+        except SurveyError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, "Study saved.")
+            return redirect("surveys:study_detail", study.pk)
+    return render(request, "surveys/study_form.html", {"form": form, "study": study})
+
+
+@researcher
+def study_detail(request, study_id):
+    study = get_object_or_404(Study, pk=study_id)
+    rows = list(selectors.study_scenarios_with_counts(study=study))
+    context = {
+        "study": study, "rows": rows, "progress": selectors.study_progress(study=study, rows=rows),
+        "generate_form": GenerateForm(), "frozen": services.study_items_frozen(study=study),
+        "items": study.items.all(), "participant_link": _participant_link(request, study),
+        "prolific_configured": prolific_client() is not None,
+    }  # fmt: skip
+    return render(request, "surveys/study_detail.html", context)
+
+
+def _participant_link(request, study: Study) -> str:
+    base = request.build_absolute_uri(reverse("surveys:entry", args=[study.slug]))
+    return (
+        base
+        + "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
+    )
+
+
+@researcher
+@require_POST
+def study_status(request, study_id):
+    study = get_object_or_404(Study, pk=study_id)
+    try:
+        study = services.study_set_status(study=study, status=request.POST.get("status", ""))
+        messages.success(request, f"The study is now {study.get_status_display().lower()}.")
+    except (SurveyError, ValueError) as exc:
+        messages.error(request, str(exc) if isinstance(exc, SurveyError) else "Unknown status.")
+    return redirect("surveys:study_detail", study.pk)
+
+
+@researcher
+@require_POST
+def study_generate(request, study_id):
+    study = get_object_or_404(Study, pk=study_id)
+    form = GenerateForm(request.POST)
+    if form.is_valid():
+        model = form.cleaned_data["model"]
+        transaction.on_commit(lambda: generate_responses_task.delay(study.pk, model.pk))
+        messages.success(
+            request, f"Asked {model} for the missing responses; reload to see them arrive."
+        )
+    else:
+        messages.error(request, "Choose a model.")
+    return redirect("surveys:study_detail", study.pk)
+
+
+@researcher
+def study_preview(request, study_id):
+    study = get_object_or_404(Study, pk=study_id)
+    first = study.study_scenarios.first()
+    if first is None:
+        raise Http404("This study has no scenarios yet.")
+    items = selectors.items_for_page(
+        study=study, position=1, bundle_size=study.scenarios_per_participant
+    )
+    form = ScenarioAnswersForm(items=items)
+    context = {
+        "study": study, "form": form, "rows": _rows(form, {}),
+        "body": selectors.scenario_body_html(study_scenario=first),
+        "bundle": study.scenarios_per_participant, "preview": True,
+        "assignment": Assignment(position=1, study_scenario=first),
+    }  # fmt: skip
+    return render(request, "surveys/preview.html", context)
+
+
+@researcher
+def study_review(request, study_id):
+    study = get_object_or_404(Study, pk=study_id)
+    status = request.GET.get("status", ReviewStatus.PENDING)
+    status = status if status in ReviewStatus.values else ""
+    context = {
+        "study": study, "rows": selectors.review_rows(study=study, status=status or None),
+        "status": status, "statuses": ReviewStatus.choices, "reject_form": RejectForm(),
+        "active": study.participants.filter(status=ParticipantStatus.ACTIVE),
+        "prolific_configured": prolific_client() is not None,
+    }  # fmt: skip
+    return render(request, "surveys/review.html", context)
+
+
+@researcher
+@require_POST
+def participant_review(request, study_id, participant_id):
+    participant = get_object_or_404(Participant, pk=participant_id, study_id=study_id)
+    action, client = request.POST.get("action"), prolific_client()
+    try:
+        if action == "approve":
+            services.participant_approve(participant=participant, user=request.user, client=client)
+        elif action == "reject":
+            services.participant_reject(
+                participant=participant, user=request.user, client=client,
+                category=request.POST.get("category", ""), message=request.POST.get("message", ""),
+            )  # fmt: skip
+        elif action == "returned":
+            services.participant_mark_returned(participant=participant)
+        else:
+            raise SurveyError("Unknown action.")
+        messages.success(request, f"{participant.prolific_pid}: done.")
+    except SurveyError as exc:
+        messages.error(request, f"{participant.prolific_pid}: {exc}")
+    return redirect(
+        reverse("surveys:study_review", args=[study_id]) + f"?status={request.POST.get('back', '')}"
+    )
+
+
+@researcher
+@require_POST
+def study_sync(request, study_id):
+    study = get_object_or_404(Study, pk=study_id)
+    client = prolific_client()
+    try:
+        if client is None:
+            raise SurveyError("Set PROLIFIC_API_TOKEN to read submissions from Prolific.")
+        marked = services.study_sync_returned(study=study, client=client)
+        messages.success(
+            request, f"{marked} returned or timed-out submission(s) marked; their scenarios reopen."
+        )
+    except SurveyError as exc:
+        messages.error(request, str(exc))
+    return redirect("surveys:study_review", study.pk)
+
+
+@researcher
+def approvals_csv(request, study_id):
+    study = get_object_or_404(Study, pk=study_id)
+    header = ["participant_id", "submission_id", "study_id", "completion_code", "finished_at"]
+    rows = selectors.approvals(study=study).values_list(
+        "prolific_pid", "prolific_session_id", "prolific_study_id", "completion_code", "finished_at"
+    )
+    response = StreamingHttpResponse(
+        csv_rows(header, rows.iterator()), content_type="text/csv; charset=utf-8"
+    )
+    response["Content-Disposition"] = f'attachment; filename="approvals-{study.slug}.csv"'
+    return response

@@ -1,0 +1,115 @@
+"""What keeps participants' requests cheap, and what must not change because of it: the
+per-process items cache (fresh after every change to the items, and only ever holding committed
+rows), and the autosave that checks and writes in one statement, which must answer exactly as
+the full path does whenever it does not write.
+
+These commit (transaction=True): the cache keeps only what was read outside a transaction."""
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from apps.surveys import selectors, services
+from apps.surveys.models import Answer, Assignment, Participant, ParticipantStatus, Study
+from tests.surveys.flow import consent, link
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def save(client, study, assignment, code="H2", value="4", explanation="A reason."):
+    url = f"/s/{study.slug}/scenario/{assignment.pk}/answer/{code}/"
+    data = {f"value_{code}": value, f"explanation_{code}": explanation}
+    return client.post(url, data, HTTP_HX_REQUEST="true")
+
+
+def test_items_are_kept_in_memory_until_they_change(make_study):
+    study = make_study(count=5, live=False)
+    first = selectors.study_items(study=Study.objects.get(pk=study.pk))
+    assert selectors.cached_study_items(study_id=study.pk) is first
+    assert selectors.study_items(study=Study.objects.get(pk=study.pk)) is first
+
+    item = study.items.get(code="H2")
+    item.wording = "Reworded before anyone answered"
+    services.survey_item_save(item=item)
+    fresh = Study.objects.get(pk=study.pk)
+    assert fresh.items_version > first.version
+    again = selectors.study_items(study=fresh)
+    assert again.by_code["H2"].wording == "Reworded before anyone answered"
+    assert selectors.cached_study_items(study_id=study.pk) is again
+
+    study.items.filter(code="P4").delete()  # a bulk delete, past any model signal
+    assert "P4" not in selectors.study_items(study=Study.objects.get(pk=study.pk)).by_code
+
+
+def test_a_study_saved_from_an_old_copy_keeps_its_items_version(make_study):
+    study = make_study(count=5, live=False)
+    stale = Study.objects.get(pk=study.pk)
+    item = study.items.get(code="H3")
+    item.wording = "Changed meanwhile"
+    services.survey_item_save(item=item)
+    bumped = Study.objects.get(pk=study.pk).items_version
+    stale.name = "Renamed"
+    stale.save()  # writes every column, the old items_version among them
+    assert Study.objects.get(pk=study.pk).items_version == bumped
+
+
+def test_items_read_inside_a_transaction_are_not_kept(make_study):
+    from django.db import transaction
+
+    study = make_study(count=5, live=False)
+    with transaction.atomic():
+        selectors.study_items(study=Study.objects.get(pk=study.pk))
+    assert selectors.cached_study_items(study_id=study.pk) is None
+
+
+def test_an_autosave_is_one_statement_once_the_items_are_known(make_study):
+    study = make_study(count=5)
+    client = Client()
+    consent(client, study)
+    first = Assignment.objects.get(position=1)
+    client.get(f"/s/{study.slug}/scenario/{first.pk}/")  # reads, and keeps, the items
+    with CaptureQueriesContext(connection) as queries:
+        response = save(client, study, first, explanation="Only the statement that writes.")
+    assert response.status_code == 200 and "Saved" in response.content.decode()
+    assert len(queries) == 1 and queries[0]["sql"].lstrip().startswith("INSERT")
+    answer = Answer.objects.get()
+    assert (answer.value, answer.explanation) == ("4", "Only the statement that writes.")
+
+
+def test_an_autosave_the_one_statement_refuses_gets_the_full_paths_answer(make_study):
+    study = make_study(count=10)
+    client, other = Client(), Client()
+    pid, _ = consent(client, study)
+    consent(other, study)
+    mine = Participant.objects.get(prolific_pid=pid)
+    first = mine.assignments.get(position=1)
+    theirs = Assignment.objects.exclude(participant=mine).first()
+    client.get(f"/s/{study.slug}/scenario/{first.pk}/")
+    assert selectors.cached_study_items(study_id=study.pk) is not None
+
+    assert save(client, study, theirs).status_code == 404  # someone else's
+    assert save(client, study, first, code="ZZ").status_code == 404  # no such question
+    bad = save(client, study, first, value="9").content.decode()
+    assert "Not saved" in bad and "not one of the answers" in bad
+    assert not Answer.objects.exists()
+
+    # The items change (before anyone answered): the save still lands, on the new version.
+    item = study.items.get(code="H2")
+    item.wording = "Reworded"
+    services.survey_item_save(item=item)
+    assert "Saved" in save(client, study, first).content.decode()
+    version = Study.objects.get(pk=study.pk).items_version
+    assert selectors.cached_study_items(study_id=study.pk).version == version
+
+    # The link opened in another browser: this one no longer holds the survey.
+    Client().get(link(study, pid))
+    assert save(client, study, first, value="1").status_code == 403
+
+    # Submitted: answers can no longer change.
+    Participant.objects.filter(pk=mine.pk).update(status=ParticipantStatus.FINISHED)
+    laptop = Client()
+    laptop.get(link(study, pid))
+    done = save(laptop, study, first, value="1").content.decode()
+    assert "Not saved" in done and "submitted" in done
+    assert list(Answer.objects.values_list("value", flat=True)) == ["4"]

@@ -1,0 +1,86 @@
+"""Every surveys page, every role: researchers' pages for researchers only; participants'
+pages public on purpose (listed in the inventory) but reachable only with a participant's
+own browser binding."""
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from apps.accounts.roles import Role
+from apps.surveys.models import Assignment
+from tests.accounts.test_permission_inventory import PUBLIC
+from tests.conftest import ROLES
+from tests.surveys.flow import consent
+
+RESEARCHER_GET = [
+    "study_list",
+    "study_create",
+    "study_detail",
+    "study_edit",
+    "study_preview",
+    "study_review",
+    "approvals_csv",
+]
+RESEARCHER_POST = ["study_status", "study_generate", "study_sync", "participant_review"]
+PARTICIPANT = ["entry", "consent", "instructions", "scenario", "answer", "demographics", "done"]
+
+
+def url_for(name, study, participant=None, assignment=None):
+    kwargs = {}
+    if name not in ("study_list", "study_create"):
+        kwargs["study_id"] = study.pk
+    if name == "participant_review":
+        kwargs["participant_id"] = participant.pk
+    return reverse(f"surveys:{name}", kwargs=kwargs)
+
+
+@pytest.fixture
+def setup(make_study):
+    study = make_study(count=5)
+    consent(Client(), study)
+    return study, study.participants.get()
+
+
+@pytest.mark.parametrize("name", RESEARCHER_GET + RESEARCHER_POST)
+def test_researcher_pages_are_for_researchers_only(role_client, setup, name):
+    study, participant = setup
+    url = url_for(name, study, participant)
+    for role in ROLES:  # every role, one study: the setup is the slow part
+        client = role_client(role)
+        response = client.post(url) if name in RESEARCHER_POST else client.get(url)
+        if role == Role.RESEARCHER:
+            assert response.status_code in (200, 302), role
+            if response.status_code == 302:
+                assert "/accounts/login/" not in response["Location"]
+        else:
+            assert response.status_code == 403, role
+
+
+@pytest.mark.parametrize("name", RESEARCHER_GET + RESEARCHER_POST)
+def test_anonymous_visitors_go_to_login_from_researcher_pages(client, setup, name):
+    study, participant = setup
+    response = client.get(url_for(name, study, participant))
+    assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
+
+
+def test_participant_pages_are_public_on_purpose_and_listed():
+    for name in PARTICIPANT:
+        assert f"surveys:{name}" in PUBLIC
+
+
+@pytest.mark.parametrize("name", ["instructions", "scenario", "answer", "demographics", "done"])
+def test_participant_pages_need_a_participants_browser(client, setup, name):
+    study, _participant = setup
+    kwargs = {"slug": study.slug}
+    if name in ("scenario", "answer"):
+        kwargs["assignment_id"] = Assignment.objects.first().pk
+    if name == "answer":
+        kwargs["code"] = "H2"
+    url = reverse(f"surveys:{name}", kwargs=kwargs)
+    response = client.post(url) if name == "answer" else client.get(url)
+    assert response.status_code == 403
+    assert "reopen the study from Prolific" in response.content.decode()
+
+
+def test_unknown_study_is_404(client, db):
+    assert client.get("/s/nope/?PROLIFIC_PID=" + "a" * 24).status_code == 404

@@ -1,0 +1,425 @@
+import random
+import re
+import threading
+
+import pytest
+from django.test import Client, override_settings
+
+from apps.accounts.roles import Role
+from apps.surveys import throttle
+from apps.surveys.models import (
+    Answer,
+    Assignment,
+    AssignmentStatus,
+    Participant,
+    ParticipantStatus,
+    ReviewStatus,
+    Scenario,
+    StudyStatus,
+)
+from tests.surveys.conftest import new_pid
+from tests.surveys.flow import SESSION, answers_for, consent, finish, link
+
+PAYLOAD = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned=2">'
+
+
+@pytest.mark.parametrize(
+    "query,problem",
+    [
+        ("", "missing PROLIFIC_PID, STUDY_ID, SESSION_ID"),
+        (
+            "?PROLIFIC_PID=abc&STUDY_ID=" + "b" * 24 + "&SESSION_ID=" + "c" * 24,
+            "PROLIFIC_PID is not",
+        ),
+        (
+            "?PROLIFIC_PID=" + "A" * 24 + "&STUDY_ID=" + "b" * 24 + "&SESSION_ID=" + "c" * 24,
+            "PROLIFIC_PID is not",
+        ),
+        (
+            "?PROLIFIC_PID=" + "a" * 24 + "&STUDY_ID=" + "b" * 24 + "&SESSION_ID=<script>",
+            "SESSION_ID is not",
+        ),
+    ],
+)
+def test_bad_prolific_ids_get_a_friendly_page_and_nothing_is_stored(
+    client, make_study, query, problem
+):
+    study = make_study(count=5)
+    response = client.get(f"/s/{study.slug}/{query}")
+    assert response.status_code == 400
+    assert problem in response.content.decode()
+    assert "open the study again from Prolific" in response.content.decode()
+    assert not Participant.objects.exists()
+
+
+def test_study_id_must_match_the_studys_prolific_id(client, make_study):
+    study = make_study(count=5, prolific_study_id="d" * 24)
+    response = client.get(link(study, new_pid()))
+    assert response.status_code == 400 and "belongs to another study" in response.content.decode()
+
+
+def test_the_consent_page_stores_nothing_until_consent(client, make_study):
+    study = make_study(count=5)
+    response = client.get(link(study, new_pid()))
+    assert response.status_code == 200
+    assert "I agree to take part" in response.content.decode()
+    assert not Participant.objects.exists()
+
+
+def test_declining_redirects_to_prolific_with_the_no_consent_code(client, make_study):
+    study = make_study(count=5)
+    pid, response = consent(client, study, decision="decline")
+    assert response["Location"] == f"/s/{study.slug}/done/"
+    page = client.get(response["Location"]).content.decode()
+    assert "NOPE1234" in page
+    assert 'content="2;url=https://app.prolific.com/submissions/complete?cc=NOPE1234"' in page
+    assert Participant.objects.get(prolific_pid=pid).status == ParticipantStatus.NO_CONSENT
+    assert not Assignment.objects.exists()
+
+
+def test_whole_path_without_javascript_ends_at_the_completion_code(client, make_study):
+    study = make_study(count=10)
+    participant = finish(client, study)
+    assert participant.status == ParticipantStatus.FINISHED
+    assert Answer.objects.filter(assignment__participant=participant).count() == 5 * 7
+    assert set(participant.assignments.values_list("status", flat=True)) == {
+        AssignmentStatus.COMPLETED
+    }
+    assert (participant.age, participant.education) == ("25-34", "bachelor")
+    page = client.get(f"/s/{study.slug}/done/").content.decode()
+    assert "DONE1234" in page and "app.prolific.com/submissions/complete?cc=DONE1234" in page
+    pages = set(participant.page_times.values_list("page", flat=True))
+    assert pages == {"consent", "instructions", "scenario", "demographics"}
+    assert participant.page_times.filter(submitted_at__isnull=True).count() == 0
+
+
+def test_finished_pid_sees_its_code_again_and_never_a_new_bundle(client, make_study):
+    study = make_study(count=10)
+    participant = finish(client, study)
+    again = Client()
+    response = again.get(link(study, participant.prolific_pid))
+    assert response["Location"] == f"/s/{study.slug}/done/"
+    assert "DONE1234" in again.get(response["Location"]).content.decode()
+    assert (
+        Assignment.objects.filter(participant__prolific_pid=participant.prolific_pid).count() == 5
+    )
+
+
+def test_missing_answers_are_shown_and_nothing_advances(client, make_study):
+    study = make_study(count=5)
+    consent(client, study)
+    client.post(f"/s/{study.slug}/instructions/")
+    assignment = Assignment.objects.get(position=1)
+    response = client.post(f"/s/{study.slug}/scenario/{assignment.pk}/", {"value_H1": "yes"})
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert "Please choose an answer." in page and "Please explain your answer" in page
+    assignment.refresh_from_db()
+    assert assignment.answered_at is None
+
+
+def test_refresh_back_two_tabs_and_double_submit_keep_one_answer_per_item_the_last(
+    client, make_study
+):
+    study = make_study(count=5)
+    consent(client, study)
+    client.post(f"/s/{study.slug}/instructions/")
+    first = Assignment.objects.get(position=1)
+    url = f"/s/{study.slug}/scenario/{first.pk}/"
+    items = list(study.items.all())
+    second_tab = Client()
+    second_tab.cookies = client.cookies  # the same browser, another tab
+
+    client.post(url + "answer/H2/", {"value_H2": "2"}, HTTP_HX_REQUEST="true")
+    client.get(url)  # refresh
+    second_tab.post(
+        url + "answer/H2/", {"value_H2": "3", "explanation_H2": "tab two"}, HTTP_HX_REQUEST="true"
+    )
+    client.post(url, answers_for(items, value="5", explanation="Final answer, from tab one."))
+    client.post(
+        url, answers_for(items, value="5", explanation="Final answer, from tab one.")
+    )  # double
+    client.get(url)  # back button
+    client.post(
+        url + "answer/H2/",
+        {"value_H2": "1", "explanation_H2": "Changed my mind on the way back."},
+        HTTP_HX_REQUEST="true",
+    )
+
+    rows = Answer.objects.filter(assignment=first)
+    assert rows.count() == 7
+    h2 = rows.get(item__code="H2")
+    assert (h2.value, h2.explanation) == ("1", "Changed my mind on the way back.")
+    assert h2.save_count == 5
+
+
+def test_autosave_answers_with_the_saved_state_fragment_and_without_htmx_redirects(
+    client, make_study
+):
+    study = make_study(count=5)
+    consent(client, study)
+    assignment = Assignment.objects.get(position=1)
+    url = f"/s/{study.slug}/scenario/{assignment.pk}/answer/P1/"
+    fragment = client.post(url, {"value_P1": "4"}, HTTP_HX_REQUEST="true")
+    assert fragment.status_code == 200
+    assert re.fullmatch(
+        r'<p class="save-state" id="state-P1" role="status">Saved \d\d:\d\d:\d\d</p>',
+        fragment.content.decode().strip(),
+    )
+    plain = client.post(url, {"explanation_P1": "Health details are sensitive."})
+    assert (
+        plain.status_code == 302
+        and plain["Location"] == f"/s/{study.slug}/scenario/{assignment.pk}/"
+    )
+    answer = Answer.objects.get()
+    assert (answer.value, answer.explanation) == ("4", "Health details are sensitive.")
+    bad = client.post(url, {"value_P1": "7"}, HTTP_HX_REQUEST="true").content.decode()
+    assert "Not saved" in bad and Answer.objects.get().value == "4"
+
+
+def test_other_participants_assignments_are_404(client, make_study):
+    study = make_study(count=10)
+    consent(client, study)
+    other = Client()
+    consent(other, study)
+    mine = Participant.objects.order_by("pk").first()
+    theirs = Assignment.objects.exclude(participant=mine).first()
+    assert client.get(f"/s/{study.slug}/scenario/{theirs.pk}/").status_code == 404
+    response = client.post(f"/s/{study.slug}/scenario/{theirs.pk}/answer/H2/", {"value_H2": "1"})
+    assert response.status_code == 404
+    assert not Answer.objects.exists()
+
+
+def test_pages_need_the_browser_that_opened_the_link(client, make_study):
+    study = make_study(count=5)
+    pid, _ = consent(client, study)
+    assignment = Assignment.objects.get(position=1)
+    stranger = Client()
+    assert stranger.get(f"/s/{study.slug}/scenario/{assignment.pk}/").status_code == 403
+
+    laptop = Client()  # the same person, another device: resumes where they left off
+    response = laptop.get(link(study, pid))
+    assert response["Location"] == f"/s/{study.slug}/instructions/"
+    assert laptop.get(f"/s/{study.slug}/scenario/{assignment.pk}/").status_code == 200
+    # The first browser no longer holds the session.
+    assert client.get(f"/s/{study.slug}/scenario/{assignment.pk}/").status_code == 403
+
+
+def test_resuming_needs_the_same_prolific_session(client, make_study):
+    study = make_study(count=5)
+    pid, _ = consent(client, study)
+    response = Client().get(link(study, pid, session="e" * 24))
+    assert response.status_code == 400
+    assert "another Prolific session" in response.content.decode()
+
+
+def test_resume_goes_to_the_first_unanswered_scenario(client, make_study):
+    study = make_study(count=5)
+    pid, _ = consent(client, study)
+    client.post(f"/s/{study.slug}/instructions/")
+    first = Assignment.objects.get(position=1)
+    client.post(f"/s/{study.slug}/scenario/{first.pk}/", answers_for(list(study.items.all())))
+    second = Assignment.objects.get(position=2)
+    response = Client().get(link(study, pid))
+    assert response["Location"] == f"/s/{study.slug}/scenario/{second.pk}/"
+
+
+def test_study_full_page_with_its_code(client, make_study):
+    study = make_study(count=5, ratings_per_scenario=1)
+    consent(Client(), study)
+    pid, response = consent(client, study)
+    page = client.get(response["Location"]).content.decode()
+    assert "Sorry, the study is full" in page and "FULL1234" in page
+    assert Participant.objects.get(prolific_pid=pid).status == ParticipantStatus.FULL
+
+
+def test_script_in_a_scenario_or_explanation_is_shown_as_text(client, make_study, role_client):
+    study = make_study(count=5)
+    scenario = Scenario.objects.get(pk=study.study_scenarios.first().scenario_id)
+    scenario.task = "Reply to Ann " + PAYLOAD
+    scenario.trajectory = (
+        'Action: X\nAction Input: {"q": "'
+        + PAYLOAD.replace('"', '\\"')
+        + '"}\nObservation: '
+        + PAYLOAD
+    )
+    scenario.save()
+    participant = finish(client, study)
+    assignment = participant.assignments.get(study_scenario__scenario=scenario)
+    Answer.objects.filter(assignment=assignment, item__code="H2").update(explanation=PAYLOAD)
+    review = (
+        role_client(Role.RESEARCHER).get(f"/studies/{study.pk}/review/?status=all").content.decode()
+    )
+    Participant.objects.filter(pk=participant.pk).update(status=ParticipantStatus.ACTIVE)
+    page = client.get(f"/s/{study.slug}/scenario/{assignment.pk}/").content.decode()
+    for html in (page, review):
+        assert "<script>window.__pwned" not in html
+        assert "<img src=x" not in html
+    assert (
+        page.count("&lt;script&gt;window.__pwned = 1&lt;/script&gt;") >= 3
+    )  # task, input, observation
+    assert "&lt;script&gt;window.__pwned = 1&lt;/script&gt;" in review
+
+
+def test_scenario_context_is_shown_as_structured_html_without_changing_text(client, make_study):
+    study = make_study(count=5)
+    consent(client, study)
+    assignment = Assignment.objects.get(position=1)
+    scenario = assignment.study_scenario.scenario
+    page = client.get(f"/s/{study.slug}/scenario/{assignment.pk}/").content.decode()
+    assert '<dl class="json-object">' in page
+    from django.utils.html import escape
+
+    assert escape(scenario.task) in page
+    assert escape(assignment.study_scenario.response.text).replace("\n", "<br>") in page
+    assert "offline demo model" in page
+
+
+@override_settings(SURVEY_RATE_LIMIT_PER_MINUTE=3)
+def test_anonymous_endpoints_are_rate_limited(make_study):
+    study = make_study(count=5)
+    # Fresh addresses each run: the counters live in Redis for a minute.
+    address, other = (f"10.{random.randrange(256)}.{random.randrange(256)}.{i}" for i in (1, 2))
+    codes = [Client(REMOTE_ADDR=address).get(f"/s/{study.slug}/?{i}").status_code for i in range(5)]
+    assert codes == [400, 400, 400, 429, 429]
+    assert Client(REMOTE_ADDR=other).get(f"/s/{study.slug}/").status_code == 400
+
+
+def test_one_rate_limiter_client_per_process_even_when_threads_race(monkeypatch):
+    monkeypatch.setattr(throttle, "_client", None)
+    start, clients = threading.Barrier(8), []
+
+    def first_use():
+        start.wait()
+        clients.append(throttle._redis())
+
+    threads = [threading.Thread(target=first_use) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len({id(c) for c in clients}) == 1
+
+
+def test_paused_study_turns_new_arrivals_away_politely(client, make_study):
+    study = make_study(count=5, live=False)
+    response = client.get(link(study, new_pid()))
+    assert response.status_code == 503 and "not open" in response.content.decode()
+
+
+# --- researchers -------------------------------------------------------------------------
+
+
+def test_researcher_creates_a_study_from_the_form(role_client, scenarios):
+    client = role_client(Role.RESEARCHER)
+    page = client.get("/studies/new/").content.decode()
+    assert "main3" in page
+    data = {
+        "name": "Pilot", "prolific_study_id": "", "scenarios_per_participant": 5,
+        "ratings_per_scenario": 5, "reservation_minutes": 60, "consent_text": "c",
+        "instructions_text": "i", "example_text": "e", "code_completed": "AAAA1",
+        "code_no_consent": "BBBB1", "code_failed_attention": "CCCC1", "code_full": "DDDD1",
+        "scenarios": [s.pk for s in scenarios[:6]],
+    }  # fmt: skip
+    response = client.post("/studies/new/", data)
+    from apps.surveys.models import Study
+
+    study = Study.objects.get(name="Pilot")
+    assert response["Location"] == f"/studies/{study.pk}/"
+    assert study.study_scenarios.count() == 6 and study.items.count() == 7
+    detail = client.get(response["Location"]).content.decode()
+    assert "6 scenario(s) have no response to rate yet" in detail
+    client.post(f"/studies/{study.pk}/status/", {"status": "live"})
+    study.refresh_from_db()
+    assert study.status == StudyStatus.DRAFT  # refused: no responses yet
+
+
+def test_researcher_goes_live_pauses_and_closes(role_client, make_study):
+    study = make_study(count=5, live=False)
+    client = role_client(Role.RESEARCHER)
+    for status in ("live", "paused", "closed"):
+        client.post(f"/studies/{study.pk}/status/", {"status": status})
+        study.refresh_from_db()
+        assert study.status == status
+
+
+def test_study_page_shows_provenance_and_progress(role_client, make_study):
+    study = make_study(count=5)
+    finish(Client(), study)
+    page = role_client(Role.RESEARCHER).get(f"/studies/{study.pk}/").content.decode()
+    assert "Offline Thorough (demo), prompt scenario_response v1 (imported from csv)" in page
+    assert "offline demo model" in page
+    assert "5 of 25 ratings completed" in page
+
+
+def test_preview_shows_the_participants_page_and_saves_nothing(role_client, make_study):
+    study = make_study(count=5, live=False)
+    page = role_client(Role.RESEARCHER).get(f"/studies/{study.pk}/preview/").content.decode()
+    assert "Nothing is saved" in page and "I agree" not in page
+    assert "hx-post" not in page
+    assert study.items.get(code="P4").wording in page
+
+
+def test_review_approve_reject_and_export_approvals(role_client, make_study):
+    study = make_study(count=10)
+    good, bad = finish(Client(), study), finish(Client(), study)
+    client = role_client(Role.RESEARCHER)
+    page = client.get(f"/studies/{study.pk}/review/").content.decode()
+    assert good.prolific_pid in page and bad.prolific_pid in page
+    client.post(f"/studies/{study.pk}/review/{good.pk}/", {"action": "approve"})
+    short = client.post(
+        f"/studies/{study.pk}/review/{bad.pk}/",
+        {"action": "reject", "category": "LOW_EFFORT", "message": "too short"},
+        follow=True,
+    )
+    assert "at least 100 characters" in short.content.decode()
+    bad.refresh_from_db()
+    assert bad.review_status == ReviewStatus.PENDING
+    message = (
+        "These ratings were given in well under a minute per scenario and every explanation "
+        "is the same sentence, so we cannot use them."
+    )
+    client.post(
+        f"/studies/{study.pk}/review/{bad.pk}/",
+        {"action": "reject", "category": "TOO_QUICKLY", "message": message},
+    )
+    bad.refresh_from_db()
+    assert (bad.review_status, bad.rejection_category) == (ReviewStatus.REJECTED, "TOO_QUICKLY")
+    assert set(bad.assignments.values_list("status", flat=True)) == {AssignmentStatus.REJECTED}
+
+    csv_text = b"".join(client.get(f"/studies/{study.pk}/approvals.csv").streaming_content).decode()
+    lines = csv_text.strip().splitlines()
+    assert lines[0] == "participant_id,submission_id,study_id,completion_code,finished_at"
+    assert len(lines) == 2 and lines[1].startswith(f"{good.prolific_pid},{SESSION},")
+
+
+def test_researcher_marks_a_participant_returned(role_client, make_study):
+    study = make_study(count=5)
+    pid, _ = consent(Client(), study)
+    participant = Participant.objects.get(prolific_pid=pid)
+    role_client(Role.RESEARCHER).post(
+        f"/studies/{study.pk}/review/{participant.pk}/", {"action": "returned"}
+    )
+    participant.refresh_from_db()
+    assert participant.status == ParticipantStatus.RETURNED
+    assert set(participant.assignments.values_list("status", flat=True)) == {
+        AssignmentStatus.RELEASED
+    }
+
+
+def test_generate_queues_the_task_after_commit(
+    role_client, make_study, monkeypatch, django_capture_on_commit_callbacks
+):
+    study = make_study(count=5, live=False)
+    sent = []
+    monkeypatch.setattr(
+        "apps.surveys.views.generate_responses_task.delay", lambda *a: sent.append(a)
+    )
+    from apps.llm.models import ModelConfig
+
+    model = ModelConfig.objects.create(
+        display_name="m", family="f", litellm_model="openai/offline-terse"
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        role_client(Role.RESEARCHER).post(f"/studies/{study.pk}/responses/", {"model": model.pk})
+    assert sent == [(study.pk, model.pk)]
