@@ -41,7 +41,11 @@ app.conf.update(
     task_soft_time_limit=settings.CELERY_TASK_SOFT_TIME_LIMIT,
     task_default_queue="default",
     # Model calls have their own queue and workers (see workers/llm.py for why).
-    task_routes={"workers.llm.*": {"queue": "llm"}, "workers.drafting.*": {"queue": "llm"}},
+    task_routes={
+        "workers.llm.*": {"queue": "llm"},
+        "workers.drafting.*": {"queue": "llm"},
+        "workers.surveys.generate_responses": {"queue": "llm"},
+    },
     task_always_eager=settings.CELERY_TASK_ALWAYS_EAGER,
     worker_hijack_root_logger=False,
     imports=TASK_MODULES,

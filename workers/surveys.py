@@ -23,7 +23,6 @@ from apps.surveys.models import ResponseSource, ScenarioResponse, Study, StudySc
 from .delivery import CappedRedeliveryTask
 
 log = logging.getLogger(__name__)
-LLM_QUEUE = "llm"
 RETRY_SECONDS = 60
 
 
@@ -69,8 +68,8 @@ async def _generate(pending: list[tuple[StudyScenario, list[dict]]], model, prom
 
 
 @shared_task(
-    name="workers.surveys.generate_responses", base=CappedRedeliveryTask, queue=LLM_QUEUE,
-    bind=True, max_retries=5,
+    name="workers.surveys.generate_responses", base=CappedRedeliveryTask, bind=True,
+    max_retries=5,
 )  # fmt: skip
 def generate_responses(self, study_id: int, model_id: int, go_live: bool = False) -> dict:
     """Give every scenario of the study that has none a response from `model_id`; with

@@ -131,3 +131,10 @@ def test_worker_expires_overdue_reservations_and_running_twice_is_harmless(
     assert wait_until(lambda: expired() == 2, timeout=60)
     assert expire_reservations_task.run() == 0
     assert participant.assignments.filter(status=AssignmentStatus.RESERVED).count() == 3
+
+
+def test_response_generation_is_routed_to_the_llm_queue():
+    from config.celery import app
+
+    route = app.amqp.router.route({}, generate_responses_task.name, (), {}, None)
+    assert route["queue"].name == "llm"
