@@ -185,6 +185,11 @@ class Server:
         for _ in range(3):
             await asyncio.gather(*(ping() for _ in range(24)))
 
+    def pids(self) -> list[int]:
+        with contextlib.suppress(psutil.Error):
+            return [self.process.pid, *(p.pid for p in psutil.Process(self.process.pid).children())]
+        return [self.process.pid]
+
     def cpu_seconds(self) -> float:
         with contextlib.suppress(psutil.Error):
             procs = [psutil.Process(self.process.pid)]
@@ -426,6 +431,37 @@ async def throughput(base, slug, clients, seconds, rounds=ROUNDS) -> tuple[float
     return (totals["baseline"][0] / totals["baseline"][1], totals["saves"][0] / totals["saves"][1])
 
 
+def process_cpu() -> dict[int, tuple[float, float, str, str]]:
+    """pid -> (start time, CPU seconds, name, user) of every process that can be read."""
+    out = {}
+    for p in psutil.process_iter(["create_time", "cpu_times", "name", "username"]):
+        info = p.info
+        if info["cpu_times"] is not None:
+            cpu = info["cpu_times"].user + info["cpu_times"].system
+            out[p.pid] = (info["create_time"], cpu, info["name"] or "", info["username"] or "")
+    return out
+
+
+def others_cpu(before: dict, after: dict, ours: set[int], since: float) -> tuple[float, float]:
+    """(PostgreSQL and Redis, every other process but ours): CPU seconds used between two
+    process_cpu() snapshots. Processes that ended in between are missed: lower bounds."""
+    db = other = 0.0
+    for pid, (created, cpu, name, user) in after.items():
+        if pid in ours:
+            continue
+        if pid in before and before[pid][0] == created:
+            used = cpu - before[pid][1]
+        elif created >= since:
+            used = cpu
+        else:
+            continue
+        if user in ("postgres", "redis") or name.startswith(("postgres", "redis")):
+            db += used
+        else:
+            other += used
+    return db, other
+
+
 def cpu_seconds(before, after, idle: bool) -> float:
     """The machine's CPU seconds between two psutil.cpu_times(): busy, or idle (and waiting)."""
     fields = ("idle", "iowait") if idle else ("user", "nice", "system", "irq", "softirq", "steal")
@@ -513,11 +549,13 @@ def main() -> int:
     server = Server(env, args.workers, args.threads, tmp)
     run, active_at = Run(), []  # active_at: (s, participants active at once), 10 times a second
     load_end = []  # the load averages when the load phase ended
+    others = []  # CPU seconds in the load phase: [PostgreSQL+Redis, other processes, machine]
 
     async def measured():
         async with aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar()) as http:
             await server.ready(http, args.workers)
-        cpu0, machine0 = server.cpu_seconds(), psutil.cpu_times()
+        cpu0, machine0, procs0 = server.cpu_seconds(), psutil.cpu_times(), process_cpu()
+        since = time.time()
         task = asyncio.ensure_future(
             load(
                 run,
@@ -535,8 +573,10 @@ def main() -> int:
             active_at.append((time.perf_counter() - t0, run.active))
         result = task.result()
         machine1, load_end[:] = psutil.cpu_times(), os.getloadavg()
+        ours = {os.getpid(), *server.pids()}
         busy = cpu_seconds(machine0, machine1, idle=False)
         total = busy + cpu_seconds(machine0, machine1, idle=True)
+        others[:] = [*others_cpu(procs0, process_cpu(), ours, since), total]
         server_cpu = server.cpu_seconds() - cpu0
         rates = await throughput(server.base, saves_slug, args.save_clients, args.save_seconds)
         return result, server_cpu, busy / total if total else float("nan"), rates
@@ -602,9 +642,11 @@ def main() -> int:
         f"- answer-save throughput: {save_rps:.0f}/s vs baseline insert view {base_rps:.0f}/s "
         f"= {save_rps / base_rps:.2f} ({args.save_clients} concurrent clients each, "
         f"{args.save_seconds:.0f} s each, alternating in {ROUNDS} rounds)",
-        f"- CPU during the load phase: machine {machine_busy:.0%} busy; gunicorn "
-        f"{server_cpu:.0f} s, load generator {client_cpu:.0f} s "
-        f"({client_cpu / wall:.0%} of one core) over {wall:.0f} s",
+        f"- CPU during the load phase ({wall:.0f} s x {os.cpu_count()} cores): machine "
+        f"{machine_busy:.0%} busy; gunicorn {server_cpu:.0f} s, load generator "
+        f"{client_cpu:.0f} s ({client_cpu / wall:.0%} of one core), PostgreSQL and Redis "
+        f"{others[0]:.0f} s (shared with anyone else's use), other processes (someone else's "
+        f"work) at least {others[1]:.0f} s ({others[1] / others[2]:.0%} of the machine)",
         f"- whole benchmark {time.monotonic() - began:.0f} s",
         "- targets: " + "; ".join(f"{name}: {'met' if ok else 'MISSED'}" for name, ok in targets),
         "",
@@ -626,10 +668,11 @@ def write_results(report: str, args) -> None:
     command = "DATABASE_URL=... REDIS_URL=... .venv/bin/python benchmarks/survey_load.py" + (
         " " + " ".join(sys.argv[1:]) if sys.argv[1:] else ""
     )
-    section = f"## Survey load\n\n`{command}`\n\n{report}\n"
-    pattern = re.compile(r"## Survey load\n.*?(?=\n## |\Z)", re.S)
+    section = f"## Survey load\n\n`{command}`\n\n{report}\n\n"
+    # This section only, up to the next one (other benchmarks keep theirs here too).
+    pattern = re.compile(r"^## Survey load\n.*?(?=^## |\Z)", re.S | re.M)
     text = (
-        pattern.sub(lambda _m: section.rstrip("\n"), text)
+        pattern.sub(lambda _m: section, text, count=1)
         if pattern.search(text)
         else text.rstrip("\n") + "\n\n" + section
     )
