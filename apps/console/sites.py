@@ -19,3 +19,17 @@ class ResearcherAdminSite(admin.AdminSite):
     def has_permission(self, request):
         user = request.user
         return user.is_active and (user.is_superuser or user_has_role(user, Role.RESEARCHER))
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Records the product writes and nobody edits (ledgers, judgments, page times):
+    researchers list, filter and export them."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

@@ -1,5 +1,7 @@
 from django.contrib import admin, messages
 
+from apps.console.sites import ReadOnlyAdmin
+
 from .models import LLMCall, ModelConfig, PromptTemplate
 from .services import PromptError, prompt_template_save
 
@@ -61,7 +63,7 @@ class PromptTemplateAdmin(admin.ModelAdmin):
 
 
 @admin.register(LLMCall)
-class LLMCallAdmin(admin.ModelAdmin):
+class LLMCallAdmin(ReadOnlyAdmin):
     list_display = (
         "created_at", "model", "purpose", "attempt", "status", "input_tokens", "output_tokens",
         "cost_usd", "latency_ms", "caller",
@@ -71,12 +73,3 @@ class LLMCallAdmin(admin.ModelAdmin):
     list_select_related = ("model",)
     date_hierarchy = "created_at"
     show_full_result_count = False
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

@@ -6,6 +6,8 @@ keep versions immutable and count revisions), so the console shows them read-onl
 
 from django.contrib import admin
 
+from apps.console.sites import ReadOnlyAdmin
+
 from .models import (
     AuthoringSettings,
     Criterion,
@@ -20,17 +22,6 @@ from .models import (
     Suggestion,
     TopicClaiming,
 )
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 class CriterionInline(admin.TabularInline):

@@ -2,6 +2,8 @@ from django.contrib import admin, messages
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
 
+from apps.console.sites import ReadOnlyAdmin
+
 from .errors import SurveyError
 from .forms import ImportForm
 from .models import (
@@ -148,19 +150,8 @@ class ParticipantAdmin(admin.ModelAdmin):
         return False
 
 
-class ReadOnly(admin.ModelAdmin):
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-
 @admin.register(Assignment)
-class AssignmentAdmin(ReadOnly):
+class AssignmentAdmin(ReadOnlyAdmin):
     list_display = (
         "participant",
         "study_scenario",
@@ -173,7 +164,7 @@ class AssignmentAdmin(ReadOnly):
 
 
 @admin.register(Answer)
-class AnswerAdmin(ReadOnly):
+class AnswerAdmin(ReadOnlyAdmin):
     list_display = ("assignment", "item", "value", "saved_at", "save_count")
     list_filter = ("item__code", "assignment__study_scenario__study", "assignment__status")
     list_select_related = ("assignment", "item")
