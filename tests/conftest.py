@@ -11,6 +11,9 @@ from django.conf import settings
 
 from apps.accounts.roles import Role
 from tests.factories import PASSWORD, user_with_role
+from tests.llm.offline_fixture import offline_provider, offline_provider_url
+
+__all__ = ["offline_provider", "offline_provider_url"]
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
@@ -20,6 +23,13 @@ SHARED = ROOT.parent / "shared"
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 ROLES = [None, Role.EXPERT, Role.REVIEWER, Role.RESEARCHER]
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    # Tests sign in many new users and test no hash: the production hasher would be most of
+    # their time. Production settings are checked in a subprocess (tests/test_settings.py).
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture

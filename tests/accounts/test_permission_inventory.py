@@ -29,13 +29,6 @@ PUBLIC = {
 }
 
 
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    # The role checks below sign in a new user for every case and test no password: a slow
-    # hasher would be most of this module's time.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 def walk(patterns, prefix="", namespace=None):
     """(route, qualified name, pattern) for every URL; the admin site as one entry."""
     for p in patterns:

@@ -1,16 +1,11 @@
 import pytest
 
 from apps.accounts.roles import Role
+from tests.conftest import fast_password_hashing
 from tests.factories import user_with_role
 from tests.llm.offline_fixture import offline_provider, offline_provider_url
 
-__all__ = ["offline_provider", "offline_provider_url"]
-
-
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    # Each test makes several users; the production hasher would spend seconds on them.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+__all__ = ["fast_password_hashing", "offline_provider", "offline_provider_url"]
 
 
 @pytest.fixture

@@ -9,10 +9,10 @@ import pytest
 from apps.surveys import services
 from apps.surveys.forms import DEFAULT_TEXTS
 from apps.surveys.models import Scenario, StudyStatus
-from tests.conftest import ROOT
+from tests.conftest import ROOT, fast_password_hashing
 from tests.llm.offline_fixture import offline_provider, offline_provider_url
 
-__all__ = ["offline_provider", "offline_provider_url"]
+__all__ = ["fast_password_hashing", "offline_provider", "offline_provider_url"]
 
 FIXTURE = ROOT / "apps" / "surveys" / "fixtures" / "privacylens-scenarios-40.json"
 RESPONSES = ROOT / "apps" / "surveys" / "fixtures" / "demo-responses-40.csv"
@@ -39,12 +39,6 @@ def responses_csv(scenarios) -> str:
     writer.writeheader()
     writer.writerows(r for r in rows if r["scenario"] in names)
     return out.getvalue()
-
-
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    # The permission matrix signs in ~50 users; a slow hasher is a cost here and no test.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture
