@@ -50,7 +50,7 @@ def with_db(url: str, name: str) -> str:
 class Provider:
     def __init__(self, **knobs):
         self.port = free_port()
-        args = [sys.executable, "-m", "apps.llm.offline", "--port", str(self.port)]
+        args = [sys.executable, "-m", "offline_llm", "--port", str(self.port)]
         for key, value in knobs.items():
             args += [f"--{key.replace('_', '-')}", str(value)]
         self.process = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL)

@@ -61,7 +61,7 @@ EMBEDDED_REDIS_PORT = env_int("EMBEDDED_REDIS_PORT", 63799)
 DATABASE_URL = env("DATABASE_URL", f"postgres://postgres@127.0.0.1:{EMBEDDED_POSTGRES_PORT}/assay")
 REDIS_URL = env("REDIS_URL", f"redis://127.0.0.1:{EMBEDDED_REDIS_PORT}/0")
 
-# Assay's offline OpenAI-compatible provider (`manage.py offline_llm`), used by the demo.
+# Assay's offline OpenAI-compatible provider (`python -m offline_llm`), used by the demo.
 OFFLINE_LLM_URL = env("OFFLINE_LLM_URL", "http://127.0.0.1:8089/v1")
 
 # Surveys: Prolific's API (no token: reviews are recorded in Assay only; upload the approvals

@@ -1,7 +1,7 @@
 """The offline provider as a pytest fixture: a real server in a subprocess, real HTTP.
 
 `offline_provider(**knobs)` starts one with those knobs (`latency_ms=300`, `rate_429=0.2`,
-`hang_seconds=2`, `fault_seed=7`, ... the flags of `python -m apps.llm.offline` with
+`hang_seconds=2`, `fault_seed=7`, ... the flags of `python -m offline_llm` with
 underscores) on a free loopback port and returns its base URL, ending in /v1 (what litellm
 takes as api_base). Every provider a test starts is stopped when the test ends.
 
@@ -15,7 +15,7 @@ import select
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -23,14 +23,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 ANNOUNCED_URL = re.compile(r"http://\S+/v1")
-MODULE = (sys.executable, "-m", "apps.llm.offline")
+MODULE = (sys.executable, "-m", "offline_llm")
 START_TIMEOUT = 20.0
 
 
 @contextlib.contextmanager
-def running_offline_provider(*, command: Sequence[str] = MODULE, **knobs: object) -> Iterator[str]:
-    """`command` is the module by default; `manage.py offline_llm` takes the same flags."""
-    args = [*command, "--port", "0"]
+def running_offline_provider(**knobs: object) -> Iterator[str]:
+    args = [*MODULE, "--port", "0"]
     for name, value in knobs.items():
         args += ["--" + name.replace("_", "-"), str(value)]
     # A developer's OFFLINE_LLM_* variables must not change what a test gets.

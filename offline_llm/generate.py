@@ -42,15 +42,6 @@ from .banks import (
 )
 from .words import content_words, stem, stems, word_set, words
 
-PURPOSES = (
-    "sample",
-    "grade_criterion",
-    "grade_checklist",
-    "rewrite",
-    "rubric_draft",
-    "scenario_response",
-    "survey_proxy",
-)
 JSON_PURPOSES = frozenset({"grade_criterion", "grade_checklist", "rubric_draft", "survey_proxy"})
 STYLES = ("terse", "thorough", "friendly")
 MODEL_STYLES = {
@@ -61,7 +52,7 @@ MODEL_STYLES = {
 DEFAULT_THRESHOLD = 0.5
 
 
-class PromptError(ValueError):
+class UnreadablePrompt(ValueError):
     """The prompt lacks what its purpose needs; the caller's bug, answered with a 400."""
 
 
@@ -84,13 +75,15 @@ class Prompt:
     def json_tag(self, name: str) -> list:
         body = self.tag(name)
         if body is None:
-            raise PromptError(f"This purpose needs a <{name}>...</{name}> block in the messages.")
+            raise UnreadablePrompt(
+                f"This purpose needs a <{name}>...</{name}> block in the messages."
+            )
         try:
             value = json.loads(body)
         except json.JSONDecodeError as exc:
-            raise PromptError(f"<{name}> must hold a JSON list: {exc.msg}.") from exc
+            raise UnreadablePrompt(f"<{name}> must hold a JSON list: {exc.msg}.") from exc
         if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
-            raise PromptError(f"<{name}> must hold a JSON list of objects.")
+            raise UnreadablePrompt(f"<{name}> must hold a JSON list of objects.")
         return value
 
 
@@ -373,16 +366,18 @@ def _criterion_fields(polarity: object, kind: object) -> tuple[str, str]:
     polarity = polarity or "positive"
     kind = kind or "factual"
     if polarity not in ("positive", "negative"):
-        raise PromptError(f"A criterion's polarity must be positive or negative, not {polarity!r}.")
+        raise UnreadablePrompt(
+            f"A criterion's polarity must be positive or negative, not {polarity!r}."
+        )
     if kind not in ("factual", "presentation"):
-        raise PromptError(f"A criterion's kind must be factual or presentation, not {kind!r}.")
+        raise UnreadablePrompt(f"A criterion's kind must be factual or presentation, not {kind!r}.")
     return polarity, kind
 
 
 def _grade_criterion(model: str, prompt: Prompt, rng: random.Random) -> str:
     found = prompt.tag_with_attributes("criterion")
     if found is None:
-        raise PromptError("grade_criterion needs a <criterion>...</criterion> block.")
+        raise UnreadablePrompt("grade_criterion needs a <criterion>...</criterion> block.")
     text, attributes = found
     polarity, kind = _criterion_fields(attributes.get("polarity"), attributes.get("kind"))
     facts = ResponseFacts.of(prompt.tag("response") or "")
@@ -405,7 +400,7 @@ def _grade_checklist(model: str, prompt: Prompt, rng: random.Random) -> str:
     for criterion in criteria:
         text = criterion.get("text")
         if "id" not in criterion or not isinstance(text, str):
-            raise PromptError('Every criterion in <criteria> needs an "id" and a "text".')
+            raise UnreadablePrompt('Every criterion in <criteria> needs an "id" and a "text".')
         polarity, kind = _criterion_fields(criterion.get("polarity"), criterion.get("kind"))
         met, explanation = grade(
             text=text, polarity=polarity, kind=kind, facts=facts, threshold=threshold, rng=rng
@@ -648,7 +643,7 @@ def _survey_proxy(model: str, prompt: Prompt, rng: random.Random) -> str:
     for item in items:
         code = item.get("code")
         if not isinstance(code, str) or not code:
-            raise PromptError('Every item in <items> needs a "code".')
+            raise UnreadablePrompt('Every item in <items> needs a "code".')
         theme = _item_theme(item)
         leaning = 0.6 + bias + rng.gauss(0, 0.18)
         if theme == "help":
@@ -679,6 +674,8 @@ def _survey_proxy(model: str, prompt: Prompt, rng: random.Random) -> str:
     return json.dumps({"answers": answers}, ensure_ascii=False)
 
 
+# The purposes the provider answers in kind, and how; the server refuses any other. They must
+# be the gateway's `Purpose` values, which this package cannot import: tests/offline_llm checks.
 ANSWERS: dict[str, Callable[[str, Prompt, random.Random], str]] = {
     "sample": _sample,
     "grade_criterion": _grade_criterion,
@@ -688,3 +685,4 @@ ANSWERS: dict[str, Callable[[str, Prompt, random.Random], str]] = {
     "scenario_response": _scenario_response,
     "survey_proxy": _survey_proxy,
 }
+PURPOSES = tuple(ANSWERS)

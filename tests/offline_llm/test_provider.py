@@ -3,20 +3,18 @@
 import argparse
 import asyncio
 import json
-import random
 import re
 import subprocess
-import sys
 import time
 
 import httpx
 import pytest
-from django.core.management import CommandError, call_command
 
-from apps.llm.offline.generate import Prompt, answer, request_seed
-from apps.llm.offline.knobs import Knobs, add_arguments
+from apps.llm.models import Purpose
+from offline_llm.generate import PURPOSES
+from offline_llm.knobs import Knobs, add_arguments
 from tests.conftest import wait_until
-from tests.llm.offline_fixture import MODULE, ROOT, announced_url, running_offline_provider
+from tests.llm.offline_fixture import MODULE, ROOT, announced_url
 
 QUESTION = (
     "Someone logged into my Instagram and changed my recovery email. I still have the "
@@ -199,6 +197,23 @@ def test_sample_advice_follows_the_words_of_the_question(offline_provider_url):
 # --- answers by purpose ---------------------------------------------------------------
 
 
+def test_the_provider_answers_in_kind_every_purpose_the_gateway_has(offline_provider_url):
+    # The provider imports nothing of Assay, so a purpose added to the gateway's choices
+    # without teaching it to the provider is caught here, not by a 400 in the demo.
+    assert set(PURPOSES) == set(Purpose.values)
+    every_tag = (
+        f"<topic>accounts</topic><question>{QUESTION}</question><post>{POST}</post>"
+        f"<task>{TASK}</task><context>{CONTEXT}</context>"
+        f"<response>{RESPONSE_ON_TOPIC}</response>"
+        f'<criterion polarity="positive" kind="factual">{CRITERION}</criterion>'
+        f"<criteria>{json.dumps(CHECKLIST)}</criteria><items>{json.dumps(ITEMS)}</items>"
+    )
+    for purpose in Purpose.values:
+        response = chat(offline_provider_url, every_tag, model="offline-grader", purpose=purpose)
+        assert response.status_code == 200, (purpose, response.text)
+        assert response.headers["X-Offline-Purpose"] == purpose
+
+
 def test_grade_criterion_verdict_follows_the_response_text(offline_provider_url):
     def verdict(response: str, **criterion) -> dict:
         text = content(
@@ -299,29 +314,6 @@ def test_survey_proxy_answers_every_item_in_range(offline_provider_url):
                 assert 1 <= len(re.findall(r"[.!?](?:\s|$)", answer_["explanation"])) <= 2
                 seen[answer_["code"]].add(answer_["value"])
     assert all(len(values) > 1 for values in seen.values())
-
-
-def test_answering_costs_well_under_a_millisecond_of_cpu():
-    # The provider must sustain 64+ concurrent requests on 2 cores; generation is the part
-    # that is ours. Measured directly, as CPU time, so a busy machine does not fail it.
-    prompts = {
-        "sample": f"<question>{QUESTION * 4}</question>",
-        "grade_criterion": grade_prompt(RESPONSE_ON_TOPIC * 6),
-        "grade_checklist": f"<response>{RESPONSE_ON_TOPIC * 6}</response>"
-        f"<criteria>{json.dumps(CHECKLIST * 4)}</criteria>",
-        "rewrite": f"<post>{POST * 4}</post>",
-        "rubric_draft": f"<question>{QUESTION * 4}</question>",
-        "scenario_response": f"<task>{TASK}</task><context>{CONTEXT * 6}</context>",
-        "survey_proxy": f"<response>{RESPONSE_ON_TOPIC * 6}</response>"
-        f"<items>{json.dumps(ITEMS * 2)}</items>",
-    }
-    for purpose, text in prompts.items():
-        prompt = Prompt(texts=(text,), last_user=text)
-        started = time.process_time()
-        for seed in range(50):
-            answer(purpose, "offline-thorough", prompt, random.Random(request_seed("m", [], seed)))
-        per_answer = (time.process_time() - started) / 50
-        assert per_answer < 0.001, f"{purpose}: {per_answer * 1000:.2f} ms"
 
 
 # --- bad requests ---------------------------------------------------------------------
@@ -425,13 +417,14 @@ def test_forced_faults_answer_like_a_failing_provider(offline_provider):
 
 
 def test_a_hang_makes_the_client_time_out_and_frees_its_slot(offline_provider):
-    url = offline_provider(hang_seconds=5)
-    started = time.monotonic()
+    # The hang outlasts the test, so only the client hanging up can end the request.
+    url = offline_provider(hang_seconds=600)
     with pytest.raises(httpx.ReadTimeout):
         chat(url, "<question>hi</question>", fault="hang", timeout=0.5)
-    assert time.monotonic() - started < 2
-    assert wait_until(lambda: stats(url)["in_flight"] == 0, timeout=3)
-    assert stats(url)["by_status"] == {"hang": 1}
+    assert wait_until(lambda: stats(url)["in_flight"] == 0)
+    body = stats(url)
+    assert body["requests"] == 1 and body["max_in_flight"] == 1
+    assert body["by_status"] == {"hang": 1} and body["faults"] == {"hang": 1}
 
 
 def test_fault_rates_follow_the_knobs_and_the_fault_seed(offline_provider):
@@ -470,9 +463,9 @@ def test_max_in_flight_counts_requests_handled_at_once(offline_provider):
 
     started = time.monotonic()
     responses = asyncio.run(twenty_at_once())
-    elapsed = time.monotonic() - started
+    assert time.monotonic() - started >= 0.3  # the latency was applied
     assert [response.status_code for response in responses] == [200] * 20
-    assert 0.3 <= elapsed < 2.5  # one at a time would take 6 s
+    # All twenty waited out their latency together: one at a time would count 1.
     assert stats(url) == {
         "requests": 20,
         "in_flight": 0,
@@ -520,7 +513,7 @@ def test_unsafe_or_impossible_knobs_are_refused(bad):
 
 def test_the_command_line_refuses_a_non_loopback_host():
     result = subprocess.run(
-        [sys.executable, "-m", "apps.llm.offline", "--host", ALL_INTERFACES],
+        [*MODULE, "--host", ALL_INTERFACES],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -528,18 +521,6 @@ def test_the_command_line_refuses_a_non_loopback_host():
     )
     assert result.returncode == 2
     assert "loopback" in result.stderr
-
-
-def test_the_management_command_refuses_a_non_loopback_host():
-    with pytest.raises(CommandError, match="loopback"):
-        call_command("offline_llm", host=ALL_INTERFACES)
-
-
-def test_the_management_command_serves_the_same_api():
-    command = [sys.executable, "manage.py", "offline_llm"]
-    with running_offline_provider(command=command) as url:
-        assert httpx.get(f"{url}/models").status_code == 200
-        assert content(chat(url, "<question>hi</question>"))
 
 
 def test_the_api_key_is_never_echoed_or_logged():

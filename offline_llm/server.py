@@ -22,7 +22,7 @@ from .generate import (
     JSON_PURPOSES,
     PURPOSES,
     Prompt,
-    PromptError,
+    UnreadablePrompt,
     answer,
     infer_purpose,
     request_seed,
@@ -265,7 +265,7 @@ async def _chat_completion(request: web.Request) -> tuple[web.Response, str]:
     rng = random.Random(request_seed(model, messages, seed))
     try:
         content = answer(purpose, model, prompt, rng)
-    except PromptError as exc:
+    except UnreadablePrompt as exc:
         return error(400, str(exc), code="invalid_prompt"), "400"
     # Text answers have no syntax to break; only JSON purposes get (and count) this fault.
     if fault == "malformed" and purpose in JSON_PURPOSES:

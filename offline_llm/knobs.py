@@ -1,6 +1,6 @@
-"""The offline provider's knobs, shared by `python -m apps.llm.offline` and
-`manage.py offline_llm`. Every flag can also come from the environment as
-OFFLINE_LLM_<NAME> (OFFLINE_LLM_LATENCY_MS=300); a flag on the command line wins.
+"""The offline provider's knobs: the flags of `python -m offline_llm`. Every flag can also
+come from the environment as OFFLINE_LLM_<NAME> (OFFLINE_LLM_LATENCY_MS=300); a flag on the
+command line wins.
 """
 
 import argparse

@@ -1,8 +1,7 @@
 """Assay's offline LLM provider: a local, OpenAI-compatible HTTP server for tests, the demo
 and benchmarks, in place of paid APIs.
 
-    python -m apps.llm.offline --port 8089 [--latency-ms 300 --rate-429 0.05 ...]
-    python manage.py offline_llm --port 8089 ...
+    python -m offline_llm --port 8089 [--latency-ms 300 --rate-429 0.05 ...]
 
 Base URL http://127.0.0.1:8089/v1 (litellm: model "openai/offline-terse", api_base that
 URL, any api_key). Endpoints: GET /v1/models, POST /v1/chat/completions, GET /v1/stats,

@@ -7,7 +7,7 @@ from .server import run
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m apps.llm.offline",
+        prog="python -m offline_llm",
         description="Assay's offline, OpenAI-compatible LLM provider (demo answers).",
     )
     add_arguments(parser)
