@@ -16,6 +16,8 @@ test: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
+	$(BIN)/python -m config.lint_templates
 	$(BIN)/python manage.py makemigrations --check --dry-run
 
 format: install

@@ -1,12 +1,9 @@
 from django.contrib.auth.models import Group
 from django.db import transaction
 
+from .errors import AccountError
 from .models import User
 from .roles import Role
-
-
-class AccountError(Exception):
-    """A request about accounts that cannot be carried out, said so a person can read it."""
 
 
 @transaction.atomic

@@ -1,13 +1,18 @@
 from django.contrib.auth import views as auth_views
 from django.shortcuts import render
 
+from .home import home_panels_render
 from .roles import ALL_ROLES, public, role_required, user_roles
 
 
 @role_required(*ALL_ROLES)
 def home(request):
-    """Each role sees its own work; later capabilities fill these lists."""
-    return render(request, "accounts/home.html", {"my_roles": sorted(user_roles(request.user))})
+    """Each role sees its own work: the panels the apps registered for the user's roles."""
+    context = {
+        "my_roles": sorted(user_roles(request.user)),
+        "panels": home_panels_render(request=request),
+    }
+    return render(request, "accounts/home.html", context)
 
 
 login = public(

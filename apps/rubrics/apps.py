@@ -7,3 +7,16 @@ class RubricsConfig(AppConfig):
     name = "apps.rubrics"
     label = "rubrics"
     verbose_name = "Rubrics"
+
+    def ready(self):
+        from apps.accounts.home import home_panel_register
+        from apps.accounts.roles import Role
+
+        home_panel_register(
+            key="rubrics.expert", roles={Role.EXPERT},
+            template="rubrics/home_expert_panel.html", order=100,
+        )  # fmt: skip
+        home_panel_register(
+            key="rubrics.reviewer", roles={Role.REVIEWER},
+            template="rubrics/home_reviewer_panel.html", order=200,
+        )  # fmt: skip

@@ -1,7 +1,8 @@
 import pytest
 
+from apps.accounts.errors import AccountError
 from apps.accounts.roles import Role, user_roles
-from apps.accounts.services import AccountError, user_create, user_set_roles
+from apps.accounts.services import user_create, user_set_roles
 
 
 def test_researchers_are_console_staff_and_others_are_not(db):
