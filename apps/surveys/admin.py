@@ -15,27 +15,32 @@ from .models import (
     Study,
     SurveyItem,
 )
+from .selectors import study_items_frozen
 from .services import (
     participant_mark_returned,
     response_import_csv,
     scenario_import_json,
-    study_items_frozen,
     survey_item_save,
 )
 
 
+class DeletableReadOnlyAdmin(ReadOnlyAdmin):
+    """Rows the product writes and nobody edits, which a researcher may still delete: a
+    participant (with their assignments and answers), a scenario or a response that no study
+    uses (PROTECT keeps the ones in use)."""
+
+    def has_delete_permission(self, request, obj=None):
+        return admin.ModelAdmin.has_delete_permission(self, request, obj)
+
+
 @admin.register(Scenario)
-class ScenarioAdmin(admin.ModelAdmin):
+class ScenarioAdmin(DeletableReadOnlyAdmin):
+    """Kept verbatim; added through the import page, which checks every record."""
+
     list_display = ("name", "user_name", "final_action", "imported_at")
     search_fields = ("name", "task")
     readonly_fields = [f.name for f in Scenario._meta.fields]
     change_list_template = "admin/surveys/scenario_changelist.html"
-
-    def has_add_permission(self, request):
-        return False  # through the import page, which checks every record
-
-    def has_change_permission(self, request, obj=None):
-        return False  # kept verbatim
 
     def get_urls(self):
         view = self.admin_site.admin_view(self.import_view)
@@ -67,17 +72,11 @@ class ScenarioAdmin(admin.ModelAdmin):
 
 
 @admin.register(ScenarioResponse)
-class ScenarioResponseAdmin(admin.ModelAdmin):
+class ScenarioResponseAdmin(DeletableReadOnlyAdmin):
     list_display = ("scenario", "model_name", "prompt_version", "source", "offline", "created_at")
     list_filter = ("source", "offline", "model_name")
     search_fields = ("scenario__name", "text")
     readonly_fields = [f.name for f in ScenarioResponse._meta.fields]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(Study)
@@ -124,7 +123,7 @@ def mark_returned(modeladmin, request, queryset):
 
 
 @admin.register(Participant)
-class ParticipantAdmin(admin.ModelAdmin):
+class ParticipantAdmin(DeletableReadOnlyAdmin):
     list_display = (
         "__str__",
         "study",
@@ -142,12 +141,6 @@ class ParticipantAdmin(admin.ModelAdmin):
         "status", "attention_failed", "completion_code", "age", "gender", "education", "income",
         "review_status", "rejection_category", "created_at", "consented_at", "finished_at",
     )  # fmt: skip
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(Assignment)

@@ -2,7 +2,7 @@
 
 The invariant the whole app serves: every scenario of a study receives exactly
 `ratings_per_scenario` completed ratings. Assignments are handed out and completed only
-while holding the row lock of their `StudyScenario` (see services.assignment_reserve_bundle),
+while holding the row lock of their `StudyScenario` (see services/reservation.py),
 and the constraints below make a repeated request harmless.
 """
 
@@ -82,12 +82,12 @@ class ScenarioResponse(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["scenario", "model", "prompt"],
-                condition=Q(source="generated"),
+                condition=Q(source=ResponseSource.GENERATED),
                 name="response_generated_once",
             ),
             models.UniqueConstraint(
                 fields=["scenario", "model_name", "prompt_version"],
-                condition=Q(source="imported"),
+                condition=Q(source=ResponseSource.IMPORTED),
                 name="response_imported_once",
             ),
         ]
@@ -114,7 +114,7 @@ class Study(models.Model):
         max_length=40, unique=True, default=new_slug,
         help_text="The study's address for participants: /s/<slug>/.",
     )  # fmt: skip
-    status = models.CharField(max_length=10, choices=StudyStatus.choices, default="draft")
+    status = models.CharField(max_length=10, choices=StudyStatus.choices, default=StudyStatus.DRAFT)
     prolific_study_id = models.CharField(
         "Prolific study id", max_length=24, blank=True, validators=[PROLIFIC_ID],
         help_text="When set, participants must arrive with this STUDY_ID.",
@@ -304,7 +304,9 @@ class Income(models.TextChoices):
 
 class Participant(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="participants")
-    kind = models.CharField(max_length=5, choices=ParticipantKind.choices, default="human")
+    kind = models.CharField(
+        max_length=5, choices=ParticipantKind.choices, default=ParticipantKind.HUMAN
+    )
     prolific_pid = models.CharField("PROLIFIC_PID", max_length=24, blank=True)
     prolific_study_id = models.CharField("STUDY_ID", max_length=24, blank=True)
     prolific_session_id = models.CharField("SESSION_ID", max_length=24, blank=True)
@@ -315,14 +317,18 @@ class Participant(models.Model):
     # Rotated each time the Prolific link is opened: the browser that opened it last holds
     # the survey; any other browser is sent back to the link.
     browser_key = models.CharField(max_length=32, default=new_key, editable=False)
-    status = models.CharField(max_length=10, choices=ParticipantStatus.choices, default="active")
+    status = models.CharField(
+        max_length=10, choices=ParticipantStatus.choices, default=ParticipantStatus.ACTIVE
+    )
     attention_failed = models.BooleanField(default=False)
     completion_code = models.CharField(max_length=32, blank=True)
     age = models.CharField(max_length=16, choices=AgeBand.choices, blank=True)
     gender = models.CharField(max_length=16, choices=Gender.choices, blank=True)
     education = models.CharField(max_length=20, choices=Education.choices, blank=True)
     income = models.CharField(max_length=16, choices=Income.choices, blank=True)
-    review_status = models.CharField(max_length=10, choices=ReviewStatus.choices, default="pending")
+    review_status = models.CharField(
+        max_length=10, choices=ReviewStatus.choices, default=ReviewStatus.PENDING
+    )
     rejection_category = models.CharField(
         max_length=20, choices=RejectionCategory.choices, blank=True
     )
@@ -340,16 +346,16 @@ class Participant(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["study", "prolific_pid"],
-                condition=Q(kind="human"),
+                condition=Q(kind=ParticipantKind.HUMAN),
                 name="participant_pid_once",
             ),
             models.UniqueConstraint(
                 fields=["study", "model", "run_index"],
-                condition=Q(kind="proxy"),
+                condition=Q(kind=ParticipantKind.PROXY),
                 name="participant_proxy_run_once",
             ),
             models.CheckConstraint(
-                condition=Q(kind="proxy") | ~Q(prolific_pid=""), name="human_has_pid"
+                condition=Q(kind=ParticipantKind.PROXY) | ~Q(prolific_pid=""), name="human_has_pid"
             ),
         ]
 
@@ -382,7 +388,9 @@ class Assignment(models.Model):
         StudyScenario, on_delete=models.PROTECT, related_name="assignments"
     )
     position = models.PositiveSmallIntegerField()
-    status = models.CharField(max_length=10, choices=AssignmentStatus.choices, default="reserved")
+    status = models.CharField(
+        max_length=10, choices=AssignmentStatus.choices, default=AssignmentStatus.RESERVED
+    )
     reserved_at = models.DateTimeField()
     reserved_until = models.DateTimeField()
     answered_at = models.DateTimeField(null=True, blank=True)
@@ -401,7 +409,9 @@ class Assignment(models.Model):
         indexes = [
             models.Index(fields=["study_scenario", "status"], name="assignment_count"),
             models.Index(
-                fields=["reserved_until"], condition=Q(status="reserved"), name="assignment_expiry"
+                fields=["reserved_until"],
+                condition=Q(status=AssignmentStatus.RESERVED),
+                name="assignment_expiry",
             ),
         ]
 
@@ -410,6 +420,9 @@ class Assignment(models.Model):
 
 
 class Answer(models.Model):
+    # Saved by statements written by hand, not by the ORM (services/answers.py: ANSWER_UPSERT,
+    # ANSWER_UPSERT_BOUND): a new NOT NULL column without a database default must be added to
+    # their column lists too (tests/surveys/test_hand_written_sql.py fails until it is).
     assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="answers")
     item = models.ForeignKey(SurveyItem, on_delete=models.PROTECT, related_name="answers")
     value = models.CharField(max_length=16, blank=True)
@@ -438,6 +451,9 @@ class Page(models.TextChoices):
 class PageTime(models.Model):
     """When a participant first saw a page and when they left it by submitting it."""
 
+    # First saved by a statement written by hand, not by the ORM (services/answers.py:
+    # PAGE_TIME_SHOWN): a new NOT NULL column without a database default must be added to its
+    # column list too (tests/surveys/test_hand_written_sql.py fails until it is).
     participant = models.ForeignKey(
         Participant, on_delete=models.CASCADE, related_name="page_times"
     )

@@ -15,7 +15,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from .errors import SurveyError
+from .errors import RecordError
 
 # (path, type) pairs every record must have; the full dataset's 493 records all do.
 REQUIRED = [
@@ -33,10 +33,6 @@ NON_EMPTY = {"name", "trajectory.user_instruction", "trajectory.executable_traje
 NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")
 TYPE_NAMES = {str: "a string", dict: "an object", list: "a list"}
 _LINE = re.compile(r"^(Action|Action Input|Observation):[ \t]?", re.MULTILINE)
-
-
-class RecordError(SurveyError):
-    """A record cannot be imported; the message names the record and the field."""
 
 
 def _lookup(record: dict, path: str):

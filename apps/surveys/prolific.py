@@ -14,9 +14,7 @@ from typing import Protocol
 import httpx
 from django.conf import settings
 
-
-class ProlificError(Exception):
-    """Prolific refused a request or could not be reached; the message says which."""
+from .errors import ProlificError
 
 
 @dataclass(frozen=True)

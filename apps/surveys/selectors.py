@@ -9,6 +9,9 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.safestring import SafeString
 
+from apps.llm.models import PromptTemplate
+from apps.llm.selectors import prompt_render
+
 from . import quality
 from .models import (
     Answer,
@@ -73,6 +76,18 @@ def study_progress(*, study: Study, rows=None) -> Progress:
         full=sum(1 for r in rows if r.completed + r.reserved >= k),
         participants={label: statuses.get(value, 0) for value, label in ParticipantStatus.choices},
         missing_responses=sum(1 for r in rows if r.response_id is None),
+    )
+
+
+def study_items_frozen(*, study: Study) -> bool:
+    """Whether anyone has answered the study: then its items can no longer change."""
+    return Answer.objects.filter(item__study=study).exists()
+
+
+def scenario_response_messages(*, scenario: Scenario, prompt: PromptTemplate) -> list[dict]:
+    """The messages that ask a model for the response to `scenario`'s task."""
+    return prompt_render(
+        template=prompt, variables={"task": scenario.task, "context": scenario.trajectory}
     )
 
 
@@ -181,7 +196,7 @@ def study_items(*, study: Study) -> StudyItems:
 
 def cached_study_items(*, study_id: int) -> StudyItems | None:
     """What study_items last kept for the study, whatever its version now: the caller checks
-    the version against the database (services.answer_save_bound does, in its statement)."""
+    the version against the database (services.answer_save_if_bound does, in its statement)."""
     return _items_cache.get(study_id)
 
 
@@ -216,6 +231,14 @@ def _scenario_body_html(scenario_id: int, response_id: int | None) -> SafeString
     response = ScenarioResponse.objects.get(pk=response_id) if response_id else None
     context = {"scenario": scenario, "response": response}
     return render_to_string("surveys/participant/scenario_body.html", context)
+
+
+def process_caches_clear() -> None:
+    """Forget what this process keeps between requests (studies' items, scenarios' HTML).
+    For tests: what is kept here can outlive the rows it was read from when a test's
+    database is rolled back or emptied under the running process."""
+    _items_cache.clear()
+    _scenario_body_html.cache_clear()
 
 
 @dataclass

@@ -1,19 +1,16 @@
 """Participants' pages (public, rate-limited, under /s/<slug>/) and researchers' pages
 (role_required(RESEARCHER), under /studies/).
 
-A participant is recognised by a signed cookie naming their row and its current
-`browser_key`; opening the Prolific link again rotates the key, so the survey follows the
-browser that opened the link last. Any other assignment id than one's own is a 404.
+A participant is recognised by the browser binding in binding.py. Any other assignment id
+than one's own is a 404.
 """
 
 import contextlib
 import logging
 import secrets
 import time
-from functools import wraps
 from urllib.parse import urlencode
 
-from django.conf import settings
 from django.contrib import messages
 from django.core import signing
 from django.db import transaction
@@ -21,7 +18,6 @@ from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.crypto import constant_time_compare
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
@@ -30,6 +26,7 @@ from apps.console.csv_export import csv_rows
 from workers.surveys import generate_responses_task
 
 from . import selectors, services
+from .binding import bind, held, participant_required
 from .errors import SurveyError
 from .forms import (
     DEFAULT_TEXTS,
@@ -52,71 +49,10 @@ from .prolific import prolific_client
 from .throttle import rate_limited
 
 log = logging.getLogger(__name__)
-COOKIE_SALT = "assay.surveys.participant"
 PROLIFIC_COMPLETE = "https://app.prolific.com/submissions/complete"
 
 
 # --- participants -------------------------------------------------------------------------
-
-
-COOKIE_PREFIX = "assay_survey_"
-MAX_COOKIES = 20  # a browser holding more participant cookies than this is not a participant
-
-
-def _cookie(study: Study) -> str:
-    return f"{COOKIE_PREFIX}{study.pk}"
-
-
-def _bind(response, participant: Participant):
-    response.set_signed_cookie(
-        _cookie(participant.study), f"{participant.pk}:{participant.browser_key}",
-        salt=COOKIE_SALT, httponly=True, samesite="Lax", secure=settings.SESSION_COOKIE_SECURE,
-    )  # fmt: skip
-    return response
-
-
-def _held(request) -> dict[int, tuple[int, str]]:
-    """participant id -> (study id, browser key), from this browser's signed participant
-    cookies. The cookie is named after the study's id and signed with its name, so it cannot
-    be moved to another study."""
-    held: dict[int, tuple[int, str]] = {}
-    for name in request.COOKIES:
-        study_id = name.removeprefix(COOKIE_PREFIX)
-        if study_id == name or not study_id.isdigit():
-            continue
-        raw = request.get_signed_cookie(name, default="", salt=COOKIE_SALT)
-        pk, _, key = raw.partition(":")
-        if pk.isdigit() and key:
-            held[int(pk)] = (int(study_id), key)
-        if len(held) >= MAX_COOKIES:
-            break
-    return held
-
-
-def _bound_participant(request, slug: str) -> Participant | None:
-    """The participant (with their study) this browser holds for the study at `slug`: it
-    must belong to the cookie's study, be reached by that slug and carry the cookie's browser
-    key. One query for the participant and the study together."""
-    held = _held(request)
-    for participant in selectors.participants_with_study(ids=list(held), slug=slug):
-        study_id, key = held[participant.pk]
-        if participant.study_id == study_id and constant_time_compare(participant.browser_key, key):
-            return participant
-    return None
-
-
-def participant_required(view):
-    """Load the participant this browser holds (and their study), or say how to get back in."""
-
-    @wraps(view)
-    def wrapped(request, slug, *args, **kwargs):
-        participant = _bound_participant(request, slug)
-        if participant is None:
-            context = {"study": get_object_or_404(Study, slug=slug)}
-            return render(request, "surveys/participant/session_needed.html", context, status=403)
-        return view(request, participant, *args, **kwargs)
-
-    return wrapped
 
 
 def _next_url(participant: Participant) -> str:
@@ -145,7 +81,7 @@ def entry(request, slug):
         return _cannot_start(request, study, str(exc))
     if participant is not None:
         participant.study = study
-        return _bind(redirect(_next_url(participant)), participant)
+        return bind(redirect(_next_url(participant)), participant)
     if study.status != StudyStatus.LIVE:
         return _cannot_start(request, study, "This study is not open at the moment.", status=503)
     context = {"study": study, "params": params, "shown": signing.dumps(time.time())}
@@ -176,7 +112,7 @@ def consent(request, slug):
     except SurveyError as exc:
         return _cannot_start(request, study, str(exc))
     participant.study = study
-    return _bind(redirect(_next_url(participant)), participant)
+    return bind(redirect(_next_url(participant)), participant)
 
 
 @public
@@ -266,17 +202,17 @@ def answer(request, slug, assignment_id, code):
 
     Two in three requests of a participant are these. When this process knows the study's
     items, one statement checks what participant_required and answer_save would and writes
-    (services.answer_save_bound); anything it does not write (first request here, items
+    (services.answer_save_if_bound); anything it does not write (first request here, items
     changed, survey submitted, someone else's id, a bad value) takes the full path below,
     which decides the answer."""
     value, explanation = request.POST.get(f"value_{code}"), request.POST.get(f"explanation_{code}")
-    for participant_id, (study_id, key) in _held(request).items():
+    for participant_id, (study_id, key) in held(request).items():
         known = selectors.cached_study_items(study_id=study_id)
         item = known.by_code.get(code) if known is not None and known.slug == slug else None
         if item is None:
             continue
         with contextlib.suppress(SurveyError):
-            if services.answer_save_bound(
+            if services.answer_save_if_bound(
                 participant_id=participant_id, browser_key=key, study_id=study_id, slug=slug,
                 items_version=known.version, assignment_id=assignment_id, item=item,
                 value=value, explanation=explanation,
@@ -409,7 +345,7 @@ def study_detail(request, study_id):
     rows = list(selectors.study_scenarios_with_counts(study=study))
     context = {
         "study": study, "rows": rows, "progress": selectors.study_progress(study=study, rows=rows),
-        "generate_form": GenerateForm(), "frozen": services.study_items_frozen(study=study),
+        "generate_form": GenerateForm(), "frozen": selectors.study_items_frozen(study=study),
         "items": study.items.all(), "participant_link": _participant_link(request, study),
         "prolific_configured": prolific_client() is not None,
     }  # fmt: skip

@@ -9,12 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from apps.surveys.models import Answer, ParticipantStatus, Scenario
-from tests.surveys.conftest import (  # noqa: F401 - fixtures
-    fast_password_hashing,
-    make_study,
-    new_pid,
-    scenarios,
-)
+from tests.factories import new_pid
 
 PROLIFIC = re.compile(r"https://app\.prolific\.com/submissions/complete\?cc=DONE1234")
 PAYLOAD = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
@@ -22,7 +17,7 @@ REASON = "It answers the task and keeps the health details to itself."
 
 
 @pytest.fixture
-def study(transactional_db, make_study):  # noqa: F811
+def study(transactional_db, make_study):
     return make_study(count=6, scenarios_per_participant=2)
 
 

@@ -3,7 +3,7 @@
 import re
 
 from apps.surveys.models import Participant
-from tests.surveys.conftest import new_pid
+from tests.factories import new_pid
 
 SESSION = "c" * 24
 STUDY = "b" * 24

@@ -13,7 +13,7 @@ from django.test import override_settings
 
 from apps.surveys import selectors
 from apps.surveys.models import Assignment, AssignmentStatus, Participant, ParticipantStatus
-from tests.surveys.conftest import new_pid
+from tests.factories import new_pid
 
 PARTICIPANTS = 200
 # The live server runs a thread, with a database connection, per HTTP connection: keep

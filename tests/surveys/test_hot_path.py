@@ -63,6 +63,22 @@ def test_items_read_inside_a_transaction_are_not_kept(make_study):
     assert selectors.cached_study_items(study_id=study.pk) is None
 
 
+def test_clearing_the_process_caches_makes_the_next_request_read_again(make_study):
+    study = make_study(count=5)
+    selectors.study_items(study=Study.objects.get(pk=study.pk))
+    shown = study.study_scenarios.first()
+    html = selectors.scenario_body_html(study_scenario=shown)
+
+    selectors.process_caches_clear()
+    assert selectors.cached_study_items(study_id=study.pk) is None
+    with CaptureQueriesContext(connection) as queries:
+        assert selectors.scenario_body_html(study_scenario=shown) == html
+    assert len(queries) == 2  # the scenario and its response, read again
+    with CaptureQueriesContext(connection) as queries:
+        selectors.scenario_body_html(study_scenario=shown)
+    assert len(queries) == 0
+
+
 def test_an_autosave_is_one_statement_once_the_items_are_known(make_study):
     study = make_study(count=5)
     client = Client()

@@ -9,7 +9,7 @@ from apps.surveys.errors import SurveyError
 from apps.surveys.models import Scenario, ScenarioResponse
 from apps.surveys.privacylens import trajectory_steps
 from apps.surveys.services import response_import_csv, scenario_import_json
-from tests.surveys.conftest import FIXTURE, fixture_records
+from tests.factories import FIXTURE, fixture_records
 
 
 def test_all_40_fixture_records_import_verbatim(db):

@@ -4,7 +4,7 @@ own browser binding."""
 
 import pytest
 from django.test import Client
-from django.urls import reverse
+from django.urls import get_resolver, reverse
 
 from apps.accounts.roles import Role
 from apps.surveys.models import Assignment
@@ -63,9 +63,15 @@ def test_anonymous_visitors_go_to_login_from_researcher_pages(client, setup, nam
     assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
 
 
-def test_participant_pages_are_public_on_purpose_and_listed():
+def test_every_surveys_page_is_a_researchers_or_a_participants_and_guarded_as_such():
+    views = {p.name: p.callback for p in get_resolver("apps.surveys.urls").url_patterns}
+    assert set(views) == set(RESEARCHER_GET + RESEARCHER_POST + PARTICIPANT)
     for name in PARTICIPANT:
-        assert f"surveys:{name}" in PUBLIC
+        assert getattr(views[name], "public_on_purpose", False), name
+        assert f"surveys:{name}" in PUBLIC, name
+    for name in RESEARCHER_GET + RESEARCHER_POST:
+        assert getattr(views[name], "required_roles", None) == {Role.RESEARCHER}, name
+        assert f"surveys:{name}" not in PUBLIC, name
 
 
 @pytest.mark.parametrize("name", ["instructions", "scenario", "answer", "demographics", "done"])

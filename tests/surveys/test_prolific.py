@@ -8,8 +8,9 @@ import pytest
 from django.test import Client, override_settings
 
 from apps.accounts.roles import Role
+from apps.surveys.errors import ProlificError
 from apps.surveys.models import AssignmentStatus, ParticipantStatus, ReviewStatus
-from apps.surveys.prolific import HttpProlificClient, ProlificError
+from apps.surveys.prolific import HttpProlificClient
 from apps.surveys.services import study_sync_returned
 from tests.surveys.flow import SESSION, consent, finish
 

@@ -15,7 +15,7 @@ from apps.surveys.models import (
     StudyStatus,
     SurveyItem,
 )
-from tests.surveys.conftest import new_pid
+from tests.factories import new_pid
 
 DEMOGRAPHICS = {"age": "no_say", "gender": "no_say", "education": "no_say", "income": "no_say"}
 LONG_MESSAGE = (
@@ -153,11 +153,11 @@ def test_consenting_twice_reserves_one_bundle(make_study):
 
 def test_answer_saved_repeatedly_is_one_row_holding_the_last_answer(make_study):
     participant = arrive(make_study(count=5))
-    assignment = participant.assignments.first()
+    mine = {"participant": participant, "assignment_id": participant.assignments.first().pk}
     item = participant.study.items.get(code="H2")
-    services.answer_save(assignment=assignment, item=item, value="2", explanation=None)
-    services.answer_save(assignment=assignment, item=item, value=None, explanation="first try")
-    services.answer_save(assignment=assignment, item=item, value="5", explanation="changed my mind")
+    services.answer_save(**mine, item=item, value="2", explanation=None)
+    services.answer_save(**mine, item=item, value=None, explanation="first try")
+    services.answer_save(**mine, item=item, value="5", explanation="changed my mind")
     answer = Answer.objects.get()
     assert (answer.value, answer.explanation, answer.save_count) == ("5", "changed my mind", 3)
 
@@ -167,8 +167,9 @@ def test_answer_outside_the_scale_is_refused(make_study):
     item = participant.study.items.get(code="H2")
     with pytest.raises(SurveyError, match="not one of the answers"):
         services.answer_save(
-            assignment=participant.assignments.first(), item=item, value="9", explanation=""
-        )
+            participant=participant, assignment_id=participant.assignments.first().pk,
+            item=item, value="9", explanation="",
+        )  # fmt: skip
     assert not Answer.objects.exists()
 
 
@@ -194,8 +195,8 @@ def test_answers_are_frozen_after_finishing(make_study):
     done = complete(arrive(make_study(count=5)))
     with pytest.raises(SurveyError, match="submitted"):
         services.answer_save(
-            assignment=done.assignments.first(), item=done.study.items.get(code="H2"),
-            value="1", explanation="",
+            participant=done, assignment_id=done.assignments.first().pk,
+            item=done.study.items.get(code="H2"), value="1", explanation="",
         )  # fmt: skip
 
 
@@ -238,8 +239,9 @@ def test_items_freeze_once_anyone_answered(make_study):
     services.survey_item_save(item=item)
     participant = arrive(study)
     services.answer_save(
-        assignment=participant.assignments.first(), item=item, value="3", explanation=None
-    )
+        participant=participant, assignment_id=participant.assignments.first().pk,
+        item=item, value="3", explanation=None,
+    )  # fmt: skip
     item.wording = "Reworded after"
     with pytest.raises(SurveyError, match="frozen"):
         services.survey_item_save(item=item)
@@ -257,7 +259,7 @@ def test_new_study_copies_the_published_seven_items(make_study):
 
 def test_going_live_needs_a_response_for_every_scenario(scenarios):
     from apps.surveys.forms import DEFAULT_TEXTS
-    from tests.surveys.conftest import CODES
+    from tests.factories import CODES
 
     study = services.study_create(scenarios=scenarios[:5], name="x", **DEFAULT_TEXTS, **CODES)
     with pytest.raises(SurveyError, match="5 scenario"):

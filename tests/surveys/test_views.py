@@ -6,7 +6,8 @@ import pytest
 from django.test import Client, override_settings
 
 from apps.accounts.roles import Role
-from apps.surveys import throttle
+from apps.surveys import services, throttle
+from apps.surveys.forms import DEFAULT_TEXTS
 from apps.surveys.models import (
     Answer,
     Assignment,
@@ -17,8 +18,10 @@ from apps.surveys.models import (
     Scenario,
     StudyStatus,
 )
-from tests.surveys.conftest import new_pid
+from tests.conftest import wait_until
+from tests.factories import CODES, new_pid, offline_model
 from tests.surveys.flow import SESSION, answers_for, consent, finish, link
+from workers.surveys import generate_responses_task
 
 PAYLOAD = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned=2">'
 
@@ -407,19 +410,22 @@ def test_researcher_marks_a_participant_returned(role_client, make_study):
     }
 
 
-def test_generate_queues_the_task_after_commit(
-    role_client, make_study, monkeypatch, django_capture_on_commit_callbacks
+@pytest.mark.worker
+def test_generating_from_the_study_page_fills_it_with_the_models_responses(
+    route_to_worker, role_client, scenarios, offline_provider
 ):
-    study = make_study(count=5, live=False)
-    sent = []
-    monkeypatch.setattr(
-        "apps.surveys.views.generate_responses_task.delay", lambda *a: sent.append(a)
-    )
-    from apps.llm.models import ModelConfig
+    route_to_worker(generate_responses_task)
+    model = offline_model(offline_provider(), name="offline-thorough")
+    study = services.study_create(scenarios=scenarios[:3], name="g", **DEFAULT_TEXTS, **CODES)
+    client = role_client(Role.RESEARCHER)
+    asked = client.post(f"/studies/{study.pk}/responses/", {"model": model.pk}, follow=True)
+    assert f"Asked {model} for the missing responses" in asked.content.decode()
 
-    model = ModelConfig.objects.create(
-        display_name="m", family="f", litellm_model="openai/offline-terse"
-    )
-    with django_capture_on_commit_callbacks(execute=True):
-        role_client(Role.RESEARCHER).post(f"/studies/{study.pk}/responses/", {"model": model.pk})
-    assert sent == [(study.pk, model.pk)]
+    missing = study.study_scenarios.filter(response__isnull=True)
+    assert wait_until(lambda: not missing.exists(), timeout=90)
+    page = client.get(f"/studies/{study.pk}/").content.decode()
+    provenance = f"{model.display_name}, prompt scenario_response v1 (generated through"
+    assert page.count(provenance) == 3
+    assert "have no response to rate yet" not in page
+    study.refresh_from_db()
+    assert study.status == StudyStatus.DRAFT  # the researcher decides when it goes live

@@ -14,12 +14,11 @@ from apps.surveys import services
 from apps.surveys.forms import DEFAULT_TEXTS
 from apps.surveys.models import Assignment, AssignmentStatus, ResponseSource, StudyStatus
 from tests.conftest import ROOT, live_database_url, wait_until
-from tests.llm.models import offline_model
-from tests.surveys.conftest import CODES, scenarios  # noqa: F401 - a fixture
+from tests.factories import CODES, offline_model
 from workers.surveys import expire_reservations_task, generate_responses_task
 
 
-def draft_study(scenarios, count=6):  # noqa: F811 - the list, not the fixture
+def draft_study(scenarios, count=6):
     return services.study_create(scenarios=scenarios[:count], name="w", **DEFAULT_TEXTS, **CODES)
 
 
@@ -49,7 +48,7 @@ def test_worker_generates_responses_with_provenance_and_the_study_goes_live(
     worker_queue,
     transactional_db,
     offline_provider,
-    scenarios,  # noqa: F811
+    scenarios,
 ):
     model = offline_model(offline_provider(), name="offline-thorough")
     study = draft_study(scenarios)
@@ -79,7 +78,7 @@ def test_worker_generates_responses_with_provenance_and_the_study_goes_live(
 def test_generating_twice_makes_no_call_twice(
     transactional_db,
     offline_provider,
-    scenarios,  # noqa: F811
+    scenarios,
 ):
     model = offline_model(offline_provider(), name="offline-thorough")
     study = draft_study(scenarios, count=3)
@@ -94,7 +93,7 @@ def test_generating_twice_makes_no_call_twice(
 
 def test_a_failed_generation_is_recorded_and_the_study_stays_a_draft(
     transactional_db,
-    scenarios,  # noqa: F811
+    scenarios,
 ):
     model = offline_model("http://127.0.0.1:9", name="offline-thorough", timeout_seconds=1)
     model.api_base = ""
@@ -112,7 +111,7 @@ def test_a_failed_generation_is_recorded_and_the_study_stays_a_draft(
 def test_worker_expires_overdue_reservations_and_running_twice_is_harmless(
     worker_queue,
     transactional_db,
-    scenarios,  # noqa: F811
+    scenarios,
 ):
     study = draft_study(scenarios, count=5)
     services.response_import_csv(

@@ -1,0 +1,69 @@
+"""Every write of the surveys app. Split by concern; import from here."""
+
+from .answers import (
+    MAX_EXPLANATION,
+    answer_save,
+    answer_save_if_bound,
+    assignment_submit,
+    page_time_shown,
+    page_time_submitted,
+    participant_finish,
+    participant_instructions_read,
+)
+from .arrival import (
+    ProlificParams,
+    participant_consent,
+    participant_decline,
+    participant_enter,
+    prolific_params_parse,
+)
+from .prolific_sync import study_sync_returned
+from .reservation import assignment_expire_overdue, assignment_reserve_bundle
+from .review import (
+    MIN_REJECTION_MESSAGE,
+    participant_approve,
+    participant_mark_returned,
+    participant_reject,
+)
+from .scenarios import (
+    ImportSummary,
+    response_import_csv,
+    scenario_import_json,
+    scenario_response_record,
+    scenario_responses_generate,
+    study_scenario_record_error,
+)
+from .studies import study_create, study_set_status, study_update, survey_item_save
+
+__all__ = [
+    "MAX_EXPLANATION",
+    "MIN_REJECTION_MESSAGE",
+    "ImportSummary",
+    "ProlificParams",
+    "answer_save",
+    "answer_save_if_bound",
+    "assignment_expire_overdue",
+    "assignment_reserve_bundle",
+    "assignment_submit",
+    "page_time_shown",
+    "page_time_submitted",
+    "participant_approve",
+    "participant_consent",
+    "participant_decline",
+    "participant_enter",
+    "participant_finish",
+    "participant_instructions_read",
+    "participant_mark_returned",
+    "participant_reject",
+    "prolific_params_parse",
+    "response_import_csv",
+    "scenario_import_json",
+    "scenario_response_record",
+    "scenario_responses_generate",
+    "study_create",
+    "study_scenario_record_error",
+    "study_set_status",
+    "study_sync_returned",
+    "study_update",
+    "survey_item_save",
+]
