@@ -17,3 +17,7 @@ class RetryableLLMError(LLMError):
 class PermanentLLMError(LLMError):
     """Trying again will not help: a bad request, bad credentials, or an answer that kept
     failing validation. The message says what was wrong."""
+
+
+class PromptError(Exception):
+    """A prompt template cannot be rendered or saved; the message says why."""

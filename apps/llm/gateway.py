@@ -113,7 +113,7 @@ class Ledger:
                 while self.pending:
                     batch, self.pending = self.pending, []
                     try:
-                        await self.insert([row for row, _ in batch])
+                        await self.insert(calls=[row for row, _ in batch])
                     except Exception as exc:
                         for _, waiting in batch:
                             waiting.set_exception(exc)

@@ -1,6 +1,9 @@
+import string
+
 from django.db.models import Count, Q, Sum
 
-from .models import CallStatus, LLMCall
+from .errors import PromptError
+from .models import CallStatus, LLMCall, PromptTemplate
 
 
 def usage_totals(*, since=None) -> list[dict]:
@@ -22,3 +25,29 @@ def usage_totals(*, since=None) -> list[dict]:
         )
         .order_by("model__display_name", "purpose")
     )
+
+
+def prompt_current(*, purpose: str) -> PromptTemplate:
+    """The newest version of the prompt for `purpose`."""
+    template = PromptTemplate.objects.filter(purpose=purpose).order_by("-version").first()
+    if template is None:
+        raise PromptError(f"No prompt template for purpose {purpose!r}; run migrations.")
+    return template
+
+
+def prompt_render(*, template: PromptTemplate, variables: dict[str, object]) -> list[dict]:
+    """The chat messages for `template` filled with `variables`. Writes nothing: the version
+    is marked used when a call made with it is recorded (`services.llm_calls_record`)."""
+    missing = [name for name in template.variables if name not in variables]
+    if missing:
+        raise PromptError(f"{template} needs {', '.join(missing)}")
+    values = {k: str(v) for k, v in variables.items()}
+    messages = []
+    if template.system_text.strip():
+        messages.append(
+            {"role": "system", "content": string.Template(template.system_text).substitute(values)}
+        )
+    messages.append(
+        {"role": "user", "content": string.Template(template.user_text).substitute(values)}
+    )
+    return messages

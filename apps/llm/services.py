@@ -1,45 +1,28 @@
 import string
-from decimal import Decimal
 
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from .models import LLMCall, ModelConfig, PromptTemplate
+from .errors import PromptError
+from .models import LLMCall, PromptTemplate
 
 
-class PromptError(Exception):
-    """A prompt cannot be rendered or saved; the message says why."""
-
-
-def llm_call_record(
-    *,
-    model: ModelConfig,
-    purpose: str,
-    caller: str,
-    attempt: int,
-    status: str,
-    error_class: str = "",
-    error_message: str = "",
-    input_tokens: int = 0,
-    output_tokens: int = 0,
-    cost_usd: Decimal | None = None,
-    latency_ms: int = 0,
-    prompt: PromptTemplate | None = None,
-) -> LLMCall:
-    return LLMCall.objects.create(
-        model=model, purpose=purpose, caller=caller[:200], attempt=attempt, status=status,
-        error_class=error_class[:200], error_message=error_message, input_tokens=input_tokens,
-        output_tokens=output_tokens, cost_usd=cost_usd, latency_ms=latency_ms,
-        prompt_template=prompt,
-    )  # fmt: skip
-
-
-def llm_calls_record(calls: list[LLMCall]) -> list[LLMCall]:
-    """Store ledger rows built by the gateway, in one INSERT."""
+def llm_calls_record(*, calls: list[LLMCall]) -> list[LLMCall]:
+    """Store ledger rows built by the gateway, in one INSERT, and mark the prompt versions
+    they were made with as used: from then on those versions never change (see
+    `prompt_template_save`). Marked here, where a call is recorded, and not when a prompt is
+    rendered, so that reading a prompt never writes."""
     for call in calls:
         call.error_class = call.error_class[:200]
-    return LLMCall.objects.bulk_create(calls)
+    with transaction.atomic():
+        stored = LLMCall.objects.bulk_create(calls)
+        prompt_ids = {call.prompt_template_id for call in calls if call.prompt_template_id}
+        if prompt_ids:
+            PromptTemplate.objects.filter(pk__in=prompt_ids, used_at__isnull=True).update(
+                used_at=timezone.now()
+            )
+    return stored
 
 
 @transaction.atomic
@@ -77,32 +60,3 @@ def _check_placeholders(text: str) -> None:
             raise PromptError(
                 f"Line {line}: a lone '$' must be written '$$'; placeholders look like $name."
             )
-
-
-def prompt_current(purpose: str) -> PromptTemplate:
-    template = PromptTemplate.objects.filter(purpose=purpose).order_by("-version").first()
-    if template is None:
-        raise PromptError(f"No prompt template for purpose {purpose!r}; run migrations.")
-    return template
-
-
-def prompt_render(template: PromptTemplate, **variables: object) -> list[dict]:
-    """The chat messages for `template` filled with `variables`; marks the version used."""
-    missing = [name for name in template.variables if name not in variables]
-    if missing:
-        raise PromptError(f"{template} needs {', '.join(missing)}")
-    values = {k: str(v) for k, v in variables.items()}
-    messages = []
-    if template.system_text.strip():
-        messages.append(
-            {"role": "system", "content": string.Template(template.system_text).substitute(values)}
-        )
-    messages.append(
-        {"role": "user", "content": string.Template(template.user_text).substitute(values)}
-    )
-    if template.used_at is None:
-        PromptTemplate.objects.filter(pk=template.pk, used_at__isnull=True).update(
-            used_at=timezone.now()
-        )
-        template.used_at = timezone.now()
-    return messages

@@ -4,8 +4,9 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
+from .errors import QuestionError
 from .models import Question, Topic
-from .services import QuestionError, questions_import
+from .services import questions_import
 
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024
 

@@ -11,25 +11,11 @@ import json
 import re
 from dataclasses import dataclass
 
+from .errors import FormatError
 from .models import NeedType
 
 FORMAT = "assay-questions/1"
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$")
-MAX_PROBLEMS = 20
-
-
-class FormatError(Exception):
-    """The file cannot be used; `problems` lists every reason, each naming where it is."""
-
-    def __init__(self, filename: str, problems: list[str]):
-        self.filename = filename
-        self.problems = problems
-        shown = problems[:MAX_PROBLEMS]
-        more = len(problems) - len(shown)
-        text = f"{filename} was not imported (nothing was changed): " + "; ".join(shown)
-        if more:
-            text += f"; and {more} more problem(s)"
-        super().__init__(text)
 
 
 @dataclass(frozen=True)

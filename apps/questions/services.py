@@ -2,12 +2,9 @@ from dataclasses import dataclass, field
 
 from django.db import IntegrityError, transaction
 
-from .interchange import FormatError, QuestionRecord, load_json, question_records
+from .errors import FormatError, QuestionError
+from .interchange import QuestionRecord, load_json, question_records
 from .models import Question, Topic, length_bucket_for
-
-
-class QuestionError(Exception):
-    """A change to the question bank that cannot be made, said so a person can read it."""
 
 
 @dataclass

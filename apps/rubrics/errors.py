@@ -17,3 +17,7 @@ class RubricConflict(RubricError):
         super().__init__(message)
         self.changes = changes
         self.current_revision = current_revision
+
+
+class ScoringError(RubricError, ValueError):
+    """The inputs cannot be scored (a missing verdict, points outside the set, ...)."""

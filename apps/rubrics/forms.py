@@ -49,17 +49,17 @@ class CommentForm(forms.Form):
 
 class AssignmentForm(forms.Form):
     author = forms.ModelChoiceField(
-        queryset=selectors.people_with_role(Role.EXPERT), required=False
+        queryset=selectors.people_with_role(role=Role.EXPERT), required=False
     )
     reviewer = forms.ModelChoiceField(
-        queryset=selectors.people_with_role(Role.REVIEWER), required=False
+        queryset=selectors.people_with_role(role=Role.REVIEWER), required=False
     )
 
 
 class ClaimingForm(forms.Form):
     open = forms.BooleanField(required=False)
     default_reviewer = forms.ModelChoiceField(
-        queryset=selectors.people_with_role(Role.REVIEWER), required=False
+        queryset=selectors.people_with_role(role=Role.REVIEWER), required=False
     )
 
 

@@ -12,17 +12,17 @@ Nothing here touches the database; `services.imports` plans and commits.
 import json
 from dataclasses import dataclass, field
 
+from apps.questions.errors import FormatError
 from apps.questions.interchange import (
     FORMAT,
     ID_PATTERN,
-    FormatError,
     QuestionRecord,
     load_json,
     question_records,
     where,
 )
 
-from .models import POINTS, Kind, Polarity
+from .models import POINTS, Kind, Origin, Polarity
 
 HEALTHBENCH_CONVERSION = (
     "HealthBench scores a met negative criterion by subtracting its points and counts only "
@@ -337,7 +337,7 @@ def _healthbench_criterion(at, entry, points_mapping, plan) -> PlannedCriterion 
 
 def _in_order(rubric) -> list:
     """The rubric's own criteria in order, then its shared ones."""
-    return sorted(rubric.criteria.all(), key=lambda c: (c.origin == "shared", c.order, c.pk))
+    return sorted(rubric.criteria.all(), key=lambda c: (c.origin == Origin.SHARED, c.order, c.pk))
 
 
 def export_assay(rubrics, shared_criteria, topic_names: list[str]) -> dict:
@@ -361,7 +361,7 @@ def export_assay(rubrics, shared_criteria, topic_names: list[str]) -> dict:
                 "criteria": [
                     {"text": c.text, "polarity": c.polarity, "kind": c.kind, "points": c.points}
                     for c in _in_order(r)
-                    if c.origin != "shared"
+                    if c.origin != Origin.SHARED
                 ],
             }
             for r in rubrics
@@ -388,7 +388,7 @@ def export_healthbench(rubrics) -> str:
                                 if c.kind == Kind.PRESENTATION
                                 else "axis:accuracy",
                                 f"kind:{c.kind}",
-                                *([SHARED_TAG] if c.origin == "shared" else []),
+                                *([SHARED_TAG] if c.origin == Origin.SHARED else []),
                             ],
                         }
                         for c in _in_order(r)

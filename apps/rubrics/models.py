@@ -177,8 +177,8 @@ class Criterion(models.Model):
                 Lower("text"), "rubric", name="criterion_text_unique_per_rubric"
             ),
             models.CheckConstraint(
-                condition=Q(origin="shared", shared_source__isnull=False)
-                | (~Q(origin="shared") & Q(shared_source__isnull=True)),
+                condition=Q(origin=Origin.SHARED, shared_source__isnull=False)
+                | (~Q(origin=Origin.SHARED) & Q(shared_source__isnull=True)),
                 name="criterion_shared_has_source",
             ),
         ]

@@ -13,13 +13,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
+from .errors import ScoringError
+
 POSITIVE, NEGATIVE = "positive", "negative"
 FACTUAL, PRESENTATION = "factual", "presentation"
 ALLOWED_POINTS = frozenset({1, 2, 3, 5})
-
-
-class ScoringError(ValueError):
-    """The inputs cannot be scored (a missing verdict, points outside the set, ...)."""
 
 
 @dataclass(frozen=True)

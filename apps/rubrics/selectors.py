@@ -18,11 +18,13 @@ from .models import (
     OPEN_STATES,
     Criterion,
     DraftJob,
+    EventAction,
     Kind,
     Origin,
     Polarity,
     QuestionAssignment,
     Rubric,
+    RubricEvent,
     RubricState,
     Suggestion,
     SuggestionStatus,
@@ -64,7 +66,7 @@ class Totals:
     count: int
 
 
-def criteria_totals(criteria) -> Totals:
+def criteria_totals(*, criteria) -> Totals:
     criteria = list(criteria)
     return Totals(
         max_points=sum(c.points for c in criteria),
@@ -78,7 +80,7 @@ def criteria_totals(criteria) -> Totals:
     )
 
 
-def rubric_criteria(rubric: Rubric) -> tuple[list[Criterion], list[Criterion]]:
+def rubric_criteria(*, rubric: Rubric) -> tuple[list[Criterion], list[Criterion]]:
     """(the rubric's own criteria, its shared presentation criteria), in order."""
     own, shared = [], []
     for criterion in rubric.criteria.order_by("order", "pk"):
@@ -86,27 +88,27 @@ def rubric_criteria(rubric: Rubric) -> tuple[list[Criterion], list[Criterion]]:
     return own, shared
 
 
-def criteria_specs(rubric: Rubric) -> list[scoring.ScoredCriterion]:
+def criteria_specs(*, rubric: Rubric) -> list[scoring.ScoredCriterion]:
     return [
         scoring.ScoredCriterion(id=c.pk, polarity=c.polarity, kind=c.kind, points=c.points)
         for c in rubric.criteria.all()
     ]
 
 
-def rubric_score(rubric: Rubric, verdicts: dict[int, bool]) -> scoring.ScoreBreakdown:
+def rubric_score(*, rubric: Rubric, verdicts: dict[int, bool]) -> scoring.ScoreBreakdown:
     """Score verdicts keyed by criterion id against exactly this rubric version."""
-    return scoring.score(criteria_specs(rubric), verdicts)
+    return scoring.score(criteria_specs(rubric=rubric), verdicts)
 
 
-def latest_draft_job(rubric: Rubric) -> DraftJob | None:
+def latest_draft_job(*, rubric: Rubric) -> DraftJob | None:
     return rubric.draft_jobs.select_related("model").first()
 
 
-def pending_suggestions(rubric: Rubric) -> list[Suggestion]:
+def pending_suggestions(*, rubric: Rubric) -> list[Suggestion]:
     return list(rubric.suggestions.filter(status=SuggestionStatus.PENDING).order_by("job", "order"))
 
 
-def comments_by_criterion(rubric: Rubric):
+def comments_by_criterion(*, rubric: Rubric):
     """({criterion id: [comments]}, [comments on the whole rubric])."""
     by_criterion, general = defaultdict(list), []
     for comment in rubric.comments.select_related("author"):
@@ -117,7 +119,7 @@ def comments_by_criterion(rubric: Rubric):
     return dict(by_criterion), general
 
 
-def similar_questions(question: Question, limit: int = 3) -> list[dict]:
+def similar_questions(*, question: Question, limit: int = 3) -> list[dict]:
     """The questions of the same topic whose text is most like this one's (pg_trgm), each with
     its latest approved criteria, so experts can check that similar questions reward the same
     advice."""
@@ -147,7 +149,7 @@ def similar_questions(question: Question, limit: int = 3) -> list[dict]:
     ]
 
 
-def expert_dashboard(user: User) -> dict:
+def expert_dashboard(*, user: User) -> dict:
     mine = (
         questions_with_state()
         .filter(assignment__author=user)
@@ -191,7 +193,7 @@ def topic_progress() -> list[dict]:
     return rows
 
 
-def reviewer_queue(user: User) -> dict:
+def reviewer_queue(*, user: User) -> dict:
     in_review = questions_with_state().filter(rubric_state=RubricState.IN_REVIEW)
     return {
         "mine": list(in_review.filter(assignment__reviewer=user).order_by("external_id")),
@@ -208,14 +210,14 @@ def reviewer_queue(user: User) -> dict:
     }
 
 
-def workspace_questions(topic: Topic | None):
+def workspace_questions(*, topic: Topic | None = None):
     questions = questions_with_state().select_related("assignment__author", "assignment__reviewer")
     if topic is not None:
         questions = questions.filter(topic=topic)
     return questions.order_by("topic__order", "external_id")
 
 
-def people_with_role(role: Role):
+def people_with_role(*, role: Role):
     return User.objects.filter(groups__name=str(role), is_active=True).order_by("username")
 
 
@@ -243,7 +245,7 @@ def stale_rubrics(*, older_than_days: int):
     )
 
 
-def question_history(question: Question) -> list[dict]:
+def question_history(*, question: Question) -> list[dict]:
     """Every version, newest first, with its events and the differences from the one before."""
     versions = list(
         question.rubrics.select_related("created_by", "submitted_by", "approved_by")
@@ -259,14 +261,14 @@ def question_history(question: Question) -> list[dict]:
             {
                 "rubric": rubric,
                 "events": list(rubric.events.all()),
-                "diff": version_diff(previous, rubric) if previous else None,
+                "diff": version_diff(old=previous, new=rubric) if previous else None,
             }
         )
         previous = rubric
     return list(reversed(history))
 
 
-def version_diff(old: Rubric, new: Rubric) -> dict:
+def version_diff(*, old: Rubric, new: Rubric) -> dict:
     """Criteria added, removed and changed from `old` to `new` (matched by lineage, else text)."""
     old_criteria = list(old.criteria.all())
     new_criteria = list(new.criteria.all())
@@ -286,13 +288,13 @@ def version_diff(old: Rubric, new: Rubric) -> dict:
         if fields:
             changed.append(
                 {"before": before, "after": criterion, "fields": fields,
-                 "text_diff": word_diff(before.text, criterion.text)}
+                 "text_diff": word_diff(before=before.text, after=criterion.text)}
             )  # fmt: skip
     removed = [c for c in old_criteria if c.pk not in matched]
     return {"added": added, "removed": removed, "changed": changed, "from_version": old.version}
 
 
-def word_diff(before: str, after: str) -> str:
+def word_diff(*, before: str, after: str) -> str:
     """HTML of the word-level difference: <del> and <ins> around escaped words."""
     a, b = before.split(), after.split()
     parts = []
@@ -322,9 +324,31 @@ def export_rubrics(*, approved_only: bool, topic: Topic | None = None):
     )
 
 
-def assignment_for(question: Question) -> QuestionAssignment | None:
+def assignment_for(*, question: Question) -> QuestionAssignment | None:
     return (
         QuestionAssignment.objects.filter(question=question)
         .select_related("author", "reviewer")
         .first()
     )
+
+
+# Whoever did one of these to a version is one of its authors, and may not approve it.
+AUTHORING_ACTIONS = (
+    EventAction.CREATED, EventAction.IMPORTED, EventAction.CRITERION_ADDED,
+    EventAction.CRITERION_EDITED, EventAction.CRITERION_DELETED, EventAction.CRITERION_MOVED,
+    EventAction.SUBMITTED,
+)  # fmt: skip
+
+
+def rubric_authors(*, rubric: Rubric) -> set[int]:
+    """Ids of the users who wrote this version: the assigned author and everyone who edited it."""
+    ids = set(
+        RubricEvent.objects.filter(rubric=rubric, action__in=AUTHORING_ACTIONS)
+        .exclude(actor=None)
+        .values_list("actor_id", flat=True)
+    )
+    author = QuestionAssignment.objects.filter(question_id=rubric.question_id).values_list(
+        "author_id", flat=True
+    )
+    ids.update(a for a in author if a)
+    return ids

@@ -1,5 +1,7 @@
 from django.contrib import admin
 
+from apps.console.sites import ReadOnlyAdmin
+
 from .models import Response, SamplingRun
 
 
@@ -13,7 +15,7 @@ class SamplingRunAdmin(admin.ModelAdmin):
 
 
 @admin.register(Response)
-class ResponseAdmin(admin.ModelAdmin):
+class ResponseAdmin(ReadOnlyAdmin):
     list_display = (
         "question", "model", "run", "sample_index", "status", "output_tokens", "cost_usd",
         "latency_ms", "attempts",
@@ -22,9 +24,3 @@ class ResponseAdmin(admin.ModelAdmin):
     search_fields = ("question__external_id", "text", "error")
     list_select_related = ("question", "model", "run")
     show_full_result_count = False
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False

@@ -48,7 +48,7 @@ class SamplingRun(models.Model):
         ordering = ["-created_at"]
         constraints = [
             models.UniqueConstraint(
-                fields=["kind"], condition=Q(kind="reference"), name="one_reference_run"
+                fields=["kind"], condition=Q(kind=RunKind.REFERENCE), name="one_reference_run"
             ),
             models.CheckConstraint(condition=Q(samples_per_item__gte=1), name="run_samples_min_1"),
         ]

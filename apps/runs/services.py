@@ -14,11 +14,12 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from apps.llm import gateway
-from apps.llm.errors import LLMError
+from apps.llm.errors import LLMError, PromptError
 from apps.llm.models import ModelConfig, Purpose
-from apps.llm.services import PromptError, prompt_current, prompt_render
+from apps.llm.selectors import prompt_current, prompt_render
 from apps.questions.models import Question
 
+from .errors import RunError
 from .models import Response, ResponseStatus, RunKind, RunStatus, SamplingRun
 
 REFERENCE_RUN_NAME = "Reference answers (on demand)"
@@ -29,17 +30,13 @@ STALE_AFTER = dt.timedelta(minutes=5)
 MAX_ERROR_CHARS = 2000
 
 
-class RunError(Exception):
-    """A run or response operation that cannot be carried out; the message says why."""
-
-
 def reference_run_get() -> SamplingRun:
     """The run that keeps on-demand reference answers, made on first use."""
     run = SamplingRun.objects.filter(kind=RunKind.REFERENCE).first()
     if run is not None:
         return run
     try:
-        prompt = prompt_current(Purpose.SAMPLE)
+        prompt = prompt_current(purpose=Purpose.SAMPLE)
     except PromptError as exc:
         raise RunError(str(exc)) from exc
     try:
@@ -125,7 +122,9 @@ def response_generate(*, response_id: int) -> Response | None:
         pk=response_id
     )
     try:
-        messages = prompt_render(response.run.prompt, question=response.question.text)
+        messages = prompt_render(
+            template=response.run.prompt, variables={"question": response.question.text}
+        )
         completion = gateway.complete(
             model=response.model, messages=messages, purpose=Purpose.SAMPLE,
             caller=f"response:{response.pk}", prompt=response.run.prompt,

@@ -8,7 +8,7 @@ import pytest
 from apps.llm.errors import PermanentLLMError, RetryableLLMError
 from apps.llm.gateway import RetryPolicy, complete
 from apps.llm.models import CallStatus, LLMCall
-from tests.llm.models import api_base, offline_model
+from tests.factories import api_base, offline_model
 
 QUESTION = [
     {"role": "user", "content": "<question>Someone logged into my email. What now?</question>"}
@@ -50,6 +50,23 @@ def test_completion_records_tokens_cost_and_one_ledger_row(db, offline_provider)
     assert (call.status, call.attempt, call.caller) == (CallStatus.OK, 1, "test:1")
     assert (call.input_tokens, call.output_tokens) == (result.input_tokens, result.output_tokens)
     assert call.cost_usd == pytest.approx(expected, abs=Decimal("0.000001"))
+
+
+def test_a_call_marks_the_prompt_version_it_was_made_with_as_used(db, offline_provider_url):
+    from apps.llm.selectors import prompt_current, prompt_render
+
+    template = prompt_current(purpose="sample")
+    assert template.used_at is None
+    messages = prompt_render(template=template, variables={"question": "My email was hacked."})
+
+    complete(
+        model=offline_model(offline_provider_url), messages=messages, purpose="sample",
+        prompt=template,
+    )  # fmt: skip
+
+    template.refresh_from_db()
+    assert template.used_at is not None
+    assert LLMCall.objects.get().prompt_template == template
 
 
 def test_unknown_price_is_recorded_as_unknown_not_zero(db, offline_provider):
@@ -158,13 +175,15 @@ def test_valid_structured_answer_is_parsed(db, offline_provider):
 
 def test_requests_per_minute_hold_and_waiters_give_up_at_the_deadline(db, offline_provider):
     model = offline_model(offline_provider(), requests_per_minute=3)
-    policy = RetryPolicy(max_total_seconds=2)
+    # The first three have time to spare on a busy machine; the waiters give up after 1 s.
+    patient, waiter = RetryPolicy(max_total_seconds=30), RetryPolicy(max_total_seconds=1)
     outcomes = []
     for i in range(5):
         try:
             complete(
-                model=model, messages=QUESTION, purpose="sample", caller=f"r{i}", policy=policy
-            )
+                model=model, messages=QUESTION, purpose="sample", caller=f"r{i}",
+                policy=patient if i < 3 else waiter,
+            )  # fmt: skip
             outcomes.append("ok")
         except RetryableLLMError as exc:
             assert "rate limits" in str(exc)

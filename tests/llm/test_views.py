@@ -43,10 +43,11 @@ def test_ledger_exports_as_csv_from_the_console(role_client):
 
 def test_editing_a_used_prompt_in_the_console_saves_a_new_version(role_client):
     from apps.llm.models import PromptTemplate
-    from apps.llm.services import prompt_current, prompt_render
+    from apps.llm.selectors import prompt_current
+    from tests.factories import call_recorded
 
-    template = prompt_current("rewrite")
-    prompt_render(template, post="p")
+    template = prompt_current(purpose="rewrite")
+    call_recorded(template=template)
     response = role_client(Role.RESEARCHER).post(
         reverse("admin:llm_prompttemplate_change", args=[template.pk]),
         {"system_text": "new system", "user_text": "Rewrite: $post", "notes": "shorter"},

@@ -6,8 +6,9 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
+from apps.questions.errors import QuestionError
 from apps.questions.models import Question, Topic
-from apps.questions.services import QuestionError, questions_import
+from apps.questions.services import questions_import
 
 pytestmark = pytest.mark.django_db
 FIXTURE = Path(__file__).resolve().parents[2] / "apps" / "questions" / "fixtures" / "questions.json"

@@ -10,8 +10,7 @@ from apps.rubrics.models import (
     Suggestion,
     SuggestionStatus,
 )
-from tests.llm.models import offline_model
-from tests.rubrics.factories import question_make
+from tests.factories import offline_model, question_make
 
 pytestmark = pytest.mark.django_db
 

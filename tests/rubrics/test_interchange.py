@@ -8,7 +8,7 @@ from apps.rubrics import selectors, services
 from apps.rubrics.errors import RubricError
 from apps.rubrics.interchange import export_assay, export_healthbench, plan_healthbench
 from apps.rubrics.models import EventAction, Origin, RubricImport, RubricState
-from tests.rubrics.factories import approved_rubric, question_make
+from tests.factories import approved_rubric, question_make
 
 pytestmark = pytest.mark.django_db
 HEALTHBENCH = Path(__file__).parent / "data" / "healthbench-format-sample.jsonl"

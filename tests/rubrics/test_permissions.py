@@ -16,7 +16,7 @@ from apps.rubrics.models import (
     Suggestion,
 )
 from tests.conftest import ROLES
-from tests.rubrics.factories import draft_with_criteria, question_make
+from tests.factories import draft_with_criteria, question_make
 
 pytestmark = pytest.mark.django_db
 
@@ -71,9 +71,9 @@ def _model():
 
 
 def _prompt():
-    from apps.llm.services import prompt_current
+    from apps.llm.selectors import prompt_current
 
-    return prompt_current("rubric_draft")
+    return prompt_current(purpose="rubric_draft")
 
 
 def test_every_rubrics_url_is_in_the_table():

@@ -2,7 +2,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from apps.rubrics.scoring import ScoredCriterion, ScoringError, score
+from apps.rubrics.errors import ScoringError
+from apps.rubrics.scoring import ScoredCriterion, score
 
 criterion_st = st.builds(
     lambda i, polarity, kind, points: ScoredCriterion(i, polarity, kind, points),

@@ -13,7 +13,7 @@ from apps.rubrics.models import (
     RubricState,
     SharedCriterionSet,
 )
-from tests.rubrics.factories import (
+from tests.factories import (
     approved_rubric,
     assign,
     draft_with_criteria,
@@ -154,7 +154,7 @@ def test_criteria_move_up_and_down(expert):
         rubric=rubric, criterion_id=third.pk, user=expert, revision=rubric.revision,
         direction="up",
     )  # fmt: skip
-    own, _shared = selectors.rubric_criteria(rubric)
+    own, _shared = selectors.rubric_criteria(rubric=rubric)
     assert [c.pk for c in own] == [first.pk, third.pk, second.pk]
 
 
@@ -292,7 +292,7 @@ def test_history_shows_the_differences_between_versions(expert, reviewer):
     services.criterion_delete(rubric=nxt, criterion_id=third.pk, user=expert, revision=nxt.revision)
     add(nxt, expert, text="Mentions the provider's recovery form.")
 
-    history = selectors.question_history(rubric.question)
+    history = selectors.question_history(question=rubric.question)
     diff = history[0]["diff"]
     assert [c.text for c in diff["added"]] == ["Mentions the provider's recovery form."]
     assert [c.text for c in diff["removed"]] == [third.text]
@@ -303,7 +303,7 @@ def test_history_shows_the_differences_between_versions(expert, reviewer):
 
 
 def test_word_diff_escapes_criterion_text():
-    html = selectors.word_diff("Says <b>hi</b>", "Says <script>x</script>")
+    html = selectors.word_diff(before="Says <b>hi</b>", after="Says <script>x</script>")
     assert "<script>" not in html and "&lt;script&gt;" in html
 
 
@@ -417,7 +417,7 @@ def test_similar_questions_come_from_the_same_topic_with_approved_criteria(exper
     question_make(topic="scams", text="Someone stole my Instagram account and changed the email!")
     approved_rubric(close, expert, reviewer)
 
-    similar = selectors.similar_questions(target)
+    similar = selectors.similar_questions(question=target)
     assert [item["question"] for item in similar] == [close, far]
     assert similar[0]["similarity"] > similar[1]["similarity"]
     assert similar[0]["criteria"][0].text.startswith("Recommends turning on")
@@ -427,6 +427,6 @@ def test_similar_questions_come_from_the_same_topic_with_approved_criteria(exper
 def test_scoring_a_rubric_version_counts_its_shared_criteria(expert):
     rubric = draft_with_criteria(question_make(), expert)
     verdicts = {c.pk: c.polarity == "positive" for c in Criterion.objects.filter(rubric=rubric)}
-    result = selectors.rubric_score(rubric, verdicts)
+    result = selectors.rubric_score(rubric=rubric, verdicts=verdicts)
     assert result.score == 1
     assert result.max_points == 13 + 12  # own criteria 5+3+5, shared 3+2+2+2+3

@@ -8,8 +8,13 @@ from apps.rubrics.models import AuthoringSettings, DraftJob, Origin, Rubric, Rub
 from apps.rubrics.selectors import topic_progress
 from apps.runs.models import Response
 from apps.runs.services import reference_models_set, response_generate
-from tests.llm.models import offline_model
-from tests.rubrics.factories import approved_rubric, assign, draft_with_criteria, question_make
+from tests.factories import (
+    approved_rubric,
+    assign,
+    draft_with_criteria,
+    offline_model,
+    question_make,
+)
 
 pytestmark = pytest.mark.django_db
 HX = {"HTTP_HX_REQUEST": "true"}

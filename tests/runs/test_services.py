@@ -3,18 +3,17 @@ import random
 import pytest
 
 from apps.llm.models import LLMCall
-from apps.llm.services import prompt_current
+from apps.llm.selectors import prompt_current
 from apps.runs import selectors
+from apps.runs.errors import RunError
 from apps.runs.models import Response, ResponseStatus, RunKind, SamplingRun
 from apps.runs.services import (
-    RunError,
     reference_models_set,
     reference_run_get,
     response_generate,
     sample_answers_draw,
 )
-from tests.llm.models import offline_model
-from tests.rubrics.factories import question_make
+from tests.factories import offline_model, question_make
 
 pytestmark = pytest.mark.django_db
 
@@ -37,7 +36,7 @@ def test_without_reference_models_the_draw_says_how_to_configure_them():
 def test_there_is_one_reference_run_pinned_to_the_sample_prompt():
     run = reference_run_get()
     assert reference_run_get() == run
-    assert run.kind == RunKind.REFERENCE and run.prompt == prompt_current("sample")
+    assert run.kind == RunKind.REFERENCE and run.prompt == prompt_current(purpose="sample")
 
 
 def test_two_answers_from_two_different_models_are_generated_and_kept(models):
@@ -79,7 +78,7 @@ def test_show_two_others_prefers_models_not_shown(models):
 
 def test_an_answer_from_a_sampling_run_is_used_before_generating(models):
     question = question_make()
-    run = SamplingRun.objects.create(name="Benchmark", prompt=prompt_current("sample"))
+    run = SamplingRun.objects.create(name="Benchmark", prompt=prompt_current(purpose="sample"))
     for model in models:
         Response.objects.create(
             run=run, model=model, question=question, status=ResponseStatus.DONE,

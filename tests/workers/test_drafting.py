@@ -7,12 +7,8 @@ from apps.runs.models import Response, ResponseStatus
 from apps.runs.services import reference_models_set, sample_answers_draw
 from config.celery import app
 from tests.conftest import wait_until
-from tests.llm.models import offline_model
-from tests.rubrics.conftest import expert, fast_password_hashing, migrated_rows
-from tests.rubrics.factories import question_make
+from tests.factories import offline_model, question_make
 from workers.drafting import draft_criteria_task, sample_answer_task
-
-__all__ = ["expert", "fast_password_hashing", "migrated_rows"]
 
 
 def test_drafting_tasks_go_to_the_llm_queue():

@@ -8,7 +8,7 @@ from django.conf import settings
 
 from apps.llm.models import CallStatus, LLMCall
 from tests.conftest import wait_until
-from tests.llm.models import api_base, offline_model
+from tests.factories import api_base, offline_model
 from workers.llm import complete_batch_task
 
 

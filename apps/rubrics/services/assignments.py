@@ -7,8 +7,8 @@ from apps.questions.models import Question, Topic
 
 from ..errors import RubricError
 from ..models import QuestionAssignment, Rubric, RubricState, TopicClaiming
+from ..selectors import rubric_authors
 from .revisions import locked
-from .workflow import rubric_authors
 
 
 def _name(user) -> str:
@@ -78,7 +78,7 @@ def review_claim(*, rubric: Rubric, user) -> QuestionAssignment:
         rubric = locked(rubric.pk)
         if rubric.state != RubricState.IN_REVIEW:
             raise RubricError("Only rubrics in review can be taken for review.")
-        if user.pk in rubric_authors(rubric):
+        if user.pk in rubric_authors(rubric=rubric):
             raise RubricError(
                 "You wrote or edited this version, so another reviewer must review it."
             )

@@ -12,9 +12,9 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from apps.llm import gateway
-from apps.llm.errors import LLMError
+from apps.llm.errors import LLMError, PromptError
 from apps.llm.models import Purpose
-from apps.llm.services import PromptError, prompt_current, prompt_render
+from apps.llm.selectors import prompt_current, prompt_render
 
 from ..errors import RubricError
 from ..models import (
@@ -69,7 +69,7 @@ def draft_job_request(*, rubric: Rubric, user) -> tuple[DraftJob, bool]:
             "(Rubrics > Authoring settings)."
         )
     try:
-        prompt = prompt_current(Purpose.RUBRIC_DRAFT)
+        prompt = prompt_current(purpose=Purpose.RUBRIC_DRAFT)
     except PromptError as exc:
         raise RubricError(str(exc)) from exc
     with transaction.atomic():
@@ -107,7 +107,10 @@ def draft_job_run(*, job_id: int) -> DraftJob | None:
     )
     question = job.rubric.question
     try:
-        messages = prompt_render(job.prompt, question=question.text, topic=question.topic.name)
+        messages = prompt_render(
+            template=job.prompt,
+            variables={"question": question.text, "topic": question.topic.name},
+        )
         completion = gateway.complete(
             model=job.model, messages=messages, purpose=Purpose.RUBRIC_DRAFT,
             schema=DRAFT_SCHEMA, caller=f"draftjob:{job.pk}", prompt=job.prompt,

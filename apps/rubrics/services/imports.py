@@ -6,13 +6,14 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from apps.accounts.roles import Role, user_has_role
+from apps.questions.errors import QuestionError
 from apps.questions.models import Question, Topic
-from apps.questions.services import QuestionError, questions_ensure
+from apps.questions.services import questions_ensure
 
 from ..errors import RubricError
 from ..interchange import CONVERSATIONS, POINT_MAPPINGS, ImportPlan, plan_assay, plan_healthbench
 from ..models import OPEN_STATES, Criterion, EventAction, Origin, RubricImport, RubricState
-from .revisions import record
+from .revisions import criterion_like, record
 from .shared import shared_criteria_current
 from .workflow import rubric_version_open
 
@@ -128,16 +129,7 @@ def _commit(plan: ImportPlan, upload: RubricImport, user) -> dict:
         rubric = rubric_version_open(question=question, user=user, action=EventAction.IMPORTED)
         rubric.criteria.exclude(origin=Origin.SHARED).delete()
         Criterion.objects.bulk_create(
-            Criterion(
-                rubric=rubric,
-                text=c.text,
-                polarity=c.polarity,
-                kind=c.kind,
-                points=c.points,
-                order=i,
-                origin=Origin.EXPERT,
-                created_by=user,
-            )
+            criterion_like(c, rubric=rubric, order=i, origin=Origin.EXPERT, created_by=user)
             for i, c in enumerate(planned.criteria, start=1)
         )
         record(

@@ -13,7 +13,7 @@ from django.utils import timezone
 from apps.accounts.roles import Role, user_has_role
 
 from ..errors import RubricConflict, RubricError
-from ..models import Criterion, EventAction, Rubric, RubricEvent
+from ..models import Criterion, EventAction, Rubric, RubricEvent, RubricState
 
 # Autosave sends a criterion many times while it is typed; one person's edits to one
 # criterion within this window are one event in the history.
@@ -36,7 +36,7 @@ def require_expert(user) -> None:
 def require_editable(rubric: Rubric, user) -> None:
     require_expert(user)
     if not rubric.is_editable:
-        if rubric.state == "approved":
+        if rubric.state == RubricState.APPROVED:
             raise RubricError(
                 f"Version {rubric.version} is approved and cannot be changed. "
                 "Start a new version to edit it."
@@ -114,3 +114,12 @@ def snapshot(criterion: Criterion) -> dict:
         "kind": criterion.kind,
         "points": criterion.points,
     }
+
+
+def criterion_like(source, *, rubric: Rubric, **fields) -> Criterion:
+    """A new (unsaved) criterion of `rubric` saying what `source` says: its text, polarity,
+    kind and points. `source` is a criterion, a shared criterion or an imported record."""
+    return Criterion(
+        rubric=rubric, text=source.text, polarity=source.polarity, kind=source.kind,
+        points=source.points, **fields,
+    )  # fmt: skip

@@ -18,7 +18,7 @@ from ..models import (
     SharedCriterionSet,
 )
 from .editing import normalise_text
-from .revisions import bump
+from .revisions import bump, criterion_like
 
 
 def shared_criteria_current() -> SharedCriterionSet:
@@ -31,16 +31,7 @@ def shared_criteria_current() -> SharedCriterionSet:
 def shared_criteria_copy(*, rubric: Rubric, criterion_set: SharedCriterionSet) -> None:
     """Give `rubric` its own rows for the set's criteria (judgments refer to them)."""
     Criterion.objects.bulk_create(
-        Criterion(
-            rubric=rubric,
-            text=s.text,
-            polarity=s.polarity,
-            kind=s.kind,
-            points=s.points,
-            order=s.order,
-            origin=Origin.SHARED,
-            shared_source=s,
-        )
+        criterion_like(s, rubric=rubric, order=s.order, origin=Origin.SHARED, shared_source=s)
         for s in criterion_set.criteria.all()
     )
 

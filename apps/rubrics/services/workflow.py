@@ -16,33 +16,12 @@ from ..models import (
     QuestionAssignment,
     ReviewComment,
     Rubric,
-    RubricEvent,
     RubricState,
 )
+from ..selectors import rubric_authors
 from .editing import normalise_text
-from .revisions import locked, record, require_editable
+from .revisions import criterion_like, locked, record, require_editable
 from .shared import shared_criteria_copy, shared_criteria_current
-
-# Whoever did one of these to a version is one of its authors, and may not approve it.
-AUTHORING_ACTIONS = (
-    EventAction.CREATED, EventAction.IMPORTED, EventAction.CRITERION_ADDED,
-    EventAction.CRITERION_EDITED, EventAction.CRITERION_DELETED, EventAction.CRITERION_MOVED,
-    EventAction.SUBMITTED,
-)  # fmt: skip
-
-
-def rubric_authors(rubric: Rubric) -> set[int]:
-    """Ids of the users who wrote this version: the assigned author and everyone who edited it."""
-    ids = set(
-        RubricEvent.objects.filter(rubric=rubric, action__in=AUTHORING_ACTIONS)
-        .exclude(actor=None)
-        .values_list("actor_id", flat=True)
-    )
-    author = QuestionAssignment.objects.filter(question_id=rubric.question_id).values_list(
-        "author_id", flat=True
-    )
-    ids.update(a for a in author if a)
-    return ids
 
 
 def rubric_start(*, question: Question, user) -> Rubric:
@@ -82,12 +61,9 @@ def _create_version(*, question, user, shared, action, reason) -> Rubric:
     )  # fmt: skip
     if latest is not None:
         Criterion.objects.bulk_create(
-            Criterion(
+            criterion_like(
+                c,
                 rubric=rubric,
-                text=c.text,
-                polarity=c.polarity,
-                kind=c.kind,
-                points=c.points,
                 order=c.order,
                 origin=c.origin,
                 derived_from=c,
@@ -154,7 +130,7 @@ def _require_reviewer(rubric: Rubric, user) -> None:
         raise RubricError(
             f"Version {rubric.version} is {rubric.get_state_display().lower()}, not in review."
         )
-    if user.pk in rubric_authors(rubric):
+    if user.pk in rubric_authors(rubric=rubric):
         raise RubricError("You wrote or edited this version, so another reviewer must review it.")
     assigned = QuestionAssignment.objects.filter(question_id=rubric.question_id).first()
     if assigned and assigned.reviewer_id and assigned.reviewer_id != user.pk:

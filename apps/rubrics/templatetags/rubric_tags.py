@@ -64,7 +64,7 @@ def event_line(event):
 @register.inclusion_tag("rubrics/_home_expert.html", takes_context=True)
 def expert_rubrics_panel(context):
     user = context["request"].user
-    return {"dashboard": selectors.expert_dashboard(user), "request": context["request"],
+    return {"dashboard": selectors.expert_dashboard(user=user), "request": context["request"],
             "csrf_token": context.get("csrf_token")}  # fmt: skip
 
 
@@ -72,7 +72,7 @@ def expert_rubrics_panel(context):
 def reviewer_queue_panel(context):
     user = context["request"].user
     return {
-        "queue": selectors.reviewer_queue(user),
+        "queue": selectors.reviewer_queue(user=user),
         "is_researcher": user_has_role(user, Role.RESEARCHER),
         "request": context["request"],
         "csrf_token": context.get("csrf_token"),

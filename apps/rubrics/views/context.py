@@ -1,34 +1,33 @@
 """What the rubric page shows, for a user: one place so every fragment agrees with the page."""
 
 from apps.accounts.roles import Role, user_has_role
-from apps.runs.models import Response
+from apps.runs.models import Response, ResponseStatus
 
 from .. import selectors
 from ..models import EDITABLE_STATES, POINTS, Kind, Polarity, RubricState
-from ..services.workflow import rubric_authors
 
 TEMPLATE = "rubrics/rubric.html"
 
 
 def rubric_context(request, rubric, **extra) -> dict:
     user = request.user
-    own, shared = selectors.rubric_criteria(rubric)
+    own, shared = selectors.rubric_criteria(rubric=rubric)
     for position, criterion in enumerate(own, start=1):
         criterion.position = position
-    by_criterion, general = selectors.comments_by_criterion(rubric)
+    by_criterion, general = selectors.comments_by_criterion(rubric=rubric)
     for criterion in own + shared:
         criterion.review_comments = by_criterion.get(criterion.pk, [])
     is_expert = user_has_role(user, Role.EXPERT)
     is_reviewer = user_has_role(user, Role.REVIEWER)
-    authors = rubric_authors(rubric)
-    assignment = selectors.assignment_for(rubric.question)
+    authors = selectors.rubric_authors(rubric=rubric)
+    assignment = selectors.assignment_for(question=rubric.question)
     latest = rubric.question.rubrics.order_by("-version").first()
     context = {
         "rubric": rubric,
         "question": rubric.question,
         "own": own,
         "shared": shared,
-        "totals": selectors.criteria_totals(own + shared),
+        "totals": selectors.criteria_totals(criteria=own + shared),
         "general_comments": general,
         "can_edit": is_expert and rubric.state in EDITABLE_STATES,
         "can_comment": (is_expert or is_reviewer) and rubric.state != RubricState.APPROVED,
@@ -40,8 +39,8 @@ def rubric_context(request, rubric, **extra) -> dict:
         and rubric.state == RubricState.APPROVED
         and latest is not None
         and latest.pk == rubric.pk,
-        "job": selectors.latest_draft_job(rubric),
-        "suggestions": selectors.pending_suggestions(rubric),
+        "job": selectors.latest_draft_job(rubric=rubric),
+        "suggestions": selectors.pending_suggestions(rubric=rubric),
         "polarities": Polarity.choices,
         "kinds": Kind.choices,
         "points_choices": POINTS,
@@ -68,15 +67,18 @@ def _show_refused_edit(own, edited: dict | None) -> None:
 
 
 def with_consistency(context: dict) -> dict:
-    context["similar"] = selectors.similar_questions(context["question"])
+    context["similar"] = selectors.similar_questions(question=context["question"])
     return context
+
+
+UNFINISHED = (ResponseStatus.PENDING, ResponseStatus.RUNNING)
 
 
 def samples_context(responses: list[Response], error: str = "") -> dict:
     return {
         "samples": responses,
         "samples_error": error,
-        "samples_pending": any(r.status in ("pending", "running") for r in responses),
+        "samples_pending": any(r.status in UNFINISHED for r in responses),
         "sample_ids": ",".join(str(r.pk) for r in responses),
         "sample_model_ids": ",".join(str(r.model_id) for r in responses),
     }

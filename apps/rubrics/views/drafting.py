@@ -6,7 +6,9 @@ from django.shortcuts import redirect
 
 from apps.accounts.roles import Role, role_required
 from apps.runs import selectors as run_selectors
-from apps.runs.services import RunError, sample_answers_draw
+from apps.runs.errors import RunError
+from apps.runs.models import ResponseStatus
+from apps.runs.services import sample_answers_draw
 from workers.drafting import draft_criteria_task, sample_answer_task
 
 from .. import services
@@ -115,7 +117,7 @@ def samples(request, pk: int):
         except RunError as exc:
             answers, error = [], str(exc)
         for answer in answers:
-            if answer.status == "pending":
+            if answer.status == ResponseStatus.PENDING:
                 transaction.on_commit(lambda pk=answer.pk: sample_answer_task.delay(pk))
     else:
         answers = run_selectors.answers_by_ids(

@@ -23,7 +23,7 @@ def index(request):
     """Every question with its rubric's state, filtered by topic and state."""
     topic = Topic.objects.filter(slug=request.GET.get("topic")).first()
     state = request.GET.get("state", "")
-    questions = selectors.workspace_questions(topic)
+    questions = selectors.workspace_questions(topic=topic)
     if state == selectors.NOT_STARTED:
         questions = questions.filter(rubric_state=None)
     elif state in RubricState.values:
@@ -44,7 +44,7 @@ def question(request, question_id: int):
     latest = question.rubrics.order_by("-version").first()
     if latest is not None:
         return redirect("rubrics:rubric", pk=latest.pk)
-    context = {"question": question, "assignment": selectors.assignment_for(question)}
+    context = {"question": question, "assignment": selectors.assignment_for(question=question)}
     return render(request, "rubrics/start.html", context)
 
 
@@ -88,5 +88,5 @@ def rubric(request, pk: int):
 @role_required(*ANY_ROLE)
 def history(request, question_id: int):
     question = get_object_or_404(Question.objects.select_related("topic"), pk=question_id)
-    context = {"question": question, "versions": selectors.question_history(question)}
+    context = {"question": question, "versions": selectors.question_history(question=question)}
     return render(request, "rubrics/history.html", context)

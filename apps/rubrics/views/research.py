@@ -22,11 +22,13 @@ from ..models import POINTS, Polarity, Rubric, RubricImport
 @role_required(Role.RESEARCHER)
 def workspace(request):
     topic = Topic.objects.filter(slug=request.GET.get("topic")).first()
-    page = Paginator(selectors.workspace_questions(topic), 50).get_page(request.GET.get("page"))
+    page = Paginator(selectors.workspace_questions(topic=topic), 50).get_page(
+        request.GET.get("page")
+    )
     context = {
         "page": page, "topic": topic, "topics": Topic.objects.all(),
-        "experts": selectors.people_with_role(Role.EXPERT),
-        "reviewers": selectors.people_with_role(Role.REVIEWER),
+        "experts": selectors.people_with_role(role=Role.EXPERT),
+        "reviewers": selectors.people_with_role(role=Role.REVIEWER),
         "claiming": selectors.claiming_by_topic(),
     }  # fmt: skip
     return render(request, "rubrics/workspace.html", context)
@@ -50,9 +52,9 @@ def assign(request, question_id: int):
         else:
             messages.success(request, f"{question} saved.")
         return redirect(reverse("rubrics:workspace") + f"?topic={question.topic.slug}")
-    row = selectors.workspace_questions(None).get(pk=question.pk)
-    context = {"q": row, "experts": selectors.people_with_role(Role.EXPERT),
-               "reviewers": selectors.people_with_role(Role.REVIEWER), "row_error": error,
+    row = selectors.workspace_questions().get(pk=question.pk)
+    context = {"q": row, "experts": selectors.people_with_role(role=Role.EXPERT),
+               "reviewers": selectors.people_with_role(role=Role.REVIEWER), "row_error": error,
                "row_saved": not error}  # fmt: skip
     return render(request, "rubrics/workspace.html#assignment-row", context,
                   status=422 if error else 200)  # fmt: skip

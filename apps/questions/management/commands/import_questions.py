@@ -2,7 +2,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.questions.services import QuestionError, questions_import
+from apps.questions.errors import QuestionError
+from apps.questions.services import questions_import
 
 
 class Command(BaseCommand):
