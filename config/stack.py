@@ -27,6 +27,10 @@ LOGS = DATA / "logs"
 PYTHON = sys.executable
 BIN = Path(PYTHON).parent
 PG_SYSTEM_USER = "assay_postgres"  # postgres refuses to run as root
+# A Celery worker per queue that config/celery.py routes to (tests/test_queues.py checks it).
+# Model calls get their own: one process per core, each running batches of calls on asyncio
+# (apps/llm/bulk.py says why).
+WORKERS = {"worker": "default", "worker-llm": "llm"}
 
 
 def log(message: str) -> None:
@@ -255,21 +259,15 @@ def run() -> int:
         )  # fmt: skip
         stack.spawn(
             "offline-llm",
-            [PYTHON, "-m", "apps.llm.offline", "--port", offline_port,
+            [PYTHON, "-m", "offline_llm", "--port", offline_port,
              "--latency-ms", os.environ.get("OFFLINE_LLM_LATENCY_MS", "400"), "--jitter-ms", "300"],
         )  # fmt: skip
-        stack.spawn(
-            "worker",
-            [str(BIN / "celery"), "-A", "config", "worker", "--loglevel", "INFO",
-             "--queues", "default", "--concurrency", "2", "--hostname", "default@%h"],
-        )  # fmt: skip
-        # Model calls: one process per core, each running batches of calls on asyncio
-        # (workers/llm.py says why).
-        stack.spawn(
-            "worker-llm",
-            [str(BIN / "celery"), "-A", "config", "worker", "--loglevel", "INFO",
-             "--queues", "llm", "--concurrency", "2", "--hostname", "llm@%h"],
-        )  # fmt: skip
+        for name, queue in WORKERS.items():
+            stack.spawn(
+                name,
+                [str(BIN / "celery"), "-A", "config", "worker", "--loglevel", "INFO",
+                 "--queues", queue, "--concurrency", "2", "--hostname", f"{queue}@%h"],
+            )  # fmt: skip
         stack.spawn("beat", [str(BIN / "celery"), "-A", "config", "beat", "--loglevel", "INFO"])
         wait_for_port(host, port, 60, "The web server")
         log("")

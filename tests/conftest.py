@@ -1,22 +1,27 @@
+"""Every fixture of the suite. Rows are made by tests/factories.py; the offline provider's
+fixtures are defined in tests/llm/offline_fixture.py (the benchmarks start it the same way)."""
+
 import os
 import shutil
 import subprocess
 import sys
 import time
 import uuid
+import warnings
 from pathlib import Path
 
 import pytest
 from django.conf import settings
 
 from apps.accounts.roles import Role
-from tests.factories import PASSWORD, user_with_role
+from tests.factories import CODES, FIXTURE, PASSWORD, responses_csv, user_with_role
 from tests.llm.offline_fixture import offline_provider, offline_provider_url
 
 __all__ = ["offline_provider", "offline_provider_url"]
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
+ARTIFACTS = ROOT / "test-artifacts"
 
 # Playwright's sync API runs an event loop in the test thread; Django's ORM refuses to run
 # inside one unless told that this is a test process.
@@ -52,6 +57,111 @@ def role_client(db, client):
 @pytest.fixture
 def password():
     return PASSWORD
+
+
+@pytest.fixture
+def expert(db):
+    return user_with_role(Role.EXPERT, first_name="Erin", last_name="Expert")
+
+
+@pytest.fixture
+def expert2(db):
+    return user_with_role(Role.EXPERT, first_name="Emeka", last_name="Expert")
+
+
+@pytest.fixture
+def reviewer(db):
+    return user_with_role(Role.REVIEWER, first_name="Rosa", last_name="Reviewer")
+
+
+@pytest.fixture
+def researcher(db):
+    return user_with_role(Role.RESEARCHER, first_name="Rahul", last_name="Researcher")
+
+
+@pytest.fixture
+def scenarios(db):
+    """The 40 PrivacyLens fixture scenarios, imported, by name."""
+    from apps.surveys import services
+    from apps.surveys.models import Scenario
+
+    services.scenario_import_json(text=FIXTURE.read_bytes())
+    return list(Scenario.objects.order_by("name"))
+
+
+@pytest.fixture
+def make_study(scenarios):
+    """`make_study(count=40, live=True, **fields)`: a study over the first `count` fixture
+    scenarios, each with its (imported) response."""
+    from apps.surveys import services
+    from apps.surveys.forms import DEFAULT_TEXTS
+    from apps.surveys.models import StudyStatus
+
+    def make(count: int = 40, live: bool = True, **fields):
+        values = {"name": "Test study", **DEFAULT_TEXTS, **CODES, **fields}
+        study = services.study_create(scenarios=scenarios[:count], **values)
+        services.response_import_csv(text=responses_csv(scenarios[:count]), study=study)
+        if live:
+            study = services.study_set_status(study=study, status=StudyStatus.LIVE)
+        return study
+
+    return make
+
+
+RUBRIC_QUESTION = (
+    "I got a text saying my bank account is locked and to log in at a link. I clicked it and "
+    "typed my password before I noticed the address looked odd. What should I do now?"
+)
+
+
+@pytest.fixture
+def people(migrated_rows):
+    """Two experts and a reviewer, for tests where people work together on a rubric."""
+    return {
+        "erin": user_with_role(Role.EXPERT, username="erin", first_name="Erin", last_name="Expert"),
+        "emeka": user_with_role(
+            Role.EXPERT, username="emeka", first_name="Emeka", last_name="Expert"
+        ),
+        "rosa": user_with_role(
+            Role.REVIEWER, username="rosa", first_name="Rosa", last_name="Reviewer"
+        ),
+    }
+
+
+@pytest.fixture
+def question(people):
+    """A question assigned to Erin, with Rosa as its reviewer."""
+    from tests.factories import assign, question_make
+
+    question = question_make(topic="scams", text=RUBRIC_QUESTION, external_id="scams-bank-text")
+    assign(question, author=people["erin"], reviewer=people["rosa"])
+    return question
+
+
+@pytest.fixture
+def llm_worker(route_to_worker, offline_provider):
+    """A real worker for the rubric editor's model calls (suggestions and sample answers),
+    with the offline models configured for both."""
+    from apps.rubrics.models import AuthoringSettings
+    from apps.runs.services import reference_models_set
+    from tests.factories import offline_model
+    from workers.drafting import draft_criteria_task, sample_answer_task
+
+    route_to_worker(draft_criteria_task)
+    queue = route_to_worker(sample_answer_task)
+    url = offline_provider(latency_ms=150)
+    draft_model = offline_model(url, name="offline-thorough")
+    AuthoringSettings.objects.update_or_create(pk=1, defaults={"draft_model": draft_model})
+    reference_models_set(
+        models=[offline_model(url, name=n) for n in ("offline-terse", "offline-friendly")]
+    )
+    return queue
+
+
+@pytest.fixture
+def migrated_rows(transactional_db):
+    """A transactional test whose seeded rows (topics, prompts, shared criteria) are present:
+    `seeded_rows` below puts them back after an earlier test's flush."""
 
 
 def live_database_url() -> str:
@@ -101,6 +211,35 @@ def start_worker(transactional_db):
 def celery_worker_queue(start_worker):
     queue, _process = start_worker()
     return queue
+
+
+@pytest.fixture
+def route_to_worker(start_worker):
+    """`route_to_worker(task)` starts a real worker on a queue of its own and routes `task`
+    there for the test, so that what a view enqueues reaches it (and a `make run` worker on
+    the same broker does not take it). Returns the queue."""
+    from config.celery import app
+
+    routes = app.conf.task_routes
+
+    def route(task) -> str:
+        queue, _process = start_worker()
+        app.conf.update(task_routes={**app.conf.task_routes, task.name: {"queue": queue}})
+        return queue
+
+    yield route
+    app.conf.update(task_routes=routes)
+
+
+@pytest.fixture(autouse=True)
+def process_caches_cleared():
+    """Caches that live in the process (the survey items, rendered scenario HTML) start
+    empty in every test, as they would in a new worker process."""
+    from apps.surveys.selectors import process_caches_clear
+
+    process_caches_clear()
+    yield
+    process_caches_clear()
 
 
 def wait_until(predicate, timeout: float = 30.0, interval: float = 0.1):
@@ -165,4 +304,85 @@ def pytest_collection_modifyitems(items):
     """Browser tests last: Playwright's sync API keeps an event loop running in the test
     thread for the rest of the session, which code under test that starts its own loop
     (asyncio.run, async_to_sync) must not meet."""
+    for item in items:
+        if "tests/browser/" in str(item.path):
+            item.add_marker(pytest.mark.browser)
     items.sort(key=lambda item: "tests/browser/" in str(item.path))
+
+
+# --- headless Chromium ---------------------------------------------------------------------
+# Without Chromium the browser tests skip with a loud notice, unless REQUIRE_BROWSER=1 (CI),
+# when they fail. Screenshots go to test-artifacts/.
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+
+def chromium_path() -> str | None:
+    explicit = os.environ.get("CHROMIUM_PATH")
+    if explicit:
+        return explicit if Path(explicit).exists() else None
+    for candidate in ("/usr/bin/chromium", "/usr/bin/chromium-browser"):
+        if Path(candidate).exists():
+            return candidate
+    return shutil.which("chromium")
+
+
+@pytest.fixture(scope="session")
+def browser():
+    path = chromium_path()
+    if path is None:
+        message = "Chromium not found (set CHROMIUM_PATH or install chromium): browser tests"
+        if os.environ.get("REQUIRE_BROWSER") == "1":
+            pytest.fail(f"{message} are required (REQUIRE_BROWSER=1)")
+        warnings.warn(f"\n\n*** {message} SKIPPED ***\n", stacklevel=1)
+        pytest.skip(f"{message} skipped")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=path, headless=True, args=CHROMIUM_ARGS
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def new_context(browser, live_server):
+    contexts = []
+
+    def make(**kwargs):
+        kwargs.setdefault("base_url", live_server.url)
+        context = browser.new_context(**kwargs)
+        context.set_default_timeout(15_000)
+        contexts.append(context)
+        return context
+
+    yield make
+    for context in contexts:
+        context.close()
+
+
+@pytest.fixture
+def page(new_context):
+    return new_context().new_page()
+
+
+@pytest.fixture
+def screenshot(request):
+    ARTIFACTS.mkdir(exist_ok=True)
+
+    def take(page, label: str):
+        name = (
+            f"{request.node.name}-{label}.png".replace("/", "_").replace("[", "-").replace("]", "")
+        )
+        page.screenshot(path=str(ARTIFACTS / name), full_page=True)
+
+    return take

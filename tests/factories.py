@@ -1,10 +1,29 @@
+"""Rows for tests: factory-boy factories, and the few builders that go through the services
+because the path matters (a rubric is drafted, submitted and approved as an expert would)."""
+
+import csv
+import io
+import json
+import secrets
+from decimal import Decimal
+from pathlib import Path
+
 import factory
 
 from apps.accounts.models import User
 from apps.accounts.roles import Role
 from apps.accounts.services import user_set_roles
+from apps.llm.models import CallStatus, LLMCall, ModelConfig, PromptTemplate
+from apps.llm.services import llm_calls_record
+from apps.questions.models import Question, Topic, length_bucket_for
+from apps.rubrics import services as rubric_services
+from apps.rubrics.models import QuestionAssignment, Rubric
 
+ROOT = Path(__file__).resolve().parent.parent
 PASSWORD = "correct horse battery staple"
+
+
+# --- accounts -----------------------------------------------------------------------------
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -25,3 +44,133 @@ class UserFactory(factory.django.DjangoModelFactory):
 
 def user_with_role(role: Role | None, **kwargs) -> User:
     return UserFactory(roles=[role] if role else [], **kwargs)
+
+
+# --- the gateway --------------------------------------------------------------------------
+
+
+def api_base(base_url: str) -> str:
+    base = base_url.rstrip("/")
+    return base if base.endswith("/v1") else base + "/v1"
+
+
+class ModelConfigFactory(factory.django.DjangoModelFactory):
+    """A model served by an offline provider a test started (pass `api_base`)."""
+
+    class Meta:
+        model = ModelConfig
+        django_get_or_create = ("display_name",)
+
+    class Params:
+        name = "offline-terse"
+
+    display_name = factory.LazyAttribute(lambda m: f"{m.name} @ {m.api_base}")
+    family = "Offline"
+    litellm_model = factory.LazyAttribute(lambda m: f"openai/{m.name}")
+    api_base = "http://127.0.0.1:9/v1"
+    max_concurrent = 8
+    timeout_seconds = 10
+    input_price_per_mtok = Decimal("2.50")
+    output_price_per_mtok = Decimal("10.00")
+
+
+def offline_model(base_url: str, name: str = "offline-terse", **fields) -> ModelConfig:
+    """A ModelConfig for the model `name` of the offline provider at `base_url`."""
+    return ModelConfigFactory(name=name, api_base=api_base(base_url), **fields)
+
+
+def call_recorded(*, template: PromptTemplate, model: ModelConfig | None = None) -> LLMCall:
+    """A ledger row for a call made with `template`, recorded as the gateway records one
+    (which marks the template used)."""
+    model = model or ModelConfigFactory()
+    call = LLMCall(
+        model=model, purpose=template.purpose, attempt=1, status=CallStatus.OK,
+        prompt_template=template,
+    )  # fmt: skip
+    return llm_calls_record(calls=[call])[0]
+
+
+# --- questions and rubrics ----------------------------------------------------------------
+
+
+class QuestionFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Question
+
+    class Params:
+        topic_name = "accounts"
+
+    external_id = factory.Sequence(lambda n: f"q-{n + 1}")
+    topic = factory.LazyAttribute(lambda q: Topic.objects.get(name=q.topic_name))
+    text = factory.Sequence(
+        lambda n: f"How do I keep my account number {n + 1} safe after a phishing email?"
+    )
+    length_bucket = factory.LazyAttribute(lambda q: length_bucket_for(q.text))
+
+
+def question_make(*, topic: str = "accounts", text: str | None = None, **fields) -> Question:
+    if text is not None:
+        fields["text"] = text
+    return QuestionFactory(topic_name=topic, **fields)
+
+
+def assign(question: Question, *, author=None, reviewer=None) -> QuestionAssignment:
+    assignment, _ = QuestionAssignment.objects.update_or_create(
+        question=question, defaults={"author": author, "reviewer": reviewer}
+    )
+    return assignment
+
+
+CRITERIA = [
+    ("Recommends turning on two-factor authentication.", "positive", "factual", 5),
+    ("Suggests checking the account's recent sign-in activity.", "positive", "factual", 3),
+    ("Tells the person to reply to the email to confirm it is fake.", "negative", "factual", 5),
+]
+
+
+def draft_with_criteria(question: Question, author, criteria=CRITERIA) -> Rubric:
+    rubric = rubric_services.rubric_start(question=question, user=author)
+    for text, polarity, kind, points in criteria:
+        rubric_services.criterion_add(
+            rubric=rubric, user=author, revision=rubric.revision, text=text,
+            polarity=polarity, kind=kind, points=points,
+        )  # fmt: skip
+        rubric.refresh_from_db()
+    return rubric
+
+
+def approved_rubric(question: Question, author, reviewer, criteria=CRITERIA) -> Rubric:
+    rubric = draft_with_criteria(question, author, criteria)
+    rubric_services.rubric_submit_for_review(rubric=rubric, user=author)
+    rubric_services.rubric_approve(rubric=rubric, user=reviewer)
+    rubric.refresh_from_db()
+    return rubric
+
+
+# --- surveys ------------------------------------------------------------------------------
+
+FIXTURE = ROOT / "apps" / "surveys" / "fixtures" / "privacylens-scenarios-40.json"
+RESPONSES = ROOT / "apps" / "surveys" / "fixtures" / "demo-responses-40.csv"
+CODES = {
+    "code_completed": "DONE1234", "code_no_consent": "NOPE1234",
+    "code_failed_attention": "ATTN1234", "code_full": "FULL1234",
+}  # fmt: skip
+
+
+def fixture_records() -> list[dict]:
+    return json.loads(FIXTURE.read_text())
+
+
+def new_pid() -> str:
+    return secrets.token_hex(12)
+
+
+def responses_csv(scenarios) -> str:
+    """The bundled demo responses of `scenarios`, as CSV."""
+    names = {s.name for s in scenarios}
+    rows = list(csv.DictReader(io.StringIO(RESPONSES.read_text())))
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(r for r in rows if r["scenario"] in names)
+    return out.getvalue()

@@ -1,4 +1,3 @@
-# ruff: noqa: F811 - pytest fixtures imported by name are parameters here
 """An expert writes a rubric from nothing in Chromium, with an LLM suggestion made by a real
 Celery worker through the offline provider; a second expert reviews it, asks for one change,
 and approves the fix; the approved version then cannot be edited in place."""
@@ -8,14 +7,7 @@ import re
 from playwright.sync_api import expect
 
 from apps.rubrics.models import Origin, Rubric, RubricState
-from tests.browser.rubric_support import (  # noqa: F401 - fixtures
-    llm_worker,
-    people,
-    question,
-    signed_in,
-)
-from tests.llm.offline_fixture import offline_provider  # noqa: F401 - fixture
-from tests.rubrics.conftest import fast_password_hashing, migrated_rows  # noqa: F401
+from tests.browser.sessions import signed_in
 
 FIRST = "Tells the person to change the bank password at once from the bank's own app or site."
 FIXED = (

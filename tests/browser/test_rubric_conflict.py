@@ -1,13 +1,11 @@
-# ruff: noqa: F811 - pytest fixtures imported by name are parameters here
 """Two people edit one draft at once in two browser contexts: the later save is refused and
 shows the other person's change; nothing is overwritten and nothing typed is lost."""
 
 from playwright.sync_api import expect
 
 from apps.rubrics.models import Origin, RubricEvent
-from tests.browser.rubric_support import people, question, signed_in  # noqa: F401 - fixtures
-from tests.rubrics.conftest import fast_password_hashing, migrated_rows  # noqa: F401
-from tests.rubrics.factories import draft_with_criteria
+from tests.browser.sessions import signed_in
+from tests.factories import draft_with_criteria
 
 ERIN_TEXT = "Recommends turning on two-factor authentication with an authenticator app."
 EMEKA_TEXT = "Recommends turning on two-factor authentication, ideally with a passkey."
