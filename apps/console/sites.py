@@ -33,3 +33,17 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+class ReadOnlyInline(admin.TabularInline):
+    """Rows shown inside their parent's page and never edited there (an approved rubric's
+    criteria, a published set's): every field listed in `fields` is read-only."""
+
+    extra = 0
+    can_delete = False
+
+    def get_readonly_fields(self, request, obj=None):
+        return self.fields
+
+    def has_add_permission(self, request, obj=None):
+        return False

@@ -6,7 +6,7 @@ keep versions immutable and count revisions), so the console shows them read-onl
 
 from django.contrib import admin
 
-from apps.console.sites import ReadOnlyAdmin
+from apps.console.sites import ReadOnlyAdmin, ReadOnlyInline
 
 from .models import (
     AuthoringSettings,
@@ -24,15 +24,9 @@ from .models import (
 )
 
 
-class CriterionInline(admin.TabularInline):
+class CriterionInline(ReadOnlyInline):
     model = Criterion
     fields = ("order", "text", "polarity", "kind", "points", "origin")
-    readonly_fields = fields
-    extra = 0
-    can_delete = False
-
-    def has_add_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(Rubric)
@@ -68,15 +62,9 @@ class RubricEventAdmin(ReadOnlyAdmin):
     date_hierarchy = "created_at"
 
 
-class SharedCriterionInline(admin.TabularInline):
+class SharedCriterionInline(ReadOnlyInline):
     model = SharedCriterion
     fields = ("order", "text", "polarity", "points")
-    readonly_fields = fields
-    extra = 0
-    can_delete = False
-
-    def has_add_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(SharedCriterionSet)

@@ -9,6 +9,7 @@ from apps.rubrics.selectors import topic_progress
 from apps.runs.models import Response
 from apps.runs.services import reference_models_set, response_generate
 from tests.factories import (
+    CRITERIA,
     approved_rubric,
     assign,
     draft_with_criteria,
@@ -448,3 +449,24 @@ def test_submitting_with_htmx_redirects_the_page_once_pending_saves_are_done(cli
     assert response["HX-Redirect"] == reverse("rubrics:rubric", args=[draft.pk])
     draft.refresh_from_db()
     assert draft.state == RubricState.IN_REVIEW
+
+
+def test_the_console_shows_a_rubrics_criteria_and_a_shared_sets_read_only(
+    client, expert, reviewer, researcher
+):
+    from apps.rubrics.models import SharedCriterionSet
+
+    rubric = approved_rubric(question_make(), expert, reviewer)
+    shared = SharedCriterionSet.objects.order_by("-version").first()
+    client.force_login(researcher)
+
+    for url, text in (
+        (reverse("admin:rubrics_rubric_change", args=[rubric.pk]), CRITERIA[0][0]),
+        (reverse("admin:rubrics_sharedcriterionset_change", args=[shared.pk]), ""),
+    ):
+        response = client.get(url)
+        page = response.content.decode()
+        assert response.status_code == 200 and text in page
+        # Shown, not editable: no inputs for the rows and no way to add or delete one.
+        assert "-0-order" not in page and "-0-text" not in page and "-0-points" not in page
+        assert '-MAX_NUM_FORMS" value="0"' in page and "-0-DELETE" not in page
