@@ -215,24 +215,45 @@ class Stack:
         return process
 
     def stop(self) -> None:
+        # A second signal must not cut the stop short and leave children running: `make`
+        # passes the SIGTERM it gets on to this process, which has had the same one already
+        # (they share a process group). Children are already started, so they keep their own
+        # signal handling.
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
         for name, process in reversed(self.children):
             if process.poll() is None:
                 log(f"stopping {name}")
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGTERM)
+        # Each child leads a process group of its own (gunicorn's and Celery's workers are in
+        # their parent's): wait until the whole group is gone, not only its leader, so that
+        # nothing is left running once this returns.
+        deadline = time.monotonic() + 15
         for name, process in reversed(self.children):
-            try:
-                process.wait(15)
-            except subprocess.TimeoutExpired:
+            if not _group_ended(process, deadline):
                 log(f"{name} did not stop in 15 s; killing it")
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+                _group_ended(process, time.monotonic() + 5)
         self.children.clear()
         if self.redis:
             self.redis.stop()
         if self.postgres:
             self.postgres.stop()
+
+
+def _group_ended(process: subprocess.Popen, deadline: float) -> bool:
+    """Wait until `process` and every other member of its process group have exited."""
+    while True:
+        if process.poll() is not None:
+            try:
+                os.killpg(process.pid, 0)
+            except ProcessLookupError:
+                return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
 
 
 def _raise_on_signal(signum, frame):
