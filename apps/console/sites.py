@@ -23,7 +23,10 @@ class ResearcherAdminSite(admin.AdminSite):
 
 class ReadOnlyAdmin(admin.ModelAdmin):
     """Records the product writes and nobody edits (ledgers, judgments, page times):
-    researchers list, filter and export them."""
+    researchers list, filter and export them. `deletable = True` lets them still delete
+    rows (a participant, an unused scenario), within Django's own delete permission."""
+
+    deletable = False
 
     def has_add_permission(self, request):
         return False
@@ -32,7 +35,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
     def has_delete_permission(self, request, obj=None):
-        return False
+        return self.deletable and super().has_delete_permission(request, obj)
 
 
 class ReadOnlyInline(admin.TabularInline):

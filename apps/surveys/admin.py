@@ -24,18 +24,12 @@ from .services import (
 )
 
 
-class DeletableReadOnlyAdmin(ReadOnlyAdmin):
-    """Rows the product writes and nobody edits, which a researcher may still delete: a
-    participant (with their assignments and answers), a scenario or a response that no study
-    uses (PROTECT keeps the ones in use)."""
-
-    def has_delete_permission(self, request, obj=None):
-        return admin.ModelAdmin.has_delete_permission(self, request, obj)
-
-
 @admin.register(Scenario)
-class ScenarioAdmin(DeletableReadOnlyAdmin):
-    """Kept verbatim; added through the import page, which checks every record."""
+class ScenarioAdmin(ReadOnlyAdmin):
+    """Kept verbatim; added through the import page, which checks every record. A scenario
+    that no study uses may be deleted (PROTECT keeps the ones in use)."""
+
+    deletable = True
 
     list_display = ("name", "user_name", "final_action", "imported_at")
     search_fields = ("name", "task")
@@ -72,7 +66,8 @@ class ScenarioAdmin(DeletableReadOnlyAdmin):
 
 
 @admin.register(ScenarioResponse)
-class ScenarioResponseAdmin(DeletableReadOnlyAdmin):
+class ScenarioResponseAdmin(ReadOnlyAdmin):
+    deletable = True
     list_display = ("scenario", "model_name", "prompt_version", "source", "offline", "created_at")
     list_filter = ("source", "offline", "model_name")
     search_fields = ("scenario__name", "text")
@@ -123,7 +118,8 @@ def mark_returned(modeladmin, request, queryset):
 
 
 @admin.register(Participant)
-class ParticipantAdmin(DeletableReadOnlyAdmin):
+class ParticipantAdmin(ReadOnlyAdmin):
+    deletable = True  # with their assignments and answers
     list_display = (
         "__str__",
         "study",
