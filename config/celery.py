@@ -22,6 +22,7 @@ TASK_MODULES = [
     "workers.llm",
     "workers.drafting",
     "workers.surveys",
+    "workers.leases",
 ]
 
 app = Celery("assay")
@@ -53,6 +54,11 @@ app.conf.update(
     beat_schedule={
         "heartbeat": {"task": "workers.ops.heartbeat", "schedule": 60.0},
         "survey-reservations": {"task": "workers.surveys.expire_reservations", "schedule": 60.0},
+        # A dead worker's job resumes about one lease after it died (apps/llm/leases.py).
+        "llm-leases": {
+            "task": "workers.leases.requeue_expired",
+            "schedule": settings.LLM_LEASE_SECONDS / 4,
+        },
     },
     timezone="UTC",
 )

@@ -18,6 +18,7 @@ from apps.surveys.models import Scenario, Study, StudyStatus
 from apps.surveys.services import (
     response_import_csv,
     scenario_import_json,
+    scenario_responses_request,
     study_create,
     study_set_status,
 )
@@ -52,7 +53,11 @@ def demo_surveys_load() -> tuple[Study, str]:
     if study.study_scenarios.filter(response__isnull=True).exists():
         model = ModelConfig.objects.filter(display_name=MODEL).first()
         if model is not None:
-            generate_responses_task.delay(study.pk, model.pk, go_live=True)
+            generation, to_enqueue = scenario_responses_request(
+                study=study, model=model, go_live=True
+            )
+            if to_enqueue:
+                generate_responses_task.delay(generation.pk)
             return study, f"responses queued for {MODEL}; the study goes live when they are in"
         response_import_csv(text=RESPONSES.read_text(encoding="utf-8"), study=study)
     study_set_status(study=study, status=StudyStatus.LIVE)

@@ -3,6 +3,7 @@ import string
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
+from django.utils import timezone
 
 ENV_NAME = RegexValidator(
     r"^[A-Z_][A-Z0-9_]*$", "The name of an environment variable, such as OPENAI_API_KEY."
@@ -156,3 +157,28 @@ class LLMCall(models.Model):
 
     def __str__(self):
         return f"{self.model_id} {self.purpose} #{self.attempt} {self.status}"
+
+
+class Leased(models.Model):
+    """The fields of a row that a worker claims for a while: see apps/llm/leases.py.
+
+    A leased row has a status field whose choices include a waiting, a running and a failed
+    state; the lease adds who holds it and until when."""
+
+    attempts = models.PositiveSmallIntegerField(default=0)
+    lease_owner = models.CharField(
+        max_length=200, blank=True, help_text="The worker process holding the row (host:pid)."
+    )
+    lease_expires_at = models.DateTimeField(
+        null=True, blank=True, db_index=True,
+        help_text="Running: when the holder's claim runs out unless renewed. Waiting: by when "
+        "a worker should have picked it up.",
+    )  # fmt: skip
+
+    class Meta:
+        abstract = True
+
+    @property
+    def lease_ran_out(self) -> bool:
+        """Waiting or running past its deadline: its worker is presumed dead, or none came."""
+        return self.lease_expires_at is not None and self.lease_expires_at < timezone.now()

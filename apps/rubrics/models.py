@@ -3,11 +3,12 @@ from django.db import models
 from django.db.models import F, Q
 from django.db.models.functions import Lower
 
-from apps.llm.models import ModelConfig, PromptTemplate
+from apps.llm.models import Leased, ModelConfig, PromptTemplate
 from apps.questions.models import Question, Topic
 
 POINTS = (5, 3, 2, 1)
 POINT_CHOICES = [(p, str(p)) for p in POINTS]
+CRITERION_MAX_CHARS = 1000  # the editor's limit, which importers keep too
 USER = settings.AUTH_USER_MODEL
 
 
@@ -328,8 +329,9 @@ class DraftStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
-class DraftJob(models.Model):
-    """One "Suggest criteria" request: the model, the pinned prompt, progress and outcome."""
+class DraftJob(Leased):
+    """One "Suggest criteria" request: the model, the pinned prompt, progress and outcome.
+    A worker holds it under a lease (apps/llm/leases.py)."""
 
     rubric = models.ForeignKey(Rubric, on_delete=models.CASCADE, related_name="draft_jobs")
     requested_by = models.ForeignKey(USER, null=True, on_delete=models.SET_NULL, related_name="+")
@@ -339,7 +341,6 @@ class DraftJob(models.Model):
         max_length=10, choices=DraftStatus.choices, default=DraftStatus.QUEUED
     )
     error = models.TextField(blank=True)
-    attempts = models.PositiveSmallIntegerField(default=0)
     left_out = models.PositiveSmallIntegerField(
         default=0, help_text="Suggestions dropped because the rubric already had them."
     )

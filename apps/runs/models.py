@@ -2,7 +2,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from apps.llm.models import ModelConfig, PromptTemplate
+from apps.llm.models import Leased, ModelConfig, PromptTemplate
 from apps.questions.models import Question
 
 
@@ -64,8 +64,9 @@ class ResponseStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
-class Response(models.Model):
-    """One model's answer to one question, in one run, for one sample index."""
+class Response(Leased):
+    """One model's answer to one question, in one run, for one sample index. A worker holds
+    it under a lease (apps/llm/leases.py) while it asks the model."""
 
     run = models.ForeignKey(SamplingRun, on_delete=models.CASCADE, related_name="responses")
     model = models.ForeignKey(ModelConfig, on_delete=models.PROTECT, related_name="responses")
@@ -80,7 +81,6 @@ class Response(models.Model):
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
     latency_ms = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True)
-    attempts = models.PositiveSmallIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)

@@ -5,15 +5,13 @@ models, taken from a sampling run when one has them, otherwise generated on dema
 the gateway and kept in the one reference run. The sampling engine builds on the same rows.
 """
 
-import datetime as dt
 import random
 from collections.abc import Iterable
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
 from django.utils import timezone
 
-from apps.llm import gateway
+from apps.llm import gateway, leases
 from apps.llm.errors import LLMError, PromptError
 from apps.llm.models import ModelConfig, Purpose
 from apps.llm.selectors import prompt_current, prompt_render
@@ -25,9 +23,11 @@ from .models import Response, ResponseStatus, RunKind, RunStatus, SamplingRun
 REFERENCE_RUN_NAME = "Reference answers (on demand)"
 # An expert is waiting for these answers: give up sooner than a batch run would.
 INTERACTIVE_POLICY = gateway.RetryPolicy(max_attempts=3, max_total_seconds=60.0)
-# A response left RUNNING this long belonged to a worker that died; it may be claimed again.
-STALE_AFTER = dt.timedelta(minutes=5)
 MAX_ERROR_CHARS = 2000
+LEASE_STATES = leases.LeaseStates(
+    waiting=ResponseStatus.PENDING, running=ResponseStatus.RUNNING, failed=ResponseStatus.FAILED
+)
+GAVE_UP = "The worker generating this answer stopped {attempts} times before it finished."
 
 
 def reference_run_get() -> SamplingRun:
@@ -89,12 +89,14 @@ def _answer_for(run: SamplingRun, model: ModelConfig, question: Question, rng) -
     if from_runs or done:
         return rng.choice(from_runs or done)
     response, _created = Response.objects.get_or_create(
-        run=run, model=model, question=question, sample_index=0
-    )
+        run=run, model=model, question=question, sample_index=0,
+        defaults=leases.lease_waiting_fields(),
+    )  # fmt: skip
     if response.status == ResponseStatus.FAILED:
-        # Drawn again after a failure: try again rather than show the old error for ever.
+        # Drawn again after a failure: try again rather than show the old error for ever,
+        # with a fresh budget of attempts.
         Response.objects.filter(pk=response.pk, status=ResponseStatus.FAILED).update(
-            status=ResponseStatus.PENDING, error=""
+            status=ResponseStatus.PENDING, error="", attempts=0, **leases.lease_waiting_fields()
         )
         response.refresh_from_db()
     return response
@@ -103,44 +105,50 @@ def _answer_for(run: SamplingRun, model: ModelConfig, question: Question, rng) -
 def response_generate(*, response_id: int) -> Response | None:
     """Claim a pending response, ask its model through the gateway, and record the answer.
 
-    Returns None when the response was not ours to work on (done, failed, or being worked on
-    by a live worker), so running this twice makes one call. No transaction is held while
-    the model is called.
+    Returns None when the response was not ours to work on (done, failed, held by a live
+    worker, or out of attempts), so running this twice makes one call. The worker holds it
+    under a lease (apps/llm/leases.py), taken over when the worker dies. No transaction is
+    held while the model is called.
     """
-    now = timezone.now()
-    claimed = (
-        Response.objects.filter(pk=response_id)
-        .filter(
-            Q(status=ResponseStatus.PENDING)
-            | Q(status=ResponseStatus.RUNNING, started_at__lt=now - STALE_AFTER)
-        )
-        .update(status=ResponseStatus.RUNNING, started_at=now, attempts=F("attempts") + 1)
-    )
-    if not claimed:
+    owner = leases.lease_owner_name()
+    rows = Response.objects.filter(pk=response_id)
+    if not leases.lease_claim(rows, states=LEASE_STATES, owner=owner, started_at=timezone.now()):
         return None
     response = Response.objects.select_related("run__prompt", "model", "question").get(
         pk=response_id
     )
-    try:
-        messages = prompt_render(
-            template=response.run.prompt, variables={"question": response.question.text}
-        )
-        completion = gateway.complete(
-            model=response.model, messages=messages, purpose=Purpose.SAMPLE,
-            caller=f"response:{response.pk}", prompt=response.run.prompt,
-            policy=INTERACTIVE_POLICY,
-        )  # fmt: skip
-    except (LLMError, PromptError) as exc:
-        Response.objects.filter(pk=response.pk, status=ResponseStatus.RUNNING).update(
-            status=ResponseStatus.FAILED, error=str(exc)[:MAX_ERROR_CHARS],
-            completed_at=timezone.now(),
-        )  # fmt: skip
-    else:
-        Response.objects.filter(pk=response.pk, status=ResponseStatus.RUNNING).update(
-            status=ResponseStatus.DONE, text=completion.text, error="",
-            input_tokens=completion.input_tokens, output_tokens=completion.output_tokens,
-            cost_usd=completion.cost_usd, latency_ms=completion.latency_ms,
-            completed_at=timezone.now(),
-        )  # fmt: skip
+    with leases.lease_kept(rows, states=LEASE_STATES, owner=owner):
+        try:
+            messages = prompt_render(
+                template=response.run.prompt, variables={"question": response.question.text}
+            )
+            completion = gateway.complete(
+                model=response.model, messages=messages, purpose=Purpose.SAMPLE,
+                caller=f"response:{response.pk}", prompt=response.run.prompt,
+                policy=INTERACTIVE_POLICY,
+            )  # fmt: skip
+        except (LLMError, PromptError) as exc:
+            leases.lease_end(
+                rows, states=LEASE_STATES, owner=owner, status=ResponseStatus.FAILED,
+                error=str(exc)[:MAX_ERROR_CHARS], completed_at=timezone.now(),
+            )  # fmt: skip
+        else:
+            leases.lease_end(
+                rows, states=LEASE_STATES, owner=owner, status=ResponseStatus.DONE,
+                text=completion.text, error="", input_tokens=completion.input_tokens,
+                output_tokens=completion.output_tokens, cost_usd=completion.cost_usd,
+                latency_ms=completion.latency_ms, completed_at=timezone.now(),
+            )  # fmt: skip
     response.refresh_from_db()
     return response
+
+
+def responses_expired_requeue() -> list[int]:
+    """The reference answers whose worker died or never came (their lease ran out), back to
+    pending: the caller queues their task (`sample_answer_task`). One out of attempts fails
+    instead, saying so. Benchmark runs' responses are the sampling engine's to requeue."""
+    return leases.leases_expire(
+        Response.objects.filter(run__kind=RunKind.REFERENCE), states=LEASE_STATES,
+        gave_up={"error": GAVE_UP.format(attempts=leases.MAX_ATTEMPTS),
+                 "completed_at": timezone.now()},
+    )  # fmt: skip

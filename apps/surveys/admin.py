@@ -10,6 +10,7 @@ from .models import (
     Answer,
     Assignment,
     Participant,
+    ResponseGeneration,
     Scenario,
     ScenarioResponse,
     Study,
@@ -43,21 +44,22 @@ class ScenarioAdmin(ReadOnlyAdmin):
     def import_view(self, request):
         form = ImportForm(request.POST or None, request.FILES or None)
         if request.method == "POST" and form.is_valid():
-            data = form.cleaned_data["file"].read()
+            upload = form.cleaned_data["file"]  # its size was checked before it is read
+            data, name = upload.read(), upload.name
             try:
                 if form.cleaned_data["kind"] == "scenarios":
-                    summary = scenario_import_json(text=data, user=request.user)
+                    summary = scenario_import_json(text=data, user=request.user, filename=name)
                     note = (
                         f"{summary.created} scenario(s) imported, "
                         f"{summary.unchanged} already there."
                     )
                 else:
                     count = response_import_csv(
-                        text=data.decode("utf-8"), study=form.cleaned_data["study"]
+                        text=data, study=form.cleaned_data["study"], filename=name
                     )
                     note = f"{count} response(s) imported."
-            except (SurveyError, UnicodeDecodeError) as exc:
-                form.add_error("file", f"Nothing was imported. {exc}")
+            except SurveyError as exc:
+                form.add_error("file", str(exc))
             else:
                 self.message_user(request, note, messages.SUCCESS)
                 return redirect(reverse("admin:surveys_scenario_changelist"))
@@ -72,6 +74,18 @@ class ScenarioResponseAdmin(ReadOnlyAdmin):
     list_filter = ("source", "offline", "model_name")
     search_fields = ("scenario__name", "text")
     readonly_fields = [f.name for f in ScenarioResponse._meta.fields]
+
+
+@admin.register(ResponseGeneration)
+class ResponseGenerationAdmin(ReadOnlyAdmin):
+    """Requests to generate a study's responses, with who holds them and how often they were
+    tried: where a researcher looks when a generation stalls."""
+
+    list_display = ("study", "model", "status", "attempts", "lease_owner", "lease_expires_at",
+                    "created_at", "finished_at")  # fmt: skip
+    list_filter = ("status",)
+    search_fields = ("study__name", "error")
+    readonly_fields = [f.name for f in ResponseGeneration._meta.fields]
 
 
 @admin.register(Study)

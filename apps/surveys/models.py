@@ -13,7 +13,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 from django.db.models import Q
 
-from apps.llm.models import ModelConfig, PromptTemplate
+from apps.llm.models import Leased, ModelConfig, PromptTemplate
 
 PROLIFIC_ID = RegexValidator(r"^[0-9a-f]{24}$", "A Prolific id: 24 hexadecimal characters.")
 COMPLETION_CODE = RegexValidator(
@@ -178,6 +178,52 @@ class StudyScenario(models.Model):
         return f"{self.study_id}:{self.scenario.name}"
 
 
+class GenerationStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+ACTIVE_GENERATION = [GenerationStatus.QUEUED, GenerationStatus.RUNNING]
+
+
+class ResponseGeneration(Leased):
+    """One "generate the missing responses" request: `model` asked for a response to every
+    scenario of the study that has none. A worker holds it under a lease
+    (apps/llm/leases.py); how far it got is counted from the study's scenarios."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="generations")
+    model = models.ForeignKey(ModelConfig, on_delete=models.PROTECT, related_name="+")
+    go_live = models.BooleanField(
+        default=False, help_text="Put the draft study live once every scenario has a response."
+    )
+    status = models.CharField(
+        max_length=10, choices=GenerationStatus.choices, default=GenerationStatus.QUEUED
+    )
+    error = models.TextField(blank=True)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )  # fmt: skip
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["study", "model"],
+                condition=Q(status__in=ACTIVE_GENERATION),
+                name="one_active_generation_per_study_and_model",
+            )
+        ]
+
+    def __str__(self):
+        return f"Responses from {self.model_id} for study {self.study_id} ({self.status})"
+
+
 class ItemKind(models.TextChoices):
     YES_NO = "yes_no", "Yes / no"
     SCALE = "scale", "Labelled scale"
@@ -195,7 +241,11 @@ class SurveyItem(models.Model):
     scale_labels = models.JSONField(
         default=list, blank=True, help_text="Scale items: one label per point, lowest first."
     )
-    explanation_required = models.BooleanField(default=True)
+    explanation_required = models.BooleanField(
+        "asks for an explanation", default=True,
+        help_text="Shows a box for an explanation, which must be filled in. Unticked, the item "
+        "asks for none and shows no box (the published design asks none for H1).",
+    )  # fmt: skip
     order = models.PositiveSmallIntegerField(default=0)
     attention_check = models.BooleanField(default=False)
     expected_value = models.CharField(

@@ -5,7 +5,13 @@ from django.contrib import admin
 
 from apps.llm.models import LLMCall
 from apps.runs.models import Response
-from apps.surveys.models import Assignment, Participant, Scenario, ScenarioResponse
+from apps.surveys.models import (
+    Assignment,
+    Participant,
+    ResponseGeneration,
+    Scenario,
+    ScenarioResponse,
+)
 
 
 @pytest.mark.parametrize(
@@ -14,6 +20,7 @@ from apps.surveys.models import Assignment, Participant, Scenario, ScenarioRespo
         (Participant, True),
         (Scenario, True),
         (ScenarioResponse, True),
+        (ResponseGeneration, False),
         (Assignment, False),
         (Response, False),
         (LLMCall, False),

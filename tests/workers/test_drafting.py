@@ -7,7 +7,7 @@ from apps.runs.models import Response, ResponseStatus
 from apps.runs.services import reference_models_set, sample_answers_draw
 from config.celery import app
 from tests.conftest import wait_until
-from tests.factories import offline_model, question_make
+from tests.factories import offline_model, question_assigned
 from workers.drafting import draft_criteria_task, sample_answer_task
 
 
@@ -25,7 +25,7 @@ def test_a_worker_makes_each_call_once_however_often_a_task_arrives(
     model = offline_model(url, name="offline-thorough")
     AuthoringSettings.objects.update_or_create(pk=1, defaults={"draft_model": model})
     reference_models_set(models=[model])
-    rubric = services.rubric_start(question=question_make(topic="scams"), user=expert)
+    rubric = services.rubric_start(question=question_assigned(expert, topic="scams"), user=expert)
     job, _ = services.draft_job_request(rubric=rubric, user=expert)
     (answer,) = sample_answers_draw(question=rubric.question)
     queue, _process = start_worker()

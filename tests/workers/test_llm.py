@@ -9,6 +9,7 @@ from django.conf import settings
 from apps.llm.models import CallStatus, LLMCall
 from tests.conftest import wait_until
 from tests.factories import api_base, offline_model
+from workers.delivery import MAX_DELIVERIES, deliveries_key
 from workers.llm import complete_batch_task
 
 
@@ -73,6 +74,7 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_repeats_nothing(
         "CELERY_VISIBILITY_TIMEOUT": str(visibility),
         "CELERY_TASK_TIME_LIMIT": "5",
         "CELERY_TASK_SOFT_TIME_LIMIT": "4",
+        "LLM_LEASE_SECONDS": "3",  # a lease is shorter than the hard time limit
     }
     queue, victim = start_worker(env=short)
     sent = time.monotonic()
@@ -96,7 +98,7 @@ def test_redeliveries_are_capped(start_worker, offline_provider):
     queue, _ = start_worker()
     task_id = "poison-" + os.urandom(4).hex()
     # As if the batch had already been delivered to three workers that all died.
-    redis.Redis.from_url(settings.REDIS_URL).set(f"assay:deliveries:{task_id}", 3)
+    redis.Redis.from_url(settings.REDIS_URL).set(deliveries_key(task_id), MAX_DELIVERIES)
     complete_batch_task.apply_async(
         args=[requests_for(model, "poison", 2)], queue=queue, task_id=task_id
     )

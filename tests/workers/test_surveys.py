@@ -12,7 +12,13 @@ from django.utils import timezone
 from apps.llm.models import CallStatus, LLMCall
 from apps.surveys import services
 from apps.surveys.forms import DEFAULT_TEXTS
-from apps.surveys.models import Assignment, AssignmentStatus, ResponseSource, StudyStatus
+from apps.surveys.models import (
+    Assignment,
+    AssignmentStatus,
+    GenerationStatus,
+    ResponseSource,
+    StudyStatus,
+)
 from tests.conftest import ROOT, live_database_url, wait_until
 from tests.factories import CODES, offline_model
 from workers.surveys import expire_reservations_task, generate_responses_task
@@ -20,6 +26,13 @@ from workers.surveys import expire_reservations_task, generate_responses_task
 
 def draft_study(scenarios, count=6):
     return services.study_create(scenarios=scenarios[:count], name="w", **DEFAULT_TEXTS, **CODES)
+
+
+def generation_of(study, model, go_live=False) -> int:
+    generation, _to_enqueue = services.scenario_responses_request(
+        study=study, model=model, go_live=go_live
+    )
+    return generation.pk
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +67,7 @@ def test_worker_generates_responses_with_provenance_and_the_study_goes_live(
     study = draft_study(scenarios)
 
     generate_responses_task.apply_async(
-        args=[study.pk, model.pk], kwargs={"go_live": True}, queue=worker_queue
+        args=[generation_of(study, model, go_live=True)], queue=worker_queue
     )
 
     assert wait_until(
@@ -82,11 +95,16 @@ def test_generating_twice_makes_no_call_twice(
 ):
     model = offline_model(offline_provider(), name="offline-thorough")
     study = draft_study(scenarios, count=3)
-    first = generate_responses_task.run(study.pk, model.pk)
+    generation = generation_of(study, model)
+    first = generate_responses_task.run(generation)
     calls = LLMCall.objects.count()
-    second = generate_responses_task.run(study.pk, model.pk)
+    again = generate_responses_task.run(generation)  # a redelivered message: does nothing
+    second = generate_responses_task.run(
+        generation_of(study, model)
+    )  # asked again: nothing missing
     other = draft_study(scenarios, count=3)  # same scenarios in a new study: reused, not re-asked
-    third = generate_responses_task.run(other.pk, model.pk)
+    third = generate_responses_task.run(generation_of(other, model))
+    assert again == "skipped"
     assert (first["ok"], second["ok"], third["ok"], third["reused"]) == (3, 0, 0, 3)
     assert LLMCall.objects.count() == calls == 3
 
@@ -101,10 +119,13 @@ def test_a_failed_generation_is_recorded_and_the_study_stays_a_draft(
     model.api_key_env = "ASSAY_TEST_MISSING_KEY"
     model.save()
     study = draft_study(scenarios, count=2)
-    outcome = generate_responses_task.run(study.pk, model.pk, go_live=True)
+    generation = generation_of(study, model, go_live=True)
+    outcome = generate_responses_task.run(generation)
     assert outcome["failed"] == 2
     study.refresh_from_db()
     assert study.status == StudyStatus.DRAFT
+    failed = study.generations.get(pk=generation)
+    assert failed.status == GenerationStatus.FAILED and "2 scenario(s)" in failed.error
     assert all("ASSAY_TEST_MISSING_KEY" in ss.response_error for ss in study.study_scenarios.all())
 
 

@@ -1,17 +1,15 @@
 """LLM suggestions for a draft: requested by an expert, made by a worker, then decided.
 
-The worker claims the job with a conditional update, calls the model with no transaction
-open, and stores the suggestions in one short transaction; a unique constraint on
-(job, text) makes a second run harmless.
+The worker claims the job under a lease (apps/llm/leases.py), calls the model with no
+transaction open, and stores the suggestions in one short transaction, only while it still
+holds the job; a unique constraint on (job, text) makes a second run harmless. A job whose
+worker died is taken over once its lease runs out.
 """
 
-import datetime as dt
-
 from django.db import transaction
-from django.db.models import F, Q
 from django.utils import timezone
 
-from apps.llm import gateway
+from apps.llm import gateway, leases
 from apps.llm.errors import LLMError, PromptError
 from apps.llm.models import Purpose
 from apps.llm.selectors import prompt_current, prompt_render
@@ -56,11 +54,19 @@ DRAFT_SCHEMA = {
 }
 # The expert is watching a progress indicator: give up sooner than a batch run would.
 INTERACTIVE_POLICY = gateway.RetryPolicy(max_attempts=3, max_total_seconds=90.0)
-STALE_AFTER = dt.timedelta(minutes=5)
+LEASE_STATES = leases.LeaseStates(
+    waiting=DraftStatus.QUEUED, running=DraftStatus.RUNNING, failed=DraftStatus.FAILED
+)
+GAVE_UP = (
+    "The worker making these suggestions stopped {attempts} times before it finished; "
+    "ask for suggestions again."
+)
 
 
 def draft_job_request(*, rubric: Rubric, user) -> tuple[DraftJob, bool]:
-    """(job, created). A job still queued or running for the draft is returned as it is."""
+    """(job, to_enqueue): a new job, or the one still queued or running for the draft;
+    `to_enqueue` when the caller should queue its task (new, or its worker's lease ran out,
+    so that asking again resumes a job that a dead worker held)."""
     config = AuthoringSettings.objects.select_related("draft_model").first()
     model = config.draft_model if config else None
     if model is None or not model.active:
@@ -79,8 +85,11 @@ def draft_job_request(*, rubric: Rubric, user) -> tuple[DraftJob, bool]:
             status__in=[DraftStatus.QUEUED, DraftStatus.RUNNING]
         ).first()
         if active is not None:
-            return active, False
-        job = DraftJob.objects.create(rubric=rubric, requested_by=user, model=model, prompt=prompt)
+            return active, active.lease_ran_out
+        job = DraftJob.objects.create(
+            rubric=rubric, requested_by=user, model=model, prompt=prompt,
+            **leases.lease_waiting_fields(),
+        )  # fmt: skip
         record(
             rubric, user=user, action=EventAction.SUGGESTIONS_REQUESTED, summary=str(model),
             detail={"job": job.pk, "prompt_version": prompt.version},
@@ -90,45 +99,56 @@ def draft_job_request(*, rubric: Rubric, user) -> tuple[DraftJob, bool]:
 
 def draft_job_run(*, job_id: int) -> DraftJob | None:
     """Make the job's model call and keep its suggestions. None: not ours to run (done,
-    failed, or running in a live worker)."""
-    now = timezone.now()
-    claimed = (
-        DraftJob.objects.filter(pk=job_id)
-        .filter(
-            Q(status=DraftStatus.QUEUED)
-            | Q(status=DraftStatus.RUNNING, started_at__lt=now - STALE_AFTER)
-        )
-        .update(status=DraftStatus.RUNNING, started_at=now, attempts=F("attempts") + 1)
-    )
-    if not claimed:
+    failed, held by a live worker, or out of attempts)."""
+    owner = leases.lease_owner_name()
+    rows = DraftJob.objects.filter(pk=job_id)
+    if not leases.lease_claim(rows, states=LEASE_STATES, owner=owner, started_at=timezone.now()):
         return None
     job = DraftJob.objects.select_related("rubric__question__topic", "model", "prompt").get(
         pk=job_id
     )
     question = job.rubric.question
-    try:
-        messages = prompt_render(
-            template=job.prompt,
-            variables={"question": question.text, "topic": question.topic.name},
-        )
-        completion = gateway.complete(
-            model=job.model, messages=messages, purpose=Purpose.RUBRIC_DRAFT,
-            schema=DRAFT_SCHEMA, caller=f"draftjob:{job.pk}", prompt=job.prompt,
-            policy=INTERACTIVE_POLICY,
-        )  # fmt: skip
-    except (LLMError, PromptError) as exc:
-        DraftJob.objects.filter(pk=job.pk, status=DraftStatus.RUNNING).update(
-            status=DraftStatus.FAILED, error=str(exc)[:2000], finished_at=timezone.now()
-        )
-        job.refresh_from_db()
-        return job
-    _store(job, completion.data["criteria"])
+    with leases.lease_kept(rows, states=LEASE_STATES, owner=owner):
+        try:
+            messages = prompt_render(
+                template=job.prompt,
+                variables={"question": question.text, "topic": question.topic.name},
+            )
+            completion = gateway.complete(
+                model=job.model, messages=messages, purpose=Purpose.RUBRIC_DRAFT,
+                schema=DRAFT_SCHEMA, caller=f"draftjob:{job.pk}", prompt=job.prompt,
+                policy=INTERACTIVE_POLICY,
+            )  # fmt: skip
+        except (LLMError, PromptError) as exc:
+            leases.lease_end(
+                rows, states=LEASE_STATES, owner=owner, status=DraftStatus.FAILED,
+                error=str(exc)[:2000], finished_at=timezone.now(),
+            )  # fmt: skip
+        else:
+            _store(job, completion.data["criteria"], owner)
     job.refresh_from_db()
     return job
 
 
-def _store(job: DraftJob, items: list[dict]) -> None:
+def draft_jobs_expired_requeue() -> list[int]:
+    """The jobs whose worker died or never came (their lease ran out), back to queued: the
+    caller queues their task. A job out of attempts fails instead, saying so."""
+    return leases.leases_expire(
+        DraftJob.objects.all(), states=LEASE_STATES,
+        gave_up={"error": GAVE_UP.format(attempts=leases.MAX_ATTEMPTS),
+                 "finished_at": timezone.now()},
+    )  # fmt: skip
+
+
+def _store(job: DraftJob, items: list[dict], owner: str) -> None:
     with transaction.atomic():
+        # First, so that a worker that lost its lease (presumed dead, replaced) stores nothing.
+        ended = leases.lease_end(
+            DraftJob.objects.filter(pk=job.pk), states=LEASE_STATES, owner=owner,
+            status=DraftStatus.DONE, finished_at=timezone.now(),
+        )  # fmt: skip
+        if not ended:
+            return
         existing = {t.lower() for t in job.rubric.criteria.values_list("text", flat=True)}
         fresh, seen = [], set()
         for item in items:
@@ -148,9 +168,7 @@ def _store(job: DraftJob, items: list[dict]) -> None:
                 )
             )
         Suggestion.objects.bulk_create(fresh, ignore_conflicts=True)
-        DraftJob.objects.filter(pk=job.pk, status=DraftStatus.RUNNING).update(
-            status=DraftStatus.DONE, finished_at=timezone.now(), left_out=len(items) - len(fresh)
-        )
+        DraftJob.objects.filter(pk=job.pk).update(left_out=len(items) - len(fresh))
 
 
 def _pending(rubric: Rubric, suggestion_id: int) -> Suggestion:

@@ -21,16 +21,18 @@ from .prolific_sync import study_sync_returned
 from .reservation import assignment_expire_overdue, assignment_reserve_bundle
 from .review import (
     MIN_REJECTION_MESSAGE,
-    participant_approve,
     participant_mark_returned,
     participant_reject,
+    participants_approve,
 )
 from .scenarios import (
     ImportSummary,
+    response_generations_expired_requeue,
     response_import_csv,
     scenario_import_json,
     scenario_response_record,
     scenario_responses_generate,
+    scenario_responses_request,
     study_scenario_record_error,
 )
 from .studies import study_create, study_set_status, study_update, survey_item_save
@@ -47,7 +49,6 @@ __all__ = [
     "assignment_submit",
     "page_time_shown",
     "page_time_submitted",
-    "participant_approve",
     "participant_consent",
     "participant_decline",
     "participant_enter",
@@ -55,11 +56,14 @@ __all__ = [
     "participant_instructions_read",
     "participant_mark_returned",
     "participant_reject",
+    "participants_approve",
     "prolific_params_parse",
+    "response_generations_expired_requeue",
     "response_import_csv",
     "scenario_import_json",
     "scenario_response_record",
     "scenario_responses_generate",
+    "scenario_responses_request",
     "study_create",
     "study_scenario_record_error",
     "study_set_status",

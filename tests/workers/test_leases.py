@@ -1,0 +1,245 @@
+"""A worker killed while it holds a job: the job is taken over and finishes within about a
+lease, long before the broker's visibility timeout (7,200 s) would hand its message back.
+
+The offline provider is slowed so that the kill lands mid-call. Each kind of leased job is
+killed both ways: SIGKILL of the prefork pool child running it (the worker's main process
+then requeues the message, whose redelivery finds the job still claimed), and SIGKILL of
+the worker's main process (the message stays unacknowledged; a solo pool, so that the main
+process is the one running the task, as the only process holding the message).
+"""
+
+import datetime as dt
+import os
+import signal
+from dataclasses import dataclass
+
+import pytest
+from django.utils import timezone
+
+from apps.llm import leases
+from apps.llm.gateway import DEFAULT_POLICY
+from apps.llm.models import CallStatus, LLMCall
+from apps.rubrics import services as rubric_services
+from apps.rubrics.models import AuthoringSettings, DraftJob, DraftStatus
+from apps.runs.models import Response, ResponseStatus
+from apps.runs.services import reference_models_set, sample_answers_draw
+from apps.surveys import services as survey_services
+from apps.surveys.forms import DEFAULT_TEXTS
+from apps.surveys.models import GenerationStatus, ResponseGeneration
+from config.celery import TASK_MODULES, app
+from tests.conftest import wait_until
+from tests.factories import CODES, offline_model, question_assigned
+from workers.drafting import draft_criteria_task, sample_answer_task
+from workers.leases import requeue_expired_task
+from workers.surveys import generate_responses_task
+
+LEASE_SECONDS = 6  # renewed every 2 s: room for a worker starved of CPU by a busy machine
+WORKER_ENV = {"LLM_LEASE_SECONDS": str(LEASE_SECONDS)}
+LATENCY_MS = 5000  # longer than it takes to see the claim and kill its holder
+
+
+@dataclass(frozen=True)
+class Kind:
+    model: type
+    task: object
+    running: str
+    done: str
+
+
+KINDS = {
+    "suggestions": Kind(DraftJob, draft_criteria_task, DraftStatus.RUNNING, DraftStatus.DONE),
+    "reference answer": Kind(
+        Response, sample_answer_task, ResponseStatus.RUNNING, ResponseStatus.DONE
+    ),
+    "scenario responses": Kind(
+        ResponseGeneration,
+        generate_responses_task,
+        GenerationStatus.RUNNING,
+        GenerationStatus.DONE,
+    ),
+}
+
+
+def job_make(kind: str, url: str, expert, scenarios) -> int:
+    """A job of `kind`, made as the page that asks for it makes it; its pk."""
+    model = offline_model(url, name="offline-thorough")
+    if kind == "suggestions":
+        AuthoringSettings.objects.update_or_create(pk=1, defaults={"draft_model": model})
+        question = question_assigned(expert, topic="scams")
+        rubric = rubric_services.rubric_start(question=question, user=expert)
+        job, _to_enqueue = rubric_services.draft_job_request(rubric=rubric, user=expert)
+        return job.pk
+    if kind == "reference answer":
+        reference_models_set(models=[model])
+        (answer,) = sample_answers_draw(question=question_assigned(expert), count=1)
+        return answer.pk
+    study = survey_services.study_create(
+        scenarios=scenarios[:6], name="killed", **DEFAULT_TEXTS, **CODES
+    )
+    generation, _to_enqueue = survey_services.scenario_responses_request(study=study, model=model)
+    return generation.pk
+
+
+@pytest.fixture
+def routed():
+    """`routed(task, queue)`: what this process queues for `task` (the sweep's requeue
+    among it) goes to the test's worker."""
+    saved = app.conf.task_routes
+
+    def route(task, queue: str) -> None:
+        app.conf.update(task_routes={**app.conf.task_routes, task.name: {"queue": queue}})
+
+    yield route
+    app.conf.update(task_routes=saved)
+
+
+def holder_pid(kind: Kind, pk: int) -> int | None:
+    row = kind.model.objects.filter(pk=pk, status=kind.running).first()
+    return int(row.lease_owner.rsplit(":", 1)[1]) if row and row.lease_owner else None
+
+
+@pytest.mark.worker
+@pytest.mark.parametrize("killed", ["pool child", "main process"])
+@pytest.mark.parametrize("name", list(KINDS))
+def test_a_job_whose_worker_was_killed_is_taken_over_and_finishes(
+    name, killed, start_worker, routed, migrated_rows, offline_provider, expert, scenarios,
+    settings,
+):  # fmt: skip
+    settings.LLM_LEASE_SECONDS = LEASE_SECONDS  # the sweep's, in this process
+    kind = KINDS[name]
+    pk = job_make(name, offline_provider(latency_ms=LATENCY_MS), expert, scenarios)
+    pool = "prefork" if killed == "pool child" else "solo"
+    queue, worker = start_worker(env=WORKER_ENV, pool=pool)
+    routed(kind.task, queue)
+    kind.task.delay(pk)
+
+    pid = wait_until(lambda: holder_pid(kind, pk), timeout=60)
+    assert pid is not None
+    assert (pid != worker.pid) == (killed == "pool child")
+    os.kill(pid, signal.SIGKILL)
+    if killed == "main process":
+        worker.wait()
+        # Its message is unacknowledged until the visibility timeout: a new worker on the
+        # queue does not get it.
+        start_worker(queue=queue, env=WORKER_ENV)
+    assert kind.model.objects.get(pk=pk).status == kind.running  # the kill landed mid-call
+
+    def finished() -> bool:
+        requeue_expired_task.run()  # as beat runs it, every quarter of a lease
+        return kind.model.objects.get(pk=pk).status == kind.done
+
+    assert wait_until(finished, timeout=180, interval=0.5), kind.model.objects.values().get(pk=pk)
+    row = kind.model.objects.get(pk=pk)
+    assert row.attempts == 2  # the killed claim and the one that took over
+    assert (row.lease_owner, row.lease_expires_at) == ("", None)
+
+
+@pytest.mark.worker
+def test_the_study_page_shows_a_stalled_generation_its_takeover_and_a_late_message_does_nothing(
+    start_worker, routed, migrated_rows, offline_provider, researcher, scenarios, client,
+    settings,
+):  # fmt: skip
+    settings.LLM_LEASE_SECONDS = LEASE_SECONDS
+    kind = KINDS["scenario responses"]
+    pk = job_make("scenario responses", offline_provider(latency_ms=LATENCY_MS), None, scenarios)
+    generation = ResponseGeneration.objects.get(pk=pk)
+    page_url = f"/studies/{generation.study_id}/"
+    client.force_login(researcher)
+    queue, worker = start_worker(env=WORKER_ENV)
+    routed(generate_responses_task, queue)
+    generate_responses_task.delay(pk)
+    assert wait_until(lambda: holder_pid(kind, pk), timeout=60) == worker.pid
+    worker.kill()
+    worker.wait()
+
+    assert wait_until(lambda: ResponseGeneration.objects.get(pk=pk).lease_ran_out, timeout=30)
+    page = client.get(page_url).content.decode()
+    assert "the worker generating them stopped" in page
+    assert "6 of 6 scenario(s) without a response" in page
+
+    start_worker(queue=queue, env=WORKER_ENV)
+    assert requeue_expired_task.run()["response generation"] == 1
+    assert wait_until(
+        lambda: ResponseGeneration.objects.get(pk=pk).status == GenerationStatus.DONE, timeout=90
+    )
+    page = client.get(page_url).content.decode()
+    assert "done" in page and "0 of 6 scenario(s) without a response" in page
+    calls = LLMCall.objects.filter(status=CallStatus.OK).count()
+    assert calls == 6
+    # The dead worker's message, should the broker hand it back after its visibility timeout.
+    assert generate_responses_task.run(pk) == "skipped"
+    assert requeue_expired_task.run()["response generation"] == 0
+    assert LLMCall.objects.filter(status=CallStatus.OK).count() == calls
+
+
+@pytest.mark.worker
+def test_retryable_failures_spend_the_one_budget_of_attempts_and_the_page_shows_the_failure(
+    start_worker, routed, migrated_rows, offline_provider, researcher, scenarios, client
+):
+    # Every call is rate limited, so each attempt fails in a way worth retrying.
+    pk = job_make(
+        "scenario responses", offline_provider(rate_429=1, retry_after=0), None, scenarios
+    )
+    queue, _worker = start_worker(env={**WORKER_ENV, "LLM_RETRY_SECONDS": "1"})
+    routed(generate_responses_task, queue)
+    generate_responses_task.delay(pk)
+
+    failed = lambda: ResponseGeneration.objects.get(pk=pk).status == GenerationStatus.FAILED  # noqa: E731
+    assert wait_until(failed, timeout=180, interval=0.5)
+    generation = ResponseGeneration.objects.get(pk=pk)
+    assert generation.attempts == leases.MAX_ATTEMPTS
+    # Each attempt asked for all six responses, each with the gateway's own bounded retries.
+    asked = LLMCall.objects.filter(caller__startswith="study_scenario:")
+    assert asked.count() == leases.MAX_ATTEMPTS * 6 * DEFAULT_POLICY.max_attempts
+    client.force_login(researcher)
+    page = client.get(f"/studies/{generation.study_id}/").content.decode()
+    assert (
+        f"failed: 6 scenario(s) still have no response after attempt {leases.MAX_ATTEMPTS}" in page
+    )
+
+
+def test_a_job_whose_worker_keeps_dying_fails_with_a_message_after_its_attempts(
+    migrated_rows, expert, scenarios, offline_provider_url, settings
+):
+    pk = job_make("suggestions", offline_provider_url, expert, scenarios)
+    rows = DraftJob.objects.filter(pk=pk)
+    states = leases.LeaseStates(DraftStatus.QUEUED, DraftStatus.RUNNING, DraftStatus.FAILED)
+    for attempt in range(1, leases.MAX_ATTEMPTS + 1):
+        # A worker claims it and dies at once: its lease is left to run out.
+        assert leases.lease_claim(rows, states=states, owner=f"dead:{attempt}")
+        rows.update(lease_expires_at=timezone.now() - dt.timedelta(seconds=1))
+        requeued = rubric_services.draft_jobs_expired_requeue()
+        assert requeued == ([pk] if attempt < leases.MAX_ATTEMPTS else [])
+    job = rows.get()
+    assert job.status == DraftStatus.FAILED and job.attempts == leases.MAX_ATTEMPTS
+    assert "stopped 3 times" in job.error
+    assert rubric_services.draft_job_run(job_id=pk) is None  # a late message does nothing
+
+
+def test_asking_again_for_suggestions_resumes_the_job_a_dead_worker_held(
+    migrated_rows, expert, scenarios, offline_provider_url
+):
+    pk = job_make("suggestions", offline_provider_url, expert, scenarios)
+    rows = DraftJob.objects.filter(pk=pk)
+    states = rubric_services.drafting.LEASE_STATES
+    assert leases.lease_claim(rows, states=states, owner="dead:1")
+    job = rows.get()
+    assert rubric_services.draft_job_request(rubric=job.rubric, user=expert) == (job, False)
+    assert rubric_services.draft_job_run(job_id=pk) is None  # held by a live-looking worker
+
+    rows.update(lease_expires_at=timezone.now() - dt.timedelta(seconds=1))  # it died
+    assert rubric_services.draft_job_request(rubric=job.rubric, user=expert) == (job, True)
+    resumed = rubric_services.draft_job_run(job_id=pk)
+    assert resumed.status == DraftStatus.DONE and resumed.attempts == 2
+    assert resumed.suggestions.exists()
+
+
+def test_the_lease_sweep_is_a_listed_task_that_beat_runs_within_a_lease():
+    from django.conf import settings
+
+    entry = next(
+        e for e in app.conf.beat_schedule.values() if e["task"] == requeue_expired_task.name
+    )
+    assert entry["schedule"] < settings.LLM_LEASE_SECONDS
+    assert "workers.leases" in TASK_MODULES
+    assert settings.LLM_LEASE_SECONDS < settings.CELERY_TASK_TIME_LIMIT
