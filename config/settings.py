@@ -6,6 +6,7 @@ is `DJANGO_ENV=production`, which makes `SECRET_KEY` and `ALLOWED_HOSTS` require
 and turns on the secure-cookie and HTTPS settings that `check --deploy` asks for.
 """
 
+import datetime as dt
 import os
 from pathlib import Path
 
@@ -77,6 +78,8 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "axes",  # sign-in lockout (below)
+    "csp",  # Content-Security-Policy (below)
     "rest_framework",
     "drf_spectacular",
     "django_htmx",
@@ -93,6 +96,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -101,6 +105,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as axes asks: it turns a refused sign-in into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -208,6 +214,18 @@ CELERY_BEAT_SCHEDULE_FILENAME = env(
     "CELERY_BEAT_SCHEDULE_FILENAME", str(BASE_DIR / ".data" / "celerybeat-schedule")
 )
 
+# Claim leases (apps/llm/leases.py). A worker holding a row renews its lease every third of
+# this; when the worker dies the lease runs out and a periodic task hands the row to another
+# worker, so a dead worker costs about one lease rather than the broker's visibility timeout.
+# Shorter than the hard time limit: the lease, not the time limit, is what notices a death.
+LLM_LEASE_SECONDS = env_int("LLM_LEASE_SECONDS", 2 * 60)
+if not 3 <= LLM_LEASE_SECONDS < CELERY_TASK_TIME_LIMIT:
+    raise ImproperlyConfigured(
+        "LLM_LEASE_SECONDS must be at least 3 and less than CELERY_TASK_TIME_LIMIT"
+    )
+# How long a task waits before trying again after a retryable model error.
+LLM_RETRY_SECONDS = env_int("LLM_RETRY_SECONDS", 60)
+
 SESSION_ENGINE = "django.contrib.sessions.backends.db"
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
@@ -229,9 +247,20 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # A refused request (4xx) is logged as one line without its traceback; a 5xx keeps it.
+    # On django.request itself, so every handler sees the line; on the handler too, for
+    # django.security.<ExceptionName>, whose child loggers a logger filter would not reach.
+    "filters": {"refusals": {"()": "config.logfilters.RefusalWithoutTraceback"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["refusals"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
     "loggers": {
+        "django.request": {"filters": ["refusals"]},
         "django.db.backends": {"level": "WARNING"},
         # litellm and httpx log every request at INFO: noise, and CPU in the hot path.
         "LiteLLM": {"level": "WARNING"},
@@ -242,4 +271,47 @@ LOGGING = {
     },
 }
 
-AUTHENTICATION_BACKENDS = ["apps.accounts.backends.RoleBackend"]
+# AxesStandaloneBackend comes first: it refuses a locked-out sign-in before any password is
+# checked, and it needs the request, so `authenticate()` must always be given one.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "apps.accounts.backends.RoleBackend",
+]
+
+# --- Sign-in lockout (django-axes) -------------------------------------------------------
+# After ASSAY_LOGIN_FAILURE_LIMIT wrong passwords for one username from one address, that
+# pair is refused (429, with registration/locked_out.html) on /accounts/login/ and
+# /admin/login/ alike until the cool-off ends or a researcher unlocks it in the console.
+# Locking the pair, not the address alone, keeps one guesser from locking out a whole lab
+# behind one NAT; not the username alone, so that a stranger cannot lock a user out.
+# The address is REMOTE_ADDR, as for the survey rate limit: a proxy must pass it on.
+AXES_FAILURE_LIMIT = env_int("ASSAY_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = dt.timedelta(minutes=env_int("ASSAY_LOGIN_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "apps.accounts.views.locked_out"
+AXES_HTTP_RESPONSE_CODE = 429
+AXES_ENABLE_ADMIN = False  # apps/accounts/admin.py registers them, with the unlock action
+AXES_ENABLE_ACCESS_FAILURE_LOG = True
+# Masked in axes' log lines and stored POST bodies (the password always is). The first two
+# are axes' defaults; a stored CSRF token would give away the user's CSRF secret.
+AXES_SENSITIVE_PARAMETERS = ["username", "ip_address", "csrfmiddlewaretoken"]
+
+# --- Content-Security-Policy (django-csp) ------------------------------------------------
+# Only our own files run or style a page: no inline script, inline style, style="" or hx-on
+# anywhere (htmx's own indicator <style> is turned off by the htmx-config meta in base.html;
+# its CSS is in assay.css). Participants' pages load nothing from a third-party host either.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}

@@ -3,11 +3,12 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
 from apps.accounts.roles import Role, role_required
-from apps.ops.views import healthz
+from apps.ops.views import favicon, healthz
 
 urlpatterns = [
     path("", include("apps.accounts.urls")),
     path("healthz", healthz, name="healthz"),
+    path("favicon.ico", favicon, name="favicon"),
     path("admin/", admin.site.urls),
     path("llm/", include("apps.llm.urls")),
     path("rubrics/", include("apps.rubrics.urls")),

@@ -260,6 +260,7 @@ SEEDS = (
     ("apps.llm.migrations.0002_default_prompts", "seed"),
     ("apps.questions.migrations.0002_seed_topics", "seed"),
     ("apps.rubrics.migrations.0002_shared_criteria_v1", "seed"),
+    ("apps.rubrics.migrations.0003_shared_criteria_v2_as_published", "publish"),
     ("apps.surveys.migrations.0002_default_items", "seed"),
 )
 DB_FIXTURES = {"db", "transactional_db", "live_server", "start_worker"}
@@ -375,6 +376,9 @@ def page(new_context):
     return new_context().new_page()
 
 
+FULL_PAGE_MAX_PX = 4000
+
+
 @pytest.fixture
 def screenshot(request):
     ARTIFACTS.mkdir(exist_ok=True)
@@ -383,6 +387,59 @@ def screenshot(request):
         name = (
             f"{request.node.name}-{label}.png".replace("/", "_").replace("[", "-").replace("]", "")
         )
-        page.screenshot(path=str(ARTIFACTS / name), full_page=True)
+        # A full-page capture of a very tall page leaves Chromium's hit testing off from its
+        # layout (a click after it landed beside the button it was aimed at): past that
+        # height, the visible part only.
+        tall = page.evaluate("document.documentElement.scrollHeight") > FULL_PAGE_MAX_PX
+        page.screenshot(path=str(ARTIFACTS / name), full_page=not tall)
 
     return take
+
+
+# --- a paid provider that echoes the API key -----------------------------------------------
+
+
+@pytest.fixture
+def echoing_provider():
+    """`echoing_provider(status) -> base_url`: an OpenAI-compatible server on loopback that
+    answers every chat completion with `status` and an error body that repeats the API key
+    it was sent, as some providers do. Stands in for a paid provider, at the HTTP boundary."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    servers = []
+
+    def start(status: int) -> str:
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                key = self.headers.get("Authorization", "").removeprefix("Bearer ")
+                body = json.dumps(
+                    {
+                        "error": {
+                            "message": f"Incorrect API key provided: {key}.",
+                            "type": "invalid_request_error",
+                            "code": "invalid_api_key",
+                        }
+                    }
+                ).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("X-Echoed-Key", key)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}/v1"
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()

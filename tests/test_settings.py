@@ -44,3 +44,10 @@ def test_production_turns_debug_off_and_secures_cookies():
     )
     result = manage("shell", "--no-imports", "-c", code, env=env)
     assert result.stdout.strip() == "False True True ['assay.example.org']", result.stderr
+
+
+def test_the_sign_in_lockout_is_set_from_the_environment():
+    env = dict(os.environ, ASSAY_LOGIN_FAILURE_LIMIT="3", ASSAY_LOGIN_COOLOFF_MINUTES="45")
+    code = "from django.conf import settings as s; print(s.AXES_FAILURE_LIMIT, s.AXES_COOLOFF_TIME)"
+    result = manage("shell", "--no-imports", "-c", code, env=env)
+    assert result.stdout.strip() == "3 0:45:00", result.stderr

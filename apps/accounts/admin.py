@@ -1,7 +1,18 @@
+from axes.admin import AccessAttemptAdmin, AccessFailureLogAdmin, AccessLogAdmin
+from axes.models import AccessAttempt, AccessFailureLog, AccessLog
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 
 from .models import User
+from .services import sign_in_unlock
+
+UNLOCK_PERMISSION = "axes.delete_accessattempt"
+
+
+def _report_unlocked(modeladmin, request, count: int) -> None:
+    modeladmin.message_user(
+        request, f"Unlocked: {count} failed sign-in record{'s' if count != 1 else ''} forgotten."
+    )
 
 
 @admin.register(User)
@@ -9,6 +20,16 @@ class UserAdmin(BaseUserAdmin):
     list_display = ("username", "email", "first_name", "last_name", "role_names", "is_active")
     list_filter = ("groups", "is_active", "is_staff")
     csv_fields = ("id", "username", "email", "first_name", "last_name", "is_active", "date_joined")
+    actions = ["unlock_sign_in"]
+
+    @admin.action(description="Unlock sign-in for the selected users", permissions=["unlock"])
+    def unlock_sign_in(self, request, queryset):
+        usernames = queryset.values_list("username", flat=True)
+        count = sign_in_unlock(attempts=AccessAttempt.objects.filter(username__in=usernames))
+        _report_unlocked(self, request, count)
+
+    def has_unlock_permission(self, request):
+        return request.user.has_perm(UNLOCK_PERMISSION)
 
     def get_queryset(self, request):
         return super().get_queryset(request).prefetch_related("groups")
@@ -16,3 +37,43 @@ class UserAdmin(BaseUserAdmin):
     @staticmethod
     def role_names(user):
         return ", ".join(sorted(g.name for g in user.groups.all())) or "—"
+
+
+@admin.register(AccessAttempt)
+class SignInAttemptAdmin(AccessAttemptAdmin):
+    """Failed sign-ins counted per username and address; a locked-out pair is unlocked here
+    (or from the user's row) by forgetting its attempts."""
+
+    actions = ["unlock", "cleanup_expired_attempts"]
+
+    @admin.action(description="Unlock: forget the selected failed sign-ins", permissions=["unlock"])
+    def unlock(self, request, queryset):
+        _report_unlocked(self, request, sign_in_unlock(attempts=queryset))
+
+    def has_unlock_permission(self, request):
+        return request.user.has_perm(UNLOCK_PERMISSION)
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(AccessLog)
+class SignInLogAdmin(AccessLogAdmin):
+    """Every successful sign-in: a record the product writes and nobody edits."""
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(AccessFailureLog)
+class SignInFailureLogAdmin(AccessFailureLogAdmin):
+    """Every failed sign-in, kept after an unlock forgets the attempts that counted it."""
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

@@ -1,5 +1,7 @@
+from axes.models import AccessAttempt
 from django.contrib.auth.models import Group
 from django.db import transaction
+from django.db.models import QuerySet
 
 from .errors import AccountError
 from .models import User
@@ -29,3 +31,11 @@ def user_create(
         raise AccountError(f"A user named {username!r} already exists.")
     user = User.objects.create_user(username=username, password=password, **fields)
     return user_set_roles(user=user, roles=roles)
+
+
+def sign_in_unlock(*, attempts: QuerySet[AccessAttempt]) -> int:
+    """Forget these failed sign-ins, so that the usernames and addresses they count against
+    may sign in again at once (django-axes counts lockouts from these rows). Returns how
+    many were forgotten; the failure log keeps its record of them."""
+    _, deleted = attempts.delete()
+    return deleted.get(AccessAttempt._meta.label, 0)

@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.shortcuts import render
 
@@ -21,6 +22,17 @@ login = public(
     )
 )
 logout = public(auth_views.LogoutView.as_view())
+
+
+def locked_out(request, response=None, credentials=None):
+    """What django-axes answers, on either login page, while the username and address are
+    locked out (AXES_LOCKOUT_CALLABLE): the reason and the wait, as a page, with 429."""
+    context = {"minutes": round(settings.AXES_COOLOFF_TIME.total_seconds() / 60)}
+    return render(
+        request, "registration/locked_out.html", context, status=settings.AXES_HTTP_RESPONSE_CODE
+    )
+
+
 # Changing a password needs an account but no particular role.
 password_change = role_required(*ALL_ROLES)(
     auth_views.PasswordChangeView.as_view(template_name="registration/password_change.html")

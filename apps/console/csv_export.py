@@ -3,11 +3,15 @@
 Rows are read through a server-side cursor (`QuerySet.iterator`) and written as they come,
 so memory stays flat whatever the table's size. A text cell that a spreadsheet would run as
 a formula (leading `=`, `+`, `-`, `@`, tab, carriage return or line feed; OWASP's "CSV
-injection" list) is prefixed with a single quote. Numbers stay numbers.
+injection" list) is prefixed with a single quote. So is one where such a character follows
+leading whitespace (spreadsheets skip it) or comes in its full-width or small form (U+FF1D,
+U+FF0B, U+FF0D, U+FF20: some spreadsheets, in East Asian locales, read those as the ASCII ones).
+Numbers stay numbers.
 """
 
 import csv
 import datetime as dt
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from decimal import Decimal
 
@@ -17,6 +21,20 @@ from django.http import StreamingHttpResponse
 from django.utils import timezone
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r", "\n")
+# Full-width and small forms of = + - @.
+FORMULA_LOOKALIKES = (
+    "\uff1d",
+    "\uff0b",
+    "\uff0d",
+    "\uff20",
+    "\ufe66",
+    "\ufe62",
+    "\ufe63",
+    "\ufe6b",
+)
+# What a spreadsheet skips before a formula: whitespace (Unicode's, as `\s` knows it) and
+# the invisible zero-width space and byte-order mark, which `\s` does not.
+LEADING_BLANKS = re.compile(r"^[\s\u200b\ufeff]+")
 CHUNK_SIZE = 2000
 
 
@@ -30,7 +48,8 @@ def spreadsheet_safe(value) -> object:
     if isinstance(value, dt.datetime | dt.date | dt.time):
         return value.isoformat()
     text = str(value)
-    if text.startswith(FORMULA_PREFIXES):
+    start = LEADING_BLANKS.sub("", text)
+    if text.startswith(FORMULA_PREFIXES) or start.startswith(FORMULA_PREFIXES + FORMULA_LOOKALIKES):
         return "'" + text
     return text
 

@@ -19,5 +19,11 @@ class PermanentLLMError(LLMError):
     failing validation. The message says what was wrong."""
 
 
+class ProviderError(Exception):
+    """What a provider's exception said, with the API key scrubbed out: the `__cause__` of an
+    LLMError, in place of the provider's exception itself, whose message, args, response and
+    request may all hold the key (a provider may echo it back in its error)."""
+
+
 class PromptError(Exception):
     """A prompt template cannot be rendered or saved; the message says why."""

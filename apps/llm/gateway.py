@@ -24,7 +24,7 @@ import redis.asyncio as aioredis
 from asgiref.sync import async_to_sync, sync_to_async
 from django.conf import settings
 
-from .errors import LLMError, PermanentLLMError, RetryableLLMError
+from .errors import LLMError, PermanentLLMError, ProviderError, RetryableLLMError
 from .limits import Limits
 from .models import CallStatus, LLMCall, ModelConfig, PromptTemplate
 from .services import llm_calls_record
@@ -181,6 +181,28 @@ def _scrub(message: str, secret: str | None) -> str:
     return message[:MAX_ERROR_CHARS]
 
 
+@dataclass(frozen=True)
+class _Failure:
+    """A failed attempt, as far as it may leave the gateway: nothing here holds the key."""
+
+    status: str
+    retryable: bool
+    error_class: str
+    message: str
+    retry_after: float | None
+
+    @classmethod
+    def of(cls, exc: Exception, secret: str | None) -> "_Failure":
+        status, retryable = classify(exc)
+        return cls(
+            status=status, retryable=retryable, error_class=type(exc).__name__,
+            message=_scrub(f"{exc}", secret), retry_after=_retry_after(exc),
+        )  # fmt: skip
+
+    def cause(self) -> ProviderError:
+        return ProviderError(f"{self.error_class}: {self.message}")
+
+
 def _retry_after(exc: Exception) -> float | None:
     headers = None
     response = getattr(exc, "response", None)
@@ -193,8 +215,12 @@ def _retry_after(exc: Exception) -> float | None:
     try:
         return max(0.0, float(value))
     except ValueError:
+        pass
+    try:
         when = email.utils.parsedate_to_datetime(value)
-        return max(0.0, when.timestamp() - time.time()) if when else None
+    except (TypeError, ValueError):
+        return None  # a header we cannot read: back off as if none had been sent
+    return max(0.0, when.timestamp() - time.time())
 
 
 def classify(exc: Exception) -> tuple[str, bool]:
@@ -319,27 +345,32 @@ async def acomplete(
                     **extra, **call_params,
                 )  # fmt: skip
         except Exception as exc:
+            # Only a scrubbed description leaves this block: the provider's exception may
+            # hold the key, and anything raised in here would keep it as `__context__`.
+            failure = _Failure.of(exc, api_key)
+        else:
+            failure = None
+        if failure is not None:
             latency_ms = round((loop.time() - sent) * 1000)
             await slot.release()
-            status, retryable = classify(exc)
-            message = _scrub(f"{exc}", api_key)
+            status, message = failure.status, failure.message
             await record(
                 model=model, purpose=purpose, caller=caller, attempt=attempt, status=status,
-                error_class=type(exc).__name__, error_message=message, latency_ms=latency_ms,
+                error_class=failure.error_class, error_message=message, latency_ms=latency_ms,
                 prompt_template=prompt,
             )  # fmt: skip
-            if not retryable:
+            if not failure.retryable:
                 raise PermanentLLMError(
                     f"{model.display_name}: {message}", status=status, attempts=attempt
-                ) from exc
-            delay = _backoff(policy, attempt, _retry_after(exc))
+                ) from failure.cause()
+            delay = _backoff(policy, attempt, failure.retry_after)
             if attempt >= policy.max_attempts or loop.time() + delay > deadline:
                 raise RetryableLLMError(
                     f"{model.display_name}: gave up after {attempt} attempts in "
                     f"{loop.time() - started:.1f} s; last error: {message}",
                     status=status,
                     attempts=attempt,
-                ) from exc
+                ) from failure.cause()
             await asyncio.sleep(delay)
             continue
 

@@ -80,3 +80,39 @@ def test_non_researchers_cannot_export(role_client, make_user):
 )
 def test_spreadsheet_safe_leaves_numbers_alone(value, expected):
     assert spreadsheet_safe(value) == expected
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        " =1+1",
+        "  +SUM(A1:A9)",
+        "\u00a0-2+3",  # no-break space
+        "\u3000@SUM(A1)",  # ideographic space
+        "\u200b=cmd|' /C calc'!A0",  # zero-width space
+        "\ufeff=1+1",  # byte-order mark
+        '\uff1dHYPERLINK("http://x")',  # full-width =
+        "\uff0bSUM(1,2)",  # full-width +
+        "\uff0d2+3",  # full-width -
+        "\uff20SUM(A1)",  # full-width @
+        " \uff1d1+1",
+        "\ufe661+1",  # small =
+    ],
+)
+def test_formulas_behind_whitespace_or_in_full_width_are_neutralised(value):
+    assert spreadsheet_safe(value) == "'" + value
+
+
+@pytest.mark.parametrize("value", ["a = b", " plain", "e-mail", "50% + tax", "x\uff1d1"])
+def test_text_with_formula_characters_inside_is_left_alone(value):
+    assert spreadsheet_safe(value) == value
+
+
+def test_export_neutralises_a_padded_and_a_full_width_formula(role_client, make_user):
+    client = role_client(Role.RESEARCHER)
+    victim = make_user(
+        Role.EXPERT, username="padded", first_name="  =1+1", last_name='\uff1dHYPERLINK("x")'
+    )
+    row = export(client, [victim.pk])[0]
+    assert row["first_name"] == "'  =1+1"
+    assert row["last_name"] == '\'\uff1dHYPERLINK("x")'

@@ -1,5 +1,6 @@
 import logging
 import time
+import traceback
 from decimal import Decimal
 
 import httpx
@@ -236,3 +237,42 @@ def test_a_real_provider_model_string_goes_through_litellm_with_its_price(
     result = complete(model=model, messages=QUESTION, purpose="sample")
     assert not result.offline
     assert result.cost_usd is not None and result.cost_usd > 0
+
+
+def exception_chain(exc: BaseException) -> list[BaseException]:
+    """`exc` and every exception it keeps, through `__cause__` and `__context__` alike."""
+    seen, stack = [], [exc]
+    while stack:
+        current = stack.pop()
+        if current is None or any(current is s for s in seen):
+            continue
+        seen.append(current)
+        stack += [current.__cause__, current.__context__]
+    return seen
+
+
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [(401, PermanentLLMError), (400, PermanentLLMError), (500, RetryableLLMError)],
+)
+def test_a_provider_that_echoes_the_key_leaves_it_nowhere_in_the_raised_chain(
+    db, echoing_provider, monkeypatch, status, error
+):
+    secret = "sk-live-Hq4wT9cVx2Lm7pRz0aBn"
+    monkeypatch.setenv("ASSAY_TEST_PAID_KEY", secret)
+    model = offline_model(
+        echoing_provider(status), litellm_model="openai/gpt-4.1", api_key_env="ASSAY_TEST_PAID_KEY"
+    )
+
+    with pytest.raises(error) as raised:
+        complete(model=model, messages=QUESTION, purpose="sample", policy=FAST)
+
+    chain = exception_chain(raised.value)
+    assert len(chain) > 1, "a scrubbed description of the provider's error is kept as the cause"
+    assert "[redacted]" in str(raised.value.__cause__)
+    for exc in chain:
+        for text in (str(exc), repr(exc), repr(exc.args)):
+            assert secret not in text, f"{type(exc).__name__} holds the key"
+    assert secret not in "".join(traceback.format_exception(raised.value))
+    assert LLMCall.objects.exists()
+    assert not LLMCall.objects.filter(error_message__contains=secret).exists()
