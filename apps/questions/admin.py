@@ -4,11 +4,13 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from .errors import QuestionError
-from .models import Question, Topic
-from .services import questions_import
+from apps.console.uploads import megabytes
 
-MAX_UPLOAD_BYTES = 20 * 1024 * 1024
+from .errors import QuestionError
+from .interchange import MAX_FILE_BYTES
+from .models import Question, Topic
+from .selectors import question_text_frozen_because
+from .services import normalise_newlines, question_update, questions_import
 
 
 class QuestionFileForm(forms.Form):
@@ -20,8 +22,11 @@ class QuestionFileForm(forms.Form):
 
     def clean_file(self):
         upload = self.cleaned_data["file"]
-        if upload.size > MAX_UPLOAD_BYTES:
-            raise forms.ValidationError(f"{upload.name} is larger than 20 MB.")
+        if upload.size > MAX_FILE_BYTES:
+            raise forms.ValidationError(
+                f"{upload.name} was not imported (nothing was changed): the file is larger "
+                f"than {megabytes(MAX_FILE_BYTES)}"
+            )
         return upload
 
 
@@ -36,14 +41,38 @@ class TopicAdmin(admin.ModelAdmin):
         return False
 
 
+class QuestionForm(forms.ModelForm):
+    class Meta:
+        model = Question
+        fields = "__all__"  # noqa: DJ007 (the admin's fieldset; readonly_fields apply)
+
+    def clean_text(self):
+        text = normalise_newlines(self.cleaned_data["text"])
+        if self.instance.pk is not None and text != self.instance.text:
+            reason = question_text_frozen_because(question=self.instance)
+            if reason:
+                raise forms.ValidationError(reason)
+        return text
+
+
 @admin.register(Question)
 class QuestionAdmin(admin.ModelAdmin):
+    form = QuestionForm
     list_display = ("external_id", "topic", "need_type", "length_bucket", "created_at")
     list_filter = ("topic", "need_type", "length_bucket", "mentions_prior_attempt")
     search_fields = ("external_id", "text")
     readonly_fields = ("created_at",)
     raw_id_fields = ("labelled_by", "verified_by")
     change_list_template = "admin/questions/question/change_list.html"
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            return super().save_model(request, obj, form, change)
+        fields = {name: form.cleaned_data[name] for name in form.changed_data}
+        try:
+            question_update(question=obj, fields=fields)
+        except QuestionError as exc:  # frozen since the form was checked
+            self.message_user(request, str(exc), messages.ERROR)
 
     def get_urls(self):
         extra = [

@@ -5,17 +5,26 @@ A file is `{"format": "assay-questions/1", "topics": [...], "presentation_criter
 This module reads the question part; `apps.rubrics.interchange` reads the criteria. Every
 problem is reported with the file, the item and the field, and a file with any problem is
 refused whole.
+
+The limits are the database's and the pages': the file is UTF-8 JSON of at most 20 MB, nested
+at most `MAX_JSON_DEPTH` levels, with no NUL anywhere; an id fits `Question.external_id`
+(and `fullmatch`es its pattern: `$` would let a trailing newline through); a question's text
+is at most 40,000 characters, Reddit's own limit for a post, which the bank's questions are.
 """
 
-import json
 import re
 from dataclasses import dataclass
 
+from apps.console.uploads import UploadRefused, json_parse, shown, text_decode
+
 from .errors import FormatError
-from .models import NeedType
+from .models import NeedType, Question
 
 FORMAT = "assay-questions/1"
-ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$")
+MAX_FILE_BYTES = 20 * 1024 * 1024
+ID_MAX = Question._meta.get_field("external_id").max_length
+ID_PATTERN = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._:-]{{0,{ID_MAX - 1}}}")
+QUESTION_TEXT_MAX = 40_000
 
 
 @dataclass(frozen=True)
@@ -29,23 +38,31 @@ class QuestionRecord:
 
 
 def load_json(content: bytes | str, filename: str) -> object:
-    if isinstance(content, bytes):
-        try:
-            content = content.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            raise FormatError(filename, [f"not UTF-8 text (byte {exc.start})"]) from exc
+    """The document, or FormatError: too large, not UTF-8, NUL, invalid or too deep JSON."""
     try:
-        return json.loads(content)
-    except json.JSONDecodeError as exc:
-        raise FormatError(
-            filename, [f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"]
-        ) from exc
+        return json_parse(text_decode(content, max_bytes=MAX_FILE_BYTES))
+    except UploadRefused as exc:
+        raise FormatError(filename, [str(exc)]) from exc
+
+
+def id_valid(ident: object) -> bool:
+    return isinstance(ident, str) and ID_PATTERN.fullmatch(ident) is not None
+
+
+def text_problem(at: str, field: str, value: object, limit: int) -> str:
+    """The problem with a required text field, or ''."""
+    if not isinstance(value, str) or not value.strip():
+        return f'{at}, field "{field}": must be non-empty text'
+    if len(value) > limit:
+        return f'{at}, field "{field}": {len(value):,} characters, more than the {limit:,} allowed'
+    return ""
 
 
 def where(index: int, item: object) -> str:
     """`questions[3] ("accounts-02")`: how a problem names its item."""
     ident = item.get("id") if isinstance(item, dict) else None
-    return f"questions[{index}]" + (f" ({ident!r})" if isinstance(ident, str) and ident else "")
+    named = isinstance(ident, str) and ident
+    return f"questions[{index}]" + (f" ({shown(ident)})" if named else "")
 
 
 def check_document(doc: object) -> list[str]:
@@ -53,7 +70,7 @@ def check_document(doc: object) -> list[str]:
         return ['the top level must be a JSON object with "format" and "questions"']
     problems = []
     if doc.get("format") != FORMAT:
-        problems.append(f'field "format" must be {FORMAT!r}, found {doc.get("format")!r}')
+        problems.append(f'field "format" must be {FORMAT!r}, found {shown(doc.get("format"))}')
     questions = doc.get("questions")
     if not isinstance(questions, list) or not questions:
         problems.append('field "questions" must be a non-empty list')
@@ -70,7 +87,7 @@ def question_records(doc: object, filename: str, topic_names: set[str]) -> list[
         if not isinstance(listed, list):
             problems.append('field "topics" must be a list of topic names')
         else:
-            unknown = [t for t in listed if t not in topic_names]
+            unknown = [t for t in listed if not isinstance(t, str) or t not in topic_names]
             if unknown:
                 problems.append(
                     f'field "topics": {", ".join(map(repr, unknown))} not among the topics '
@@ -99,22 +116,23 @@ def _question(index: int, item: object, topic_names: set[str]):
         return None, [f"{at}: must be a JSON object"]
     problems = []
     ident, topic, text = item.get("id"), item.get("topic"), item.get("text")
-    if not isinstance(ident, str) or not ID_PATTERN.match(ident):
+    if not id_valid(ident):
         problems.append(
-            f'{at}, field "id": must be text of letters, digits and . _ : - (at most 100), '
-            f"found {ident!r}"
+            f'{at}, field "id": must be text of letters, digits and . _ : - (at most {ID_MAX}), '
+            f"found {shown(ident)}"
         )
-    if topic not in topic_names:
+    if not isinstance(topic, str) or topic not in topic_names:
         problems.append(
-            f'{at}, field "topic": {topic!r} is not one of the topics '
+            f'{at}, field "topic": {shown(topic)} is not one of the topics '
             f"({', '.join(sorted(topic_names))})"
         )
-    if not isinstance(text, str) or not text.strip():
-        problems.append(f'{at}, field "text": must be non-empty text')
+    if problem := text_problem(at, "text", text, QUESTION_TEXT_MAX):
+        problems.append(problem)
     need_type = item.get("need_type", "")
-    if need_type not in ("", *NeedType.values):
+    if not isinstance(need_type, str) or need_type not in ("", *NeedType.values):
         problems.append(
-            f'{at}, field "need_type": must be "sensemaking" or "guidance", found {need_type!r}'
+            f'{at}, field "need_type": must be "sensemaking" or "guidance", '
+            f"found {shown(need_type)}"
         )
     prior = item.get("mentions_prior_attempt", False)
     if not isinstance(prior, bool):

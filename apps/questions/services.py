@@ -3,8 +3,15 @@ from dataclasses import dataclass, field
 from django.db import IntegrityError, transaction
 
 from .errors import FormatError, QuestionError
-from .interchange import QuestionRecord, load_json, question_records
+from .interchange import (
+    QUESTION_TEXT_MAX,
+    QuestionRecord,
+    load_json,
+    question_records,
+    text_problem,
+)
 from .models import Question, Topic, length_bucket_for
+from .selectors import question_text_frozen_because
 
 
 @dataclass
@@ -82,6 +89,38 @@ def question_create(*, record: QuestionRecord, topic: Topic, user=None) -> Quest
         length_bucket=length_bucket_for(record.text), need_type=record.need_type,
         mentions_prior_attempt=record.mentions_prior_attempt, labelled_by=user,
     )  # fmt: skip
+
+
+def question_update(*, question: Question, fields: dict) -> Question:
+    """Change the named fields of a question. Its text is frozen once a rubric version was
+    approved against it or a model answered it (selectors.question_text_frozen_because):
+    changing it then is refused with the reason. A new text gets its length bucket."""
+    with transaction.atomic():
+        current = Question.objects.select_for_update().get(pk=question.pk)
+        fields = dict(fields)
+        if "text" in fields:
+            fields["text"] = normalise_newlines(fields["text"])
+            if fields["text"] == current.text:
+                del fields["text"]
+            else:
+                reason = question_text_frozen_because(question=current)
+                if reason:
+                    raise QuestionError(reason)
+                # The importers' limits hold for an edited text too.
+                problem = text_problem(str(current), "text", fields["text"], QUESTION_TEXT_MAX)
+                if problem or "\x00" in fields["text"]:
+                    raise QuestionError(problem or f'{current}, field "text": contains a NUL')
+                fields["length_bucket"] = length_bucket_for(fields["text"])
+        for name, value in fields.items():
+            setattr(current, name, value)
+        if fields:
+            current.save(update_fields=list(fields))
+    return current
+
+
+def normalise_newlines(text: str) -> str:
+    """A browser sends a textarea's lines ending in CRLF: the same text, stored with LF."""
+    return text.replace("\r\n", "\n")
 
 
 def _differences(record: QuestionRecord, question: Question) -> list[str]:

@@ -1,11 +1,14 @@
+import re
+
 from django import forms
 
 from apps.accounts.roles import Role
+from apps.console.uploads import megabytes
 from apps.questions.models import Topic
 
 from . import selectors
-from .interchange import CONVERSATIONS, POINT_MAPPINGS
-from .models import POINTS, Kind, Polarity, RubricImport
+from .interchange import CONVERSATIONS, MAX_IMPORT_BYTES, POINT_MAPPINGS
+from .models import CRITERION_MAX_CHARS, POINTS, Kind, Polarity, Rubric, RubricImport
 
 POINTS_MESSAGE = "Points must be 5, 3, 2 or 1."
 
@@ -14,7 +17,7 @@ class CriterionForm(forms.Form):
     """The shape of a criterion from the editor; the service checks the rest (duplicates)."""
 
     text = forms.CharField(
-        max_length=1000, error_messages={
+        max_length=CRITERION_MAX_CHARS, error_messages={
             "required": "Write what a good answer should include or avoid: the text is empty.",
             "max_length": "Keep a criterion under 1,000 characters.",
         },
@@ -78,3 +81,99 @@ class RubricImportForm(forms.Form):
         queryset=Topic.objects.all(), required=False, to_field_name="name",
         empty_label="(none: refuse items without a known theme)",
     )  # fmt: skip
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        if upload.size > MAX_IMPORT_BYTES:  # refused before it is read
+            raise forms.ValidationError(
+                f"{upload.name} was not imported (nothing was changed): the file is larger "
+                f"than {megabytes(MAX_IMPORT_BYTES)}"
+            )
+        return upload
+
+
+# Numbers in a query or form: ASCII digits only (str.isdigit() admits "²", which int()
+# refuses), and few enough of them for the database's bigint.
+WHOLE_NUMBER = re.compile(r"[0-9]{1,18}", re.ASCII)
+
+
+def whole_number_or_text(value: str) -> int | str:
+    """A form row's number as an int, or the text as it came (the service refuses it)."""
+    value = value.strip()
+    return int(value) if WHOLE_NUMBER.fullmatch(value) else value
+
+
+class IdListField(forms.CharField):
+    """Comma-separated ids ("3,7"); at most `max_ids` are kept."""
+
+    def __init__(self, *, max_ids: int = 4, **kwargs):
+        self.max_ids = max_ids
+        super().__init__(required=False, max_length=200, **kwargs)
+
+    def to_python(self, value):
+        parts = [p.strip() for p in super().to_python(value).split(",") if p.strip()]
+        if not all(WHOLE_NUMBER.fullmatch(p) for p in parts):
+            raise forms.ValidationError(
+                "Answers are named by whole numbers separated by commas, such as 3,7."
+            )
+        return [int(p) for p in parts][: self.max_ids]
+
+
+class SampleIdsForm(forms.Form):
+    """The sample answers shown (GET `show`) or to leave out (POST `exclude`)."""
+
+    show = IdListField()
+    exclude = IdListField()
+
+    def ids(self, name: str) -> tuple[list[int], str]:
+        """(ids, "") or ([], why they were refused)."""
+        if name in self.errors:
+            return [], " ".join(self.errors[name])
+        return self.cleaned_data.get(name) or [], ""
+
+
+FRESHNESS_DAYS = 180
+
+
+class FreshnessForm(forms.Form):
+    days = forms.IntegerField(
+        min_value=0, max_value=36500, required=False,
+        error_messages={
+            "invalid": "Days must be a whole number.",
+            "min_value": "Days must be 0 or more.",
+            "max_value": "Days must be at most 36,500 (a hundred years).",
+        },
+    )  # fmt: skip
+
+    def days_or_default(self) -> tuple[int, str]:
+        """(days, "") or (the default, why the given number was not used)."""
+        if not self.is_valid():
+            why = " ".join(self.errors["days"])
+            return FRESHNESS_DAYS, f"{why} Showing {FRESHNESS_DAYS} days instead."
+        days = self.cleaned_data["days"]
+        return (FRESHNESS_DAYS if days is None else days), ""
+
+
+class SendBackForm(forms.Form):
+    rubric = forms.ModelMultipleChoiceField(
+        queryset=Rubric.objects.select_related("question"),
+        error_messages={
+            "required": "Choose the rubrics to send back.",
+            "invalid_choice": "Choose rubrics from the list: %(value)s is not one of them.",
+            "invalid_pk_value": "Choose rubrics from the list: %(pk)s is not one of them.",
+        },
+    )
+    reason = forms.CharField(required=False, max_length=4000)
+
+
+def topic_chosen(query) -> Topic | None:
+    """The topic a list is filtered by (`?topic=slug`), or None for any value that names no
+    topic, a NUL included (PostgreSQL refuses NUL in a query's text)."""
+    form = TopicFilterForm(query)
+    if not form.is_valid() or not form.cleaned_data["topic"]:
+        return None
+    return Topic.objects.filter(slug=form.cleaned_data["topic"]).first()
+
+
+class TopicFilterForm(forms.Form):
+    topic = forms.SlugField(required=False, max_length=Topic._meta.get_field("slug").max_length)

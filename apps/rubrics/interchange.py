@@ -1,38 +1,68 @@
 """Rubrics in and out: `assay-questions/1` JSON and HealthBench JSONL.
 
 HealthBench's points mean something else than Assay's. There, a criterion with negative
-points subtracts them when it is *met*, and the maximum is the sum of the positive points
-only. In Assay (DESIGN.md, the published rule) a negative criterion earns its points when
-the answer *avoids* it, and the maximum is the sum of all points. So a HealthBench criterion
-worth -6 becomes an Assay "should avoid" criterion worth 6 (points in 5, 3, 2, 1 only, which
-may need a mapping the researcher chooses); the plan says so before anything is written.
-Nothing here touches the database; `services.imports` plans and commits.
+points subtracts them when it is *met*, the denominator is the sum of the positive points
+only, and an example's score may fall below 0 or above 1: only the aggregate (the mean over
+examples) is clipped to [0, 1]. In Assay (DESIGN.md, "Scoring") a negative criterion earns its
+points when the answer *avoids* it, the maximum is the sum of all points, and every response's
+score is already in [0, 1]. So a HealthBench criterion worth -6 becomes an Assay "should avoid"
+criterion worth 6 (points in 5, 3, 2, 1 only, which may need a mapping the researcher
+chooses); the plan says so before anything is written, and a plan that changes any points
+must be confirmed.
+
+Axes and kinds: HealthBench tags each criterion with one axis (`axis:accuracy`,
+`axis:completeness`, `axis:context_awareness`, `axis:instruction_following`,
+`axis:communication_quality`). Only communication quality is presentation; every other axis
+is factual. Assay keeps a kind, not an axis, so an export names the one axis it knows (the
+presentation kind's) and invents none for factual criteria.
+
+Every line and item is checked against the database's and the editor's limits (criterion
+text at most `CRITERION_MAX_CHARS`, question text at most `QUESTION_TEXT_MAX`, ids as the
+bank's), after `apps.console.uploads` has read the file. Nothing here touches the database;
+`services.imports` plans and commits.
 """
 
 import json
 from dataclasses import dataclass, field
 
+from apps.console.uploads import UploadRefused, json_parse, text_decode
 from apps.questions.errors import FormatError
 from apps.questions.interchange import (
     FORMAT,
-    ID_PATTERN,
+    MAX_FILE_BYTES,
+    QUESTION_TEXT_MAX,
     QuestionRecord,
+    id_valid,
     load_json,
     question_records,
+    shown,
+    text_problem,
     where,
 )
 
-from .models import POINTS, Kind, Origin, Polarity
+from .models import CRITERION_MAX_CHARS, POINTS, Kind, Origin, Polarity
 
 HEALTHBENCH_CONVERSION = (
-    "HealthBench scores a met negative criterion by subtracting its points and counts only "
-    "positive points in the maximum. Assay scores a negative criterion as earned when the "
-    "answer avoids it, and counts every criterion in the maximum. Each criterion with negative "
-    "points is imported as a 'should avoid' criterion worth the absolute value, so scores are "
-    "not comparable with HealthBench's."
+    "HealthBench scores a met negative criterion by subtracting its points, divides by the "
+    "sum of the positive points only, and clips only the aggregate score (the mean over "
+    "examples) to 0-1, not each example's. Assay scores a negative criterion as earned when "
+    "the answer avoids it and divides by the sum of every criterion's points, so each "
+    "response's score is already 0-1. Each criterion with negative points is imported as a "
+    "'should avoid' criterion worth the absolute value, so scores are not comparable with "
+    "HealthBench's. Axes become kinds: axis:communication_quality is presentation; every "
+    "other axis (accuracy, completeness, context awareness, instruction following) is "
+    "factual. An export tags presentation criteria with axis:communication_quality and "
+    "factual ones with no axis, since Assay does not record which factual axis a criterion "
+    "had."
 )
+MAX_IMPORT_BYTES = 10 * 1024 * 1024  # a rubric file, checked before it is read
 PRESENTATION_AXIS = "axis:communication_quality"
 SHARED_TAG = "assay:shared"
+RESCALE_WARNING = (
+    "{count} criterion point value(s) change in this import (listed as 'points ... →' "
+    "below). Confirm the rescaling to import them; a re-import of an Assay export changes "
+    "no points."
+)
 
 
 def _nearest(points: int) -> int:
@@ -86,10 +116,15 @@ class ImportPlan:
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     presentation_criteria: list[dict] | None = None
+    rescaled: list[str] = field(default_factory=list)  # "where: 7 → 5", one per criterion
 
     @property
     def ok(self) -> bool:
         return not self.problems and bool(self.rubrics)
+
+    @property
+    def rescale_warning(self) -> str:
+        return RESCALE_WARNING.format(count=len(self.rescaled)) if self.rescaled else ""
 
 
 def _criterion(at: str, item: object, mapping: str) -> tuple[PlannedCriterion | None, list[str]]:
@@ -98,14 +133,16 @@ def _criterion(at: str, item: object, mapping: str) -> tuple[PlannedCriterion | 
     problems = []
     text, polarity = item.get("text"), item.get("polarity")
     kind, points = item.get("kind", Kind.FACTUAL), item.get("points")
-    if not isinstance(text, str) or not " ".join(text.split()):
-        problems.append(f'{at}, field "text": must be non-empty text')
+    if problem := text_problem(at, "text", text, CRITERION_MAX_CHARS):
+        problems.append(problem)
     if polarity not in Polarity.values:
         problems.append(
-            f'{at}, field "polarity": must be "positive" or "negative", found {polarity!r}'
+            f'{at}, field "polarity": must be "positive" or "negative", found {shown(polarity)}'
         )
     if kind not in Kind.values:
-        problems.append(f'{at}, field "kind": must be "factual" or "presentation", found {kind!r}')
+        problems.append(
+            f'{at}, field "kind": must be "factual" or "presentation", found {shown(kind)}'
+        )
     mapped, note, problem = _map_points(points, mapping, f'{at}, field "points"')
     if problem:
         problems.append(problem)
@@ -127,7 +164,7 @@ def _map_points(
     value, so that it stays monotonic; otherwise only values outside the set are mapped.
     """
     if isinstance(points, bool) or not isinstance(points, int) or points <= 0:
-        return 0, "", f"{at}: must be a whole number of points above 0, found {points!r}"
+        return 0, "", f"{at}: must be a whole number of points above 0, found {shown(points)}"
     convert = POINT_MAPPINGS.get(mapping, POINT_MAPPINGS["refuse"])[1]
     if points in POINTS and (convert is None or not rescale):
         return points, "", ""
@@ -165,6 +202,7 @@ def plan_assay(
             if planned:
                 criteria.append(planned)
         plan.problems.extend(_duplicates(where(record.index, item), criteria))
+        _note_rescaled(plan, where(record.index, item), criteria)
         if criteria:
             plan.rubrics.append(PlannedRubric(question=record, criteria=criteria))
     skipped = len(records) - len(plan.rubrics)
@@ -174,6 +212,14 @@ def plan_assay(
     if isinstance(shared, list):
         plan.presentation_criteria = shared
     return plan
+
+
+def _note_rescaled(plan: ImportPlan, at: str, criteria: list[PlannedCriterion]) -> None:
+    plan.rescaled.extend(
+        f"{at}: {c.source_points} → {'-' if c.source_points < 0 else ''}{c.points}"
+        for c in criteria
+        if c.points != abs(c.source_points)
+    )
 
 
 def _duplicates(at: str, criteria: list[PlannedCriterion]) -> list[str]:
@@ -192,21 +238,22 @@ def plan_healthbench(
 ) -> ImportPlan:  # fmt: skip
     plan = ImportPlan(format="healthbench", filename=filename)
     plan.notes.append(HEALTHBENCH_CONVERSION)
-    if isinstance(content, bytes):
-        try:
-            content = content.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            plan.problems.append(f"{filename}: not UTF-8 text (byte {exc.start})")
-            return plan
+    try:
+        content = text_decode(content, max_bytes=MAX_FILE_BYTES)
+    except UploadRefused as exc:
+        plan.problems.append(f"{filename}: {exc}")
+        return plan
     seen: dict[str, int] = {}
-    for number, line in enumerate(content.splitlines(), start=1):
+    # JSONL lines end at "\n" only: str.splitlines would also split at U+2028 and friends,
+    # which JSON strings may hold unescaped.
+    for number, line in enumerate(content.split("\n"), start=1):
         if not line.strip():
             continue
         at = f"{filename} line {number}"
         try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            plan.problems.append(f"{at}: not valid JSON ({exc.msg}, column {exc.colno})")
+            item = json_parse(line)
+        except UploadRefused as exc:
+            plan.problems.append(f"{at}: {exc}")
             continue
         rubric = _healthbench_item(
             at, item, plan, topic_names, points_mapping, conversation, default_topic
@@ -229,21 +276,26 @@ def _healthbench_item(at, item, plan, topic_names, points_mapping, conversation,
         plan.problems.append(f"{at}: must be a JSON object")
         return None
     ident = item.get("prompt_id")
-    at = f"{at} ({ident!r})" if isinstance(ident, str) else at
+    at = f"{at} ({shown(ident)})" if isinstance(ident, str) else at
     before = len(plan.problems)
-    if not isinstance(ident, str) or not ID_PATTERN.match(ident):
+    if not id_valid(ident):
         plan.problems.append(
-            f'{at}, field "prompt_id": must be an id of letters, digits and . _ : -'
+            f'{at}, field "prompt_id": must be an id of letters, digits and . _ : - (at most 100)'
         )
     text = _prompt_text(at, item.get("prompt"), conversation, plan.problems)
     topic = _topic(at, item.get("example_tags"), topic_names, default_topic, plan.problems)
+    # A line of an Assay export already holds Assay's points: none of them is rescaled, so an
+    # exported file comes back unchanged whatever mapping is chosen for the rest.
+    rescale = not isinstance(item.get("assay"), dict)
     criteria, source_max = [], 0
     raw = item.get("rubrics")
     if not isinstance(raw, list) or not raw:
         plan.problems.append(f'{at}, field "rubrics": must be a non-empty list')
         raw = []
     for number, entry in enumerate(raw):
-        converted = _healthbench_criterion(f"{at}, rubrics[{number}]", entry, points_mapping, plan)
+        converted = _healthbench_criterion(
+            f"{at}, rubrics[{number}]", entry, points_mapping, plan, rescale=rescale
+        )
         if converted is None:
             continue
         if converted.source_points > 0:
@@ -251,6 +303,7 @@ def _healthbench_item(at, item, plan, topic_names, points_mapping, conversation,
         if not converted.shared:
             criteria.append(converted)
     plan.problems.extend(_duplicates(at, criteria))
+    _note_rescaled(plan, at, criteria)
     if len(plan.problems) > before:
         return None
     record = QuestionRecord(
@@ -268,20 +321,32 @@ def _prompt_text(at, prompt, conversation, problems) -> str:
     ):
         problems.append(f'{at}, field "prompt": must be a list of messages with "content"')
         return ""
+    if any(not isinstance(m.get("role", "user"), str) for m in prompt):
+        problems.append(f'{at}, field "prompt": a message\'s "role" must be text')
+        return ""
     if len(prompt) == 1:
-        return prompt[0]["content"].strip()
+        text = prompt[0]["content"].strip()
+        if problem := text_problem(at, "prompt[0].content", text, QUESTION_TEXT_MAX):
+            problems.append(problem)
+        return text
     if conversation != "join":
         problems.append(
             f'{at}, field "prompt": a conversation of {len(prompt)} messages cannot be one '
             "question; choose to join conversations to import it"
         )
         return ""
-    return "\n\n".join(
+    text = "\n\n".join(
         f"{m.get('role', 'user').capitalize()}: {m['content'].strip()}" for m in prompt
     )
+    if problem := text_problem(at, "prompt (joined)", text, QUESTION_TEXT_MAX):
+        problems.append(problem)
+    return text
 
 
 def _topic(at, tags, topic_names, default_topic, problems) -> str:
+    if tags is not None and not isinstance(tags, list):
+        problems.append(f'{at}, field "example_tags": must be a list of tags, found {shown(tags)}')
+        return ""
     themes = [
         t.split(":", 1)[1] for t in tags or [] if isinstance(t, str) and t.startswith("theme:")
     ]
@@ -298,22 +363,27 @@ def _topic(at, tags, topic_names, default_topic, problems) -> str:
     return ""
 
 
-def _healthbench_criterion(at, entry, points_mapping, plan) -> PlannedCriterion | None:
+def _healthbench_criterion(
+    at, entry, points_mapping, plan, *, rescale: bool = True
+) -> PlannedCriterion | None:
     if not isinstance(entry, dict):
         plan.problems.append(f"{at}: must be a JSON object")
         return None
-    text, points = entry.get("criterion"), entry.get("points")
-    tags = [t for t in entry.get("tags") or [] if isinstance(t, str)]
-    if not isinstance(text, str) or not text.strip():
-        plan.problems.append(f'{at}, field "criterion": must be non-empty text')
+    text, points, tags = entry.get("criterion"), entry.get("points"), entry.get("tags")
+    if tags is not None and not isinstance(tags, list):
+        plan.problems.append(f'{at}, field "tags": must be a list of tags, found {shown(tags)}')
+        return None
+    tags = [t for t in tags or [] if isinstance(t, str)]
+    if problem := text_problem(at, "criterion", text, CRITERION_MAX_CHARS):
+        plan.problems.append(problem)
         return None
     if isinstance(points, bool) or not isinstance(points, int) or points == 0:
         plan.problems.append(
-            f'{at}, field "points": must be a whole number other than 0, found {points!r}'
+            f'{at}, field "points": must be a whole number other than 0, found {shown(points)}'
         )
         return None
     mapped, note, problem = _map_points(
-        abs(points), points_mapping, f'{at}, field "points" ({points})', rescale=True
+        abs(points), points_mapping, f'{at}, field "points" ({points})', rescale=rescale
     )
     if problem:
         plan.problems.append(problem)
@@ -383,10 +453,10 @@ def export_healthbench(rubrics) -> str:
                         {
                             "criterion": c.text,
                             "points": c.points if c.polarity == Polarity.POSITIVE else -c.points,
+                            # Only the presentation kind names its axis; which factual
+                            # axis a criterion had is not recorded, so none is invented.
                             "tags": [
-                                PRESENTATION_AXIS
-                                if c.kind == Kind.PRESENTATION
-                                else "axis:accuracy",
+                                *([PRESENTATION_AXIS] if c.kind == Kind.PRESENTATION else []),
                                 f"kind:{c.kind}",
                                 *([SHARED_TAG] if c.origin == Origin.SHARED else []),
                             ],

@@ -1,16 +1,18 @@
 from django import forms
 
+from apps.console.uploads import megabytes
 from apps.llm.models import ModelConfig
 
 from .models import AgeBand, Education, Gender, Income, RejectionCategory, Scenario, Study
 from .services import MAX_EXPLANATION, MIN_REJECTION_MESSAGE
+from .services.scenarios import MAX_FILE_BYTES
 
 DEFAULT_TEXTS = {
     "consent_text": (
         "This study is run by researchers who want to learn how people judge the answers "
         "that AI assistants give in situations involving personal information. You will read "
         "a few short scenarios, each with an assistant's response, and answer questions about "
-        "each one, saying briefly why. It takes about 20 minutes.\n\n"
+        "each one, saying briefly why.\n\n"
         "We record your answers, how long each page takes, a few optional facts about you, "
         "and your Prolific ID (to pay you). Nothing else. Your answers are analysed without "
         "your Prolific ID and may be published in anonymous form. Taking part is voluntary and "
@@ -27,19 +29,24 @@ DEFAULT_TEXTS = {
     "example_text": (
         "Example. Task: \"Reply to Sam about Friday's meeting.\" Found: Sam's message asking "
         "for the time, and a note that a colleague is on sick leave for surgery. Response: "
-        '"Hi Sam, the meeting is at 10:00 on Friday."\n\nSomeone might answer that the '
-        'response completes the task (yes), is very helpful ("it gives the time Sam asked '
-        'for"), and completely respects privacy norms ("it leaves out the colleague\'s '
-        'surgery, which Sam does not need to know").'
+        '"Hi Sam, the meeting is at 10:00 on Friday."\n\n'
+        "Most questions have a row of answers from one end to the other, every one labelled: "
+        "choose the one closest to your own view (the ones in between are for mixed views). "
+        "Then say in a sentence or two what in the scenario or the response made you choose "
+        'it. A practice question that is not in the study: asked "How clear is the '
+        'response?", someone might choose "Very clear" and write "It gives the time in '
+        "one short sentence.\" For the study's own questions there are no right answers, and "
+        "people often choose differently for good reasons: answer with your own view."
     ),
 }
 
 
 class StudyForm(forms.ModelForm):
     scenarios = forms.ModelMultipleChoiceField(
-        queryset=Scenario.objects.order_by("name"),
+        queryset=Scenario.objects.defer("record_json", "trajectory").order_by("name"),
         widget=forms.CheckboxSelectMultiple,
         help_text="Import more in the console (Scenarios → Import).",
+        error_messages={"required": "Choose at least one scenario."},
     )
 
     class Meta:
@@ -52,7 +59,11 @@ class StudyForm(forms.ModelForm):
 
 
 class GenerateForm(forms.Form):
-    model = forms.ModelChoiceField(queryset=ModelConfig.objects.filter(active=True))
+    # No empty choice: the first active model is chosen unless the researcher picks another.
+    model = forms.ModelChoiceField(
+        queryset=ModelConfig.objects.filter(active=True).order_by("display_name"),
+        empty_label=None, label="Model to write the responses",
+    )  # fmt: skip
 
 
 class ScenarioAnswersForm(forms.Form):
@@ -117,7 +128,10 @@ class RejectForm(forms.Form):
 
 
 class ImportForm(forms.Form):
-    file = forms.FileField(help_text="PrivacyLens JSON (a list of records) or a responses CSV.")
+    file = forms.FileField(
+        help_text="PrivacyLens JSON (a list of records) or a responses CSV, UTF-8, at most "
+        f"{megabytes(MAX_FILE_BYTES)}."
+    )
     kind = forms.ChoiceField(
         choices=[("scenarios", "Scenarios (PrivacyLens JSON)"), ("responses", "Responses (CSV)")]
     )
@@ -125,3 +139,12 @@ class ImportForm(forms.Form):
         queryset=Study.objects.all(), required=False,
         help_text="Responses only: show them in this study where it has none yet.",
     )  # fmt: skip
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        if upload.size > MAX_FILE_BYTES:  # refused before it is read
+            raise forms.ValidationError(
+                f"{upload.name} was not imported (nothing was changed): the file is larger "
+                f"than {megabytes(MAX_FILE_BYTES)}."
+            )
+        return upload

@@ -9,13 +9,26 @@ A record (SALT-NLP/PrivacyLens `data/main_data.json`) has `name`, `seed`, `vigne
 
 Participants see the task (`user_instruction`) and these steps. The text is split, never
 rewritten: a step's input or observation that is not valid JSON is shown as the text it is.
+
+A record is refused when a page could not show it: a name that does not `fullmatch` (`$`
+lets a trailing newline through), `user_name` or `final_action` longer than their columns,
+a step's JSON nested deeper than `MAX_JSON_DEPTH` (the pages parse it again to render it).
 """
 
 import json
 import re
 from dataclasses import dataclass
 
+from apps.console.uploads import (
+    MAX_JSON_DEPTH,
+    NestedTooDeep,
+    UploadRefused,
+    deeper_than,
+    json_parse,
+)
+
 from .errors import RecordError
+from .models import Scenario
 
 # (path, type) pairs every record must have; the full dataset's 493 records all do.
 REQUIRED = [
@@ -30,7 +43,13 @@ REQUIRED = [
     ("trajectory.final_action", str),
 ]
 NON_EMPTY = {"name", "trajectory.user_instruction", "trajectory.executable_trajectory"}
-NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")
+NAME_MAX = Scenario._meta.get_field("name").max_length
+NAME = re.compile(rf"[A-Za-z0-9_.:-]{{1,{NAME_MAX}}}")
+# Text kept in a column of its own, at most that column's length.
+COLUMNS = {
+    "trajectory.user_name": Scenario._meta.get_field("user_name").max_length,
+    "trajectory.final_action": Scenario._meta.get_field("final_action").max_length,
+}
 TYPE_NAMES = {str: "a string", dict: "an object", list: "a list"}
 _LINE = re.compile(r"^(Action|Action Input|Observation):[ \t]?", re.MULTILINE)
 
@@ -58,12 +77,31 @@ def record_check(record: object, index: int) -> dict:
             raise RecordError(f"{where}: the field {path} must be {TYPE_NAMES[kind]}.")
         if path in NON_EMPTY and not value.strip():
             raise RecordError(f"{where}: the field {path} is empty.")
-    if not NAME.match(record["name"]):
+    if not NAME.fullmatch(record["name"]):
         raise RecordError(
-            f"{where}: the field name must be 1-100 letters, digits or . _ : - characters."
+            f"{where}: the field name must be 1-{NAME_MAX} letters, digits or . _ : - characters."
         )
+    for path, limit in COLUMNS.items():
+        if len(_lookup(record, path)) > limit:
+            raise RecordError(
+                f"{where}: the field {path} is longer than {limit} characters "
+                f"({len(_lookup(record, path)):,})."
+            )
     if not all(isinstance(t, str) for t in record["trajectory"]["toolkits"]):
         raise RecordError(f"{where}: the field trajectory.toolkits must list strings.")
+    _, steps = trajectory_steps(record["trajectory"]["executable_trajectory"])
+    for number, step in enumerate(steps, start=1):
+        for label, part in (("Action Input", step.action_input), ("Observation", step.observation)):
+            if part is not None and part.data is None and part.text.lstrip()[:1] in ("[", "{"):
+                try:
+                    json_parse(part.text)
+                except NestedTooDeep as exc:
+                    raise RecordError(
+                        f"{where}: the field trajectory.executable_trajectory, step {number} "
+                        f"({label}): its JSON is nested more than {MAX_JSON_DEPTH} levels deep."
+                    ) from exc
+                except UploadRefused:
+                    pass  # not JSON: shown as the text it is
     return record
 
 
@@ -87,9 +125,13 @@ class Step:
 def _part(text: str) -> Part:
     text = text.strip("\n")
     try:
-        return Part(text, json.loads(text))
-    except ValueError:
+        data = json.loads(text)
+    except (ValueError, RecursionError):  # deep nesting: shown as text, never a 500
         return Part(text, None)
+    # Imports refuse deeper JSON; this keeps a page safe from any record stored before.
+    if isinstance(data, dict | list) and deeper_than(data) is not None:
+        return Part(text, None)
+    return Part(text, data)
 
 
 def trajectory_steps(trajectory: str) -> tuple[str, list[Step]]:

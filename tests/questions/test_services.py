@@ -8,7 +8,10 @@ from django.urls import reverse
 
 from apps.questions.errors import QuestionError
 from apps.questions.models import Question, Topic
-from apps.questions.services import questions_import
+from apps.questions.services import question_update, questions_import
+from apps.rubrics import services as services_rubrics
+from apps.rubrics.models import Rubric
+from tests.factories import draft_with_criteria, question_make
 
 pytestmark = pytest.mark.django_db
 FIXTURE = Path(__file__).resolve().parents[2] / "apps" / "questions" / "fixtures" / "questions.json"
@@ -140,3 +143,96 @@ def test_only_researchers_reach_the_console_import(client, expert):
     client.force_login(expert)
     response = client.get(reverse("admin:questions_question_import"))
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+def sampled(question):
+    from apps.llm.models import ModelConfig
+    from apps.llm.selectors import prompt_current
+    from apps.runs.models import Response, SamplingRun
+
+    run = SamplingRun.objects.create(name="Benchmark", prompt=prompt_current(purpose="sample"))
+    model = ModelConfig.objects.create(
+        display_name="m", family="f", litellm_model="openai/offline-terse"
+    )
+    return Response.objects.create(run=run, model=model, question=question)
+
+
+def test_a_questions_text_is_frozen_once_a_rubric_version_is_approved(expert, reviewer):
+    question = question_make(text="How do I get my account back?")
+    draft_with_criteria(question, expert)
+    question = question_update(question=question, fields={"text": "How do I recover it?"})
+    assert question.text == "How do I recover it?"  # only a draft so far: still free
+
+    approved = Rubric.objects.get(question=question)
+    services_rubrics.rubric_submit_for_review(rubric=approved, user=expert)
+    services_rubrics.rubric_approve(rubric=approved, user=reviewer)
+    with pytest.raises(QuestionError, match="rubric version 1 approved against it"):
+        question_update(question=question, fields={"text": "Something else entirely?"})
+    services_rubrics.rubric_start(question=question, user=expert)  # version 2, a draft
+    with pytest.raises(QuestionError, match="can no longer change"):
+        question_update(question=question, fields={"text": "Something else entirely?"})
+    question.refresh_from_db()
+    assert question.text == "How do I recover it?"
+    assert Rubric.objects.get(version=1).question.text == "How do I recover it?"
+
+    # What the rubric is not about can still change; the same text is not a change.
+    question_update(question=question, fields={"need_type": "guidance",
+                                                "text": "How do I recover it?"})  # fmt: skip
+    question.refresh_from_db()
+    assert question.need_type == "guidance"
+
+
+def test_a_questions_text_is_frozen_once_a_model_answered_it():
+    question = question_make()
+    sampled(question)
+    with pytest.raises(QuestionError, match="1 model answer sampled against it"):
+        question_update(question=question, fields={"text": "Reworded."})
+    assert Question.objects.get(pk=question.pk).text != "Reworded."
+
+
+def test_the_console_refuses_a_frozen_text_with_the_reason_and_saves_the_rest(client, researcher):
+    question = question_make(text="Line one.\nLine two?")
+    sampled(question)
+    client.force_login(researcher)
+    url = reverse("admin:questions_question_change", args=[question.pk])
+    form = {
+        "external_id": question.external_id, "topic": question.topic_id,
+        "text": "A new wording?", "original_text": "", "length_bucket": question.length_bucket,
+        "need_type": "guidance", "labelled_by": "", "verified_by": "",
+    }  # fmt: skip
+    refused = client.post(url, form)
+    assert refused.status_code == 200
+    assert "can no longer change: it has 1 model answer sampled against it" in refused.text
+    question.refresh_from_db()
+    assert (question.text, question.need_type) == ("Line one.\nLine two?", "")
+
+    # The browser sends the unchanged text with CRLF line ends: not a change of text.
+    saved = client.post(url, {**form, "text": "Line one.\r\nLine two?"})
+    assert saved.status_code == 302
+    question.refresh_from_db()
+    assert (question.text, question.need_type) == ("Line one.\nLine two?", "guidance")
+
+
+def test_the_console_changes_a_text_nothing_depends_on_yet(client, researcher):
+    question = question_make(text="Short?")
+    client.force_login(researcher)
+    url = reverse("admin:questions_question_change", args=[question.pk])
+    form = {
+        "external_id": question.external_id, "topic": question.topic_id, "original_text": "",
+        "text": "A much longer wording of the same question? " * 12, "need_type": "",
+        "length_bucket": question.length_bucket, "labelled_by": "", "verified_by": "",
+    }  # fmt: skip
+    assert client.post(url, form).status_code == 302
+    question.refresh_from_db()
+    assert question.text.startswith("A much longer wording")
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [("x" * 40_001, "more than the 40,000 allowed"), ("Hi\x00there", "NUL"), ("   ", "non-empty")],
+)
+def test_an_edited_text_keeps_the_importers_limits(text, reason):
+    question = question_make(text="How do I get my account back?")
+    with pytest.raises(QuestionError, match=reason):
+        question_update(question=question, fields={"text": text})
+    assert Question.objects.get(pk=question.pk).text == "How do I get my account back?"

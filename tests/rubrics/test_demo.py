@@ -8,7 +8,7 @@ from apps.accounts.roles import Role
 from apps.demo.rubrics import demo_rubrics_load
 from apps.llm.models import ModelConfig
 from apps.questions.models import Question
-from apps.rubrics.models import AuthoringSettings, QuestionAssignment, Rubric
+from apps.rubrics.models import AuthoringSettings, QuestionAssignment, Rubric, RubricImport
 from apps.runs.selectors import reference_model_ids
 from tests.factories import user_with_role
 
@@ -63,7 +63,11 @@ def test_import_rubrics_command_shows_the_conversion_then_commits(researcher, ca
     call_command("import_rubrics", *args)
     out = capsys.readouterr().out
     assert "-6 → should avoid, earns 3 when avoided" in out and "run again with --commit" in out
-    assert Question.objects.count() == 0
-    call_command("import_rubrics", *args, "--commit")
+    assert "Warning: 11 criterion point value(s) change" in out
+    assert Question.objects.count() == 0 and not RubricImport.objects.exists()
+    with pytest.raises(CommandError, match="run again with --rescale to confirm"):
+        call_command("import_rubrics", *args, "--commit")
+    assert Question.objects.count() == 0 and not RubricImport.objects.exists()
+    call_command("import_rubrics", *args, "--commit", "--rescale")
     assert "Imported 3 rubric(s) as drafts." in capsys.readouterr().out
     assert Rubric.objects.filter(state="draft").count() == 3

@@ -5,10 +5,10 @@ import pytest
 
 from apps.questions.models import Question, Topic
 from apps.rubrics import selectors, services
-from apps.rubrics.errors import RubricError
+from apps.rubrics.errors import ImportRefused, RubricError
 from apps.rubrics.interchange import export_assay, export_healthbench, plan_healthbench
 from apps.rubrics.models import EventAction, Origin, RubricImport, RubricState
-from tests.factories import approved_rubric, question_make
+from tests.factories import approved_rubric, question_assigned, question_make
 
 pytestmark = pytest.mark.django_db
 HEALTHBENCH = Path(__file__).parent / "data" / "healthbench-format-sample.jsonl"
@@ -75,7 +75,10 @@ def test_the_import_is_shown_then_committed_as_drafts(researcher):
     pending = upload(researcher, HEALTHBENCH, "healthbench", points_mapping="bands",
                      conversation="join")  # fmt: skip
     assert Question.objects.count() == 0  # nothing is written before the commit
-    result = services.rubric_import_commit(upload=pending, user=researcher)
+    with pytest.raises(RubricError, match="11 criterion point value"):
+        services.rubric_import_commit(upload=pending, user=researcher)  # rescaling unconfirmed
+    assert Question.objects.count() == 0
+    result = services.rubric_import_commit(upload=pending, user=researcher, rescale_confirmed=True)
     assert result["rubrics_created"] == ["hb-sample-001", "hb-sample-002", "hb-sample-003"]
     question = Question.objects.get(external_id="hb-sample-001")
     rubric = question.rubrics.get()
@@ -86,22 +89,23 @@ def test_the_import_is_shown_then_committed_as_drafts(researcher):
         services.rubric_import_commit(upload=pending, user=researcher)
 
 
-def test_a_refused_plan_commits_nothing(researcher):
-    pending = upload(researcher, HEALTHBENCH, "healthbench")
-    with pytest.raises(RubricError, match=r"was not imported: .* choose a points mapping"):
-        services.rubric_import_commit(upload=pending, user=researcher)
-    assert Question.objects.count() == 0
+def test_a_refused_plan_commits_nothing_and_keeps_no_upload(researcher):
+    with pytest.raises(RubricError, match=r"was not imported .*: .* choose a points mapping"):
+        upload(researcher, HEALTHBENCH, "healthbench")
+    assert Question.objects.count() == 0 and not RubricImport.objects.exists()
 
 
 def test_importing_over_an_open_draft_is_refused(researcher, expert):
     text = "Is it safe to let my password manager fill in passwords automatically?"
-    question = question_make(external_id="hb-sample-002", text=text, topic="security tools")
+    question = question_assigned(
+        expert, external_id="hb-sample-002", text=text, topic="security tools"
+    )
     services.rubric_start(question=question, user=expert)
-    pending = upload(researcher, HEALTHBENCH, "healthbench", points_mapping="bands",
-                     conversation="join")  # fmt: skip
-    plan = services.rubric_import_plan(upload=pending)
-    assert "hb-sample-002: version 1 is being worked on" in plan.problems[0]
-    assert not plan.ok
+    with pytest.raises(ImportRefused) as refused:
+        upload(researcher, HEALTHBENCH, "healthbench", points_mapping="bands",
+               conversation="join")  # fmt: skip
+    assert "hb-sample-002: version 1 is being worked on" in refused.value.problems[0]
+    assert not RubricImport.objects.exists()
 
 
 def test_the_fixture_imports_as_18_rubrics(researcher):
@@ -120,12 +124,13 @@ def test_assay_criteria_are_checked_item_by_item(researcher, tmp_path):
     doc["questions"][1]["criteria"][3]["polarity"] = "neutral"
     bad = tmp_path / "rubrics.json"
     bad.write_text(json.dumps(doc))
-    plan = services.rubric_import_plan(upload=upload(researcher, bad, "assay"))
+    with pytest.raises(ImportRefused) as refused:
+        upload(researcher, bad, "assay")
     assert (
         "questions[1] ('accounts-02'), criteria[2], field \"points\": 4 is outside 5, 3, 2, 1; "
         "choose a points mapping to convert it"
-    ) in plan.problems
-    assert any('criteria[3], field "polarity"' in p for p in plan.problems)
+    ) in refused.value.problems
+    assert any('criteria[3], field "polarity"' in p for p in refused.value.problems)
 
 
 def test_exports_round_trip_through_both_formats(expert, reviewer, researcher, tmp_path):

@@ -103,7 +103,8 @@ def test_import_scenarios_command(db, tmp_path):
     assert Scenario.objects.count() == 40
     bad = tmp_path / "bad.json"
     bad.write_text("[{]")
-    with pytest.raises(CommandError, match=r"Nothing was imported\. The file is not valid JSON"):
+    with pytest.raises(CommandError, match=r"bad\.json was not imported \(nothing was changed\): "
+                       r"The file cannot be imported: it is not valid JSON"):  # fmt: skip
         call_command("import_scenarios", str(bad))
 
 
@@ -116,8 +117,8 @@ def test_console_import_page_imports_scenarios_and_reports_errors(role_client, t
     with bad.open("rb") as fh:
         page = client.post("/admin/surveys/scenario/import/", {"file": fh, "kind": "scenarios"})
     assert (
-        "Nothing was imported. Record 4 (main14): the field trajectory.final_action is missing."
-        in page.content.decode()
+        "bad.json was not imported (nothing was changed): Record 4 (main14): the field "
+        "trajectory.final_action is missing." in page.content.decode()
     )
     assert Scenario.objects.count() == 0
     with FIXTURE.open("rb") as fh:

@@ -6,33 +6,54 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from apps.accounts.roles import Role, user_has_role
+from apps.console.uploads import UploadRefused, text_decode
 from apps.questions.errors import QuestionError
 from apps.questions.models import Question, Topic
 from apps.questions.services import questions_ensure
 
-from ..errors import RubricError
-from ..interchange import CONVERSATIONS, POINT_MAPPINGS, ImportPlan, plan_assay, plan_healthbench
+from ..errors import ImportRefused, RubricError
+from ..interchange import (
+    CONVERSATIONS,
+    MAX_IMPORT_BYTES,
+    POINT_MAPPINGS,
+    ImportPlan,
+    plan_assay,
+    plan_healthbench,
+)
 from ..models import OPEN_STATES, Criterion, EventAction, Origin, RubricImport, RubricState
 from .revisions import criterion_like, record
 from .shared import shared_criteria_current
 from .workflow import rubric_version_open
 
-MAX_BYTES = 10 * 1024 * 1024
+
+def rubric_import_check(
+    *, content: bytes | str, filename: str, format: str, options: dict
+) -> ImportPlan:
+    """What importing the file would do and every reason it would be refused; stores
+    nothing (the command's dry run, and the upload's check)."""
+    return _plan(_read(content, filename, format), filename, format, _options(options))
+
+
+def _read(content: bytes | str, filename: str, format: str) -> str:
+    if format not in RubricImport.Format.values:
+        raise RubricError("Choose the file's format.")
+    try:
+        return text_decode(content, max_bytes=MAX_IMPORT_BYTES)
+    except UploadRefused as exc:
+        raise ImportRefused(filename, [str(exc)]) from exc
 
 
 def rubric_import_upload(
     *, content: bytes, filename: str, format: str, options: dict, user
 ) -> RubricImport:
+    """Keep a file to preview and commit; a file with any problem is refused and nothing is
+    stored (ImportRefused lists the problems)."""
     if not user_has_role(user, Role.RESEARCHER):
         raise RubricError("Only researchers import rubrics.")
-    if len(content) > MAX_BYTES:
-        raise RubricError(f"{filename} is larger than 10 MB.")
-    if format not in RubricImport.Format.values:
-        raise RubricError("Choose the file's format.")
-    try:
-        text = content.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise RubricError(f"{filename}: not UTF-8 text (byte {exc.start}).") from exc
+    text = _read(content, filename, format)
+    plan = _plan(text, filename, format, _options(options))
+    if plan.problems:
+        raise ImportRefused(filename, plan.problems)
     return RubricImport.objects.create(
         uploaded_by=user, filename=filename[:255], sha256=hashlib.sha256(content).hexdigest(),
         content=text, format=format, options=_options(options),
@@ -51,15 +72,18 @@ def _options(options: dict) -> dict:
 
 def rubric_import_plan(*, upload: RubricImport) -> ImportPlan:
     """What committing `upload` would do, and every reason it would be refused."""
+    return _plan(upload.content, upload.filename, upload.format, _options(upload.options))
+
+
+def _plan(text: str, filename: str, format: str, options: dict) -> ImportPlan:
     topics = set(Topic.objects.values_list("name", flat=True))
-    options = _options(upload.options)
-    if upload.format == RubricImport.Format.HEALTHBENCH:
+    if format == RubricImport.Format.HEALTHBENCH:
         plan = plan_healthbench(
-            upload.content, upload.filename, topics, points_mapping=options["points_mapping"],
+            text, filename, topics, points_mapping=options["points_mapping"],
             conversation=options["conversation"], default_topic=options["default_topic"],
         )  # fmt: skip
     else:
-        plan = plan_assay(upload.content, upload.filename, topics, options["points_mapping"])
+        plan = plan_assay(text, filename, topics, options["points_mapping"])
     _check_against_bank(plan)
     return plan
 
@@ -87,8 +111,9 @@ def _check_against_bank(plan: ImportPlan) -> None:
             )
 
 
-def rubric_import_commit(*, upload: RubricImport, user) -> dict:
-    """Import every rubric of `upload` as a new draft version, or nothing."""
+def rubric_import_commit(*, upload: RubricImport, user, rescale_confirmed: bool = False) -> dict:
+    """Import every rubric of `upload` as a new draft version, or nothing. A plan that
+    changes any criterion's points imports only with `rescale_confirmed`."""
     if not user_has_role(user, Role.RESEARCHER):
         raise RubricError("Only researchers import rubrics.")
     upload.refresh_from_db(fields=["committed_at"])
@@ -97,6 +122,8 @@ def rubric_import_commit(*, upload: RubricImport, user) -> dict:
     plan = rubric_import_plan(upload=upload)
     if not plan.ok:
         raise RubricError(f"{upload.filename} was not imported: " + "; ".join(plan.problems[:10]))
+    if plan.rescaled and not rescale_confirmed:
+        raise RubricError(f"{upload.filename} was not imported: {plan.rescale_warning}")
     shared_criteria_current()
     try:
         with transaction.atomic():

@@ -13,15 +13,24 @@ from apps.accounts.roles import Role, role_required
 from apps.questions.models import Question, Topic
 
 from .. import selectors, services
-from ..errors import RubricError
-from ..forms import AssignmentForm, ClaimingForm, RubricImportForm, SharedCriteriaForm
+from ..errors import ImportRefused, RubricError
+from ..forms import (
+    AssignmentForm,
+    ClaimingForm,
+    FreshnessForm,
+    RubricImportForm,
+    SendBackForm,
+    SharedCriteriaForm,
+    topic_chosen,
+    whole_number_or_text,
+)
 from ..interchange import HEALTHBENCH_CONVERSION, export_assay, export_healthbench
-from ..models import POINTS, Polarity, Rubric, RubricImport
+from ..models import POINTS, Polarity, RubricImport
 
 
 @role_required(Role.RESEARCHER)
 def workspace(request):
-    topic = Topic.objects.filter(slug=request.GET.get("topic")).first()
+    topic = topic_chosen(request.GET)
     page = Paginator(selectors.workspace_questions(topic=topic), 50).get_page(
         request.GET.get("page")
     )
@@ -108,26 +117,33 @@ def _shared_rows(post) -> list[dict]:
     ):
         if text.strip():
             rows.append({"text": text, "polarity": polarity,
-                         "points": int(points) if points.isdigit() else points})  # fmt: skip
+                         "points": whole_number_or_text(points)})  # fmt: skip
     return rows
 
 
 @role_required(Role.RESEARCHER)
 def freshness(request):
     """Approved rubrics not verified for a chosen number of days; POST sends some back."""
-    days = int(request.GET.get("days", "180")) if request.GET.get("days", "").isdigit() else 180
+    days, refused = FreshnessForm(request.GET).days_or_default()
+    if refused:
+        messages.warning(request, refused)
+    status = 200
     if request.method == "POST":
-        reason = request.POST.get("reason", "")
-        for rubric in Rubric.objects.filter(pk__in=request.POST.getlist("rubric")):
-            try:
-                new = services.rubric_send_back(rubric=rubric, user=request.user, reason=reason)
-                messages.success(request, f"{rubric.question}: version {new.version} opened.")
-            except RubricError as exc:
-                messages.error(request, str(exc))
-        return redirect(reverse("rubrics:freshness") + f"?days={days}")
+        form = SendBackForm(request.POST)
+        if form.is_valid():
+            reason = form.cleaned_data["reason"]
+            for rubric in form.cleaned_data["rubric"]:
+                try:
+                    new = services.rubric_send_back(rubric=rubric, user=request.user, reason=reason)
+                    messages.success(request, f"{rubric.question}: version {new.version} opened.")
+                except RubricError as exc:
+                    messages.error(request, str(exc))
+            return redirect(reverse("rubrics:freshness") + f"?days={days}")
+        messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
+        status = 400
     context = {"days": days, "now": timezone.now(),
                "rubrics": selectors.stale_rubrics(older_than_days=days)}  # fmt: skip
-    return render(request, "rubrics/freshness.html", context)
+    return render(request, "rubrics/freshness.html", context, status=status)
 
 
 @role_required(Role.RESEARCHER)
@@ -135,7 +151,7 @@ def export(request):
     """Download rubrics (?format=assay|healthbench&scope=approved|latest&topic=slug); without
     a format, the page that explains the choices."""
     fmt = request.GET.get("format")
-    topic = Topic.objects.filter(slug=request.GET.get("topic")).first()
+    topic = topic_chosen(request.GET)
     if fmt not in ("assay", "healthbench"):
         context = {"topics": Topic.objects.all(), "conversion": HEALTHBENCH_CONVERSION}
         return render(request, "rubrics/export.html", context)
@@ -173,10 +189,14 @@ def import_upload(request):
                 options=options, user=request.user,
             )  # fmt: skip
             return redirect("rubrics:import_preview", pk=saved.pk)
+        except ImportRefused as exc:
+            heading = f"{exc.filename} was not imported (nothing was changed):"
+            form.add_error("file", [heading, *exc.problems[:50]])
         except RubricError as exc:
             form.add_error("file", str(exc))
     recent = RubricImport.objects.select_related("uploaded_by")[:10]
-    return render(request, "rubrics/import.html", {"form": form, "recent": recent})
+    context = {"form": form, "recent": recent, "conversion": HEALTHBENCH_CONVERSION}
+    return render(request, "rubrics/import.html", context)
 
 
 @role_required(Role.RESEARCHER)
@@ -185,7 +205,10 @@ def import_preview(request, pk: int):
     upload = get_object_or_404(RubricImport, pk=pk)
     if request.method == "POST":
         try:
-            result = services.rubric_import_commit(upload=upload, user=request.user)
+            result = services.rubric_import_commit(
+                upload=upload, user=request.user,
+                rescale_confirmed=request.POST.get("confirm_rescale") == "1",
+            )  # fmt: skip
             messages.success(request, _summary(result))
             return redirect("rubrics:import_preview", pk=upload.pk)
         except RubricError as exc:
