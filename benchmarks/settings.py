@@ -14,3 +14,5 @@ _spec.loader.exec_module(_product)
 globals().update({name: value for name, value in vars(_product).items() if name.isupper()})
 
 ROOT_URLCONF = "benchmarks.urls"
+# First, so that it counts what every other middleware runs too.
+MIDDLEWARE = ["benchmarks.queries.count_queries", *MIDDLEWARE]  # noqa: F821 (from _product)

@@ -29,8 +29,11 @@ sigma 0.2, kept within 0.7-1.4: a longer tail would only thin the load out and l
 run). So participants overlap as they would, and the report shows how many were active at once
 (from their first request to their last response) and the latency while at least 100 were.
 
-Prints p50/p95/p99 per step, errors, lost, duplicated or wrong answers, scenarios over or under
-k, peak active participants, and answer-save throughput against the baseline view: both driven
+Prints p50/p95/p99 per step, the database round trips each step made (median and most,
+BEGIN and COMMIT included, counted in the server by benchmarks/queries.py) and the time Django
+spent on it there (past gunicorn's queue), each step's p95 as a ratio of the answer save's
+p95 in the same run, errors, lost, duplicated or wrong answers,
+scenarios over or under k, peak active participants, and answer-save throughput against the baseline view: both driven
 by the same number of concurrent clients, interleaved in short rounds so that other load on the
 machine affects both alike. Writes the output, dated, to benchmarks/RESULTS.md ("## Survey
 load"), replacing the previous one.
@@ -76,6 +79,9 @@ THINK = {"consent": 30, "instructions": 45, "read scenario": 60, "answer": 20, "
 PAUSE_SIGMA, PACE_SIGMA = 0.5, 0.2
 ROUNDS = 5  # the throughput comparison alternates baseline and answer saves this many times
 BUSY = 100  # "participants active at once" that the latency target is stated for
+QUERIES_HEADER = "X-Bench-Queries"  # benchmarks/queries.py: the request's database round trips
+SERVER_MS_HEADER = "X-Bench-Server-Ms"  # and the time Django took, past gunicorn's queue
+SAVE = "answer save"  # the step every other step's p95 is compared with, in the same run
 
 
 def session_minutes() -> float:
@@ -217,6 +223,8 @@ class Run:
 
     stats: dict = field(default_factory=lambda: defaultdict(list))  # step -> [ms]
     busy: dict = field(default_factory=lambda: defaultdict(list))  # step -> [ms] at >= BUSY
+    queries: dict = field(default_factory=lambda: defaultdict(list))  # step -> [round trips]
+    server: dict = field(default_factory=lambda: defaultdict(list))  # step -> [ms in Django]
     timeline: list = field(default_factory=list)  # (t, ms) for every request
     errors: list = field(default_factory=list)
     sessions: list = field(default_factory=list)  # seconds from first request to last response
@@ -258,6 +266,9 @@ class Browser:
         self.run.timeline.append((started - self.run.started, ms))
         if self.run.active >= BUSY:
             self.run.busy[step].append(ms)
+        if got.get(QUERIES_HEADER, "").isdigit():  # benchmarks/queries.py (not static files)
+            self.run.queries[step].append(int(got[QUERIES_HEADER]))
+            self.run.server[step].append(float(got.get(SERVER_MS_HEADER, "nan")))
         for raw in got.getall("Set-Cookie", []):
             name, _, rest = raw.partition("=")
             self.cookies[name.strip()] = rest.split(";", 1)[0]
@@ -601,18 +612,27 @@ def main() -> int:
         f"{load_before[0]:.2f} before the run, {load_end[0]:.2f} as the load phase ended · "
         f"load phase {wall:.0f} s",
         "",
-        f"| step | requests | p50 ms | p95 ms | p99 ms | p95 ms at >= {BUSY} active |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        f"| step | requests | queries (median, max) | p50 ms | p95 ms | p99 ms | "
+        f"p95 ms at >= {BUSY} active | p95 / {SAVE} p95 | at >= {BUSY} active | "
+        f"in Django p50 / p95 ms |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
+    save_p95, save_busy_p95 = pct(run.stats.get(SAVE, []), 95), pct(run.busy.get(SAVE, []), 95)
     for step in STEPS:
         values, busy_values = run.stats.get(step, []), run.busy.get(step, [])
+        counted = run.queries.get(step, [])
+        queries = f"{pct(counted, 50):.0f}, {max(counted)}" if counted else "-"
+        inside = run.server.get(step, [])
+        django_ms = f"{pct(inside, 50):.0f} / {pct(inside, 95):.0f}" if inside else "-"
         lines.append(
-            f"| {step} | {len(values)} | {pct(values, 50):.0f} | {pct(values, 95):.0f} | "
-            f"{pct(values, 99):.0f} | {pct(busy_values, 95):.0f} |"
+            f"| {step} | {len(values)} | {queries} | {pct(values, 50):.0f} | "
+            f"{pct(values, 95):.0f} | {pct(values, 99):.0f} | {pct(busy_values, 95):.0f} | "
+            f"{pct(values, 95) / save_p95:.2f} | {pct(busy_values, 95) / save_busy_p95:.2f} | "
+            f"{django_ms} |"
         )
     lines.append(
-        f"| all | {len(everything)} | {pct(everything, 50):.0f} | {pct(everything, 95):.0f} | "
-        f"{pct(everything, 99):.0f} | {pct(busy_all, 95):.0f} |"
+        f"| all | {len(everything)} | | {pct(everything, 50):.0f} | {pct(everything, 95):.0f} | "
+        f"{pct(everything, 99):.0f} | {pct(busy_all, 95):.0f} | | | |"
     )
     errors = run.errors
     busy_p95 = {step: pct(run.busy[step], 95) for step in STEPS if run.busy.get(step)}

@@ -128,7 +128,18 @@ CRITERIA = [
 ]
 
 
+def question_assigned(author, *, reviewer=None, topic: str = "accounts", **fields) -> Question:
+    """A question whose rubric `author` is assigned to write (as a researcher would assign)."""
+    question = question_make(topic=topic, **fields)
+    assign(question, author=author, reviewer=reviewer)
+    return question
+
+
 def draft_with_criteria(question: Question, author, criteria=CRITERIA) -> Rubric:
+    """`author`'s draft of `question`'s rubric; they are assigned to it if no one is."""
+    if not QuestionAssignment.objects.filter(question=question, author__isnull=False).exists():
+        assignment = QuestionAssignment.objects.filter(question=question).first()
+        assign(question, author=author, reviewer=assignment.reviewer if assignment else None)
     rubric = rubric_services.rubric_start(question=question, user=author)
     for text, polarity, kind, points in criteria:
         rubric_services.criterion_add(

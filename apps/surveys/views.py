@@ -25,9 +25,9 @@ from apps.accounts.roles import Role, public, role_required
 from apps.console.csv_export import csv_rows
 from workers.surveys import generate_responses_task
 
-from . import selectors, services
+from . import duration, selectors, services
 from .binding import bind, held, participant_required
-from .errors import SurveyError
+from .errors import AnswerInvalid, SurveyError
 from .forms import (
     DEFAULT_TEXTS,
     DemographicsForm,
@@ -85,6 +85,7 @@ def entry(request, slug):
     if study.status != StudyStatus.LIVE:
         return _cannot_start(request, study, "This study is not open at the moment.", status=503)
     context = {"study": study, "params": params, "shown": signing.dumps(time.time())}
+    context["estimate"] = selectors.study_estimate(study=study)
     return render(request, "surveys/participant/consent.html", context)
 
 
@@ -112,6 +113,8 @@ def consent(request, slug):
     except SurveyError as exc:
         return _cannot_start(request, study, str(exc))
     participant.study = study
+    if getattr(participant, "arrived", False):  # consented just now: nothing to look up
+        return bind(redirect("surveys:instructions", study.slug), participant)
     return bind(redirect(_next_url(participant)), participant)
 
 
@@ -187,11 +190,11 @@ def scenario(request, participant, assignment_id):
     return render(request, "surveys/participant/scenario.html", context)
 
 
-def _saved(request, slug, assignment_id, item, error=""):
-    if not request.htmx:
+def _saved(request, slug, assignment_id, item, error="", status=200):
+    if not request.htmx and status == 200:
         return redirect("surveys:scenario", slug, assignment_id)
     context = {"item": item, "error": error, "saved_at": timezone.localtime().strftime("%H:%M:%S")}
-    return render(request, "surveys/participant/scenario.html#save_state", context)
+    return render(request, "surveys/participant/scenario.html#save_state", context, status=status)
 
 
 @public
@@ -226,7 +229,7 @@ def _answer(request, participant, assignment_id, code, value, explanation):
     item = selectors.study_items(study=participant.study).by_code.get(code)
     if item is None:
         raise Http404("No such question.")
-    error = ""
+    error, status = "", 200
     try:
         saved = services.answer_save(
             participant=participant, assignment_id=assignment_id, item=item,
@@ -234,11 +237,12 @@ def _answer(request, participant, assignment_id, code, value, explanation):
         )  # fmt: skip
     except SurveyError as exc:
         saved, error = True, str(exc)
+        status = 400 if isinstance(exc, AnswerInvalid) else 200
         if not participant.assignments.filter(pk=assignment_id).exists():
             saved = False  # someone else's assignment: a 404 whatever else is wrong
     if not saved:
         raise Http404("No such scenario.")
-    return _saved(request, participant.study.slug, assignment_id, item, error)
+    return _saved(request, participant.study.slug, assignment_id, item, error, status)
 
 
 @public
@@ -246,11 +250,10 @@ def _answer(request, participant, assignment_id, code, value, explanation):
 @never_cache
 @participant_required
 def demographics(request, participant):
-    step, _ = selectors.participant_next(participant=participant)
-    if step != "demographics":
-        return redirect(_next_url(participant))
     form = DemographicsForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
+        # participant_finish checks that every scenario is answered (participant_next's
+        # check, and more), so a valid post does not ask where the participant is first.
         try:
             participant = services.participant_finish(
                 participant=participant, demographics=form.cleaned_data
@@ -258,6 +261,9 @@ def demographics(request, participant):
         except SurveyError as exc:
             log.warning("participant %s could not finish: %s", participant.pk, exc)
             messages.error(request, str(exc))
+        return redirect(_next_url(participant))
+    step, _ = selectors.participant_next(participant=participant)
+    if step != "demographics":
         return redirect(_next_url(participant))
     if request.method == "GET":
         services.page_time_shown(participant=participant, page=Page.DEMOGRAPHICS)
@@ -319,7 +325,7 @@ def study_create(request):
                 request, "Study created. Generate or import its responses, then go live."
             )
             return redirect("surveys:study_detail", study.pk)
-    return render(request, "surveys/study_form.html", {"form": form, "study": None})
+    return render(request, "surveys/study_form.html", _study_form_context(form, None))
 
 
 @researcher
@@ -336,7 +342,15 @@ def study_edit(request, study_id):
         else:
             messages.success(request, "Study saved.")
             return redirect("surveys:study_detail", study.pk)
-    return render(request, "surveys/study_form.html", {"form": form, "study": study})
+    return render(request, "surveys/study_form.html", _study_form_context(form, study))
+
+
+def _study_form_context(form, study: Study | None) -> dict:
+    estimate = selectors.study_estimate(study=study) if study is not None else None
+    return {
+        "form": form, "study": study, "estimate": estimate,
+        "minutes_per_explanation": duration.MINUTES_PER_EXPLANATION,
+    }  # fmt: skip
 
 
 @researcher
@@ -348,6 +362,8 @@ def study_detail(request, study_id):
         "generate_form": GenerateForm(), "frozen": selectors.study_items_frozen(study=study),
         "items": study.items.all(), "participant_link": _participant_link(request, study),
         "prolific_configured": prolific_client() is not None,
+        "generation": selectors.study_generation_latest(study=study),
+        "estimate": selectors.study_estimate(study=study),
     }  # fmt: skip
     return render(request, "surveys/study_detail.html", context)
 
@@ -364,8 +380,16 @@ def _participant_link(request, study: Study) -> str:
 @require_POST
 def study_status(request, study_id):
     study = get_object_or_404(Study, pk=study_id)
+    status = request.POST.get("status", "")
+    if status == StudyStatus.CLOSED and request.POST.get("confirmed") != "yes":
+        return _confirm(
+            request, title=f"Close “{study.name}”?", button="Close the study",
+            lines=["Nobody new can start it, and a closed study cannot go live again."],
+            action=reverse("surveys:study_status", args=[study.pk]),
+            fields=[("status", status)], back=reverse("surveys:study_detail", args=[study.pk]),
+        )  # fmt: skip
     try:
-        study = services.study_set_status(study=study, status=request.POST.get("status", ""))
+        study = services.study_set_status(study=study, status=status)
         messages.success(request, f"The study is now {study.get_status_display().lower()}.")
     except (SurveyError, ValueError) as exc:
         messages.error(request, str(exc) if isinstance(exc, SurveyError) else "Unknown status.")
@@ -379,7 +403,11 @@ def study_generate(request, study_id):
     form = GenerateForm(request.POST)
     if form.is_valid():
         model = form.cleaned_data["model"]
-        transaction.on_commit(lambda: generate_responses_task.delay(study.pk, model.pk))
+        generation, to_enqueue = services.scenario_responses_request(
+            study=study, model=model, user=request.user
+        )
+        if to_enqueue:
+            transaction.on_commit(lambda: generate_responses_task.delay(generation.pk))
         messages.success(
             request, f"Asked {model} for the missing responses; reload to see them arrive."
         )
@@ -407,13 +435,27 @@ def study_preview(request, study_id):
     return render(request, "surveys/preview.html", context)
 
 
+def _confirm(request, *, title: str, lines: list[str], action: str, fields, button: str, back):
+    """A page asking to confirm a POST: it posts `fields` again with confirmed=yes."""
+    context = {"title": title, "lines": lines, "action": action, "fields": fields,
+               "button": button, "back": back}  # fmt: skip
+    return render(request, "surveys/confirm.html", context)
+
+
+def _review_url(study_id: int, status: str) -> str:
+    """The review page showing `status` (empty: every status)."""
+    status = status if status in ReviewStatus.values else ""
+    return reverse("surveys:study_review", args=[study_id]) + f"?status={status}"
+
+
 @researcher
 def study_review(request, study_id):
     study = get_object_or_404(Study, pk=study_id)
     status = request.GET.get("status", ReviewStatus.PENDING)
     status = status if status in ReviewStatus.values else ""
+    review = selectors.review(study=study, status=status or None)
     context = {
-        "study": study, "rows": selectors.review_rows(study=study, status=status or None),
+        "study": study, "review": review, "rows": review.rows,
         "status": status, "statuses": ReviewStatus.choices, "reject_form": RejectForm(),
         "active": study.participants.filter(status=ParticipantStatus.ACTIVE),
         "prolific_configured": prolific_client() is not None,
@@ -427,9 +469,7 @@ def participant_review(request, study_id, participant_id):
     participant = get_object_or_404(Participant, pk=participant_id, study_id=study_id)
     action, client = request.POST.get("action"), prolific_client()
     try:
-        if action == "approve":
-            services.participant_approve(participant=participant, user=request.user, client=client)
-        elif action == "reject":
+        if action == "reject":
             services.participant_reject(
                 participant=participant, user=request.user, client=client,
                 category=request.POST.get("category", ""), message=request.POST.get("message", ""),
@@ -441,9 +481,51 @@ def participant_review(request, study_id, participant_id):
         messages.success(request, f"{participant.prolific_pid}: done.")
     except SurveyError as exc:
         messages.error(request, f"{participant.prolific_pid}: {exc}")
-    return redirect(
-        reverse("surveys:study_review", args=[study_id]) + f"?status={request.POST.get('back', '')}"
+    return redirect(_review_url(study_id, request.POST.get("back", "")))
+
+
+@researcher
+@require_POST
+def study_approve(request, study_id):
+    """Approve the chosen submissions, after a page that says who they are and their flags."""
+    study = get_object_or_404(Study, pk=study_id)
+    # isdigit() alone admits "²", which int() refuses.
+    ids = sorted(
+        {int(v) for v in request.POST.getlist("participant") if v.isascii() and v.isdigit()}
     )
+    back = request.POST.get("back", "")
+    if not ids:
+        messages.error(request, "Choose the submissions to approve.")
+        return redirect(_review_url(study.pk, back))
+    if request.POST.get("confirmed") != "yes":
+        rows = [r for r in selectors.review(study=study).rows if r.participant.pk in ids]
+        lines = [
+            f"{r.participant.prolific_pid}: "
+            + ("; ".join(f"{f.label}: {f.message}" for f in r.flags) or "no quality flags")
+            for r in rows
+        ]
+        client = prolific_client()
+        lines.append(
+            "Prolific pays them when it accepts the approval."
+            if client is not None else
+            "Prolific's API is not configured: approve them on Prolific too (approvals CSV)."
+        )  # fmt: skip
+        return _confirm(
+            request, title=f"Approve {len(rows)} submission{'s' if len(rows) != 1 else ''}?",
+            lines=lines, button="Approve", action=reverse("surveys:study_approve", args=[study.pk]),
+            fields=[("participant", i) for i in ids] + [("back", back)],
+            back=_review_url(study.pk, back),
+        )  # fmt: skip
+    client = prolific_client()
+    try:
+        approved = services.participants_approve(
+            study=study, participant_ids=ids, user=request.user, client=client
+        )
+        sent = " and on Prolific" if client is not None else ""
+        messages.success(request, f"Approved {len(approved)} submission(s) here{sent}.")
+    except SurveyError as exc:
+        messages.error(request, str(exc))
+    return redirect(_review_url(study.pk, back))
 
 
 @researcher

@@ -10,7 +10,7 @@ from apps.rubrics.models import (
     Suggestion,
     SuggestionStatus,
 )
-from tests.factories import offline_model, question_make
+from tests.factories import offline_model, question_assigned
 
 pytestmark = pytest.mark.django_db
 
@@ -24,7 +24,8 @@ def drafting_model(offline_provider_url):
 
 @pytest.fixture
 def draft(expert):
-    question = question_make(
+    question = question_assigned(
+        expert,
         text="Someone logged into my email from another country. I changed my password "
         "but I'm worried they can still get in. What else should I do?",
         topic="compromise",
@@ -123,12 +124,12 @@ def test_a_suggestion_can_be_edited_before_it_is_accepted(draft, expert, draftin
 
 
 def test_accepting_on_a_stale_draft_is_a_conflict_and_the_suggestion_stays(
-    draft, expert, expert2, drafting_model
+    draft, expert, drafting_model
 ):
     suggestion = _suggestion(draft, expert)
     stale = draft.revision
     services.criterion_add(
-        rubric=draft, user=expert2, revision=stale, text="Another.", polarity="positive",
+        rubric=draft, user=expert, revision=stale, text="Another.", polarity="positive",
         kind="factual", points=1,
     )  # fmt: skip
     with pytest.raises(RubricConflict):

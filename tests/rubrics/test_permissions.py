@@ -153,12 +153,12 @@ def test_researchers_manage_assignments_and_shared_criteria(client, make_user, e
         client.force_login(make_user(role))
         assert client.post(assign_url, {"author": expert.pk}).status_code == 403
         assert client.post(shared_url, rows).status_code == 403
-    assert not QuestionAssignment.objects.exists() and SharedCriterionSet.objects.count() == 1
+    assert not QuestionAssignment.objects.exists() and SharedCriterionSet.objects.count() == 2
 
     client.force_login(make_user(RESEARCHER))
     client.post(assign_url, {"author": expert.pk, "reviewer": reviewer.pk})
     assert QuestionAssignment.objects.get().author == expert
     response = client.post(shared_url, rows)
     assert response.status_code == 302
-    newest = SharedCriterionSet.objects.get(version=2)
+    newest = SharedCriterionSet.objects.get(version=3)
     assert list(newest.criteria.values_list("text", "points")) == [("Answers in plain words.", 2)]

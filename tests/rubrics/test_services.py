@@ -1,10 +1,11 @@
 import datetime as dt
+from functools import partial
 
 import pytest
 from django.utils import timezone
 
 from apps.rubrics import selectors, services
-from apps.rubrics.errors import RubricConflict, RubricError
+from apps.rubrics.errors import RubricConflict, RubricError, RubricForbidden
 from apps.rubrics.models import (
     Criterion,
     EventAction,
@@ -14,9 +15,11 @@ from apps.rubrics.models import (
     SharedCriterionSet,
 )
 from tests.factories import (
+    CRITERIA,
     approved_rubric,
     assign,
     draft_with_criteria,
+    question_assigned,
     question_make,
 )
 
@@ -32,20 +35,20 @@ def add(rubric, user, text="Says to change the password.", **fields):
 
 
 def test_a_new_rubric_carries_the_current_shared_presentation_criteria(expert):
-    rubric = services.rubric_start(question=question_make(), user=expert)
+    rubric = services.rubric_start(question=question_assigned(expert), user=expert)
     shared = list(rubric.criteria.filter(origin=Origin.SHARED).order_by("order"))
     assert rubric.version == 1 and rubric.state == RubricState.DRAFT
     assert [c.text for c in shared] == [
-        c.text for c in SharedCriterionSet.objects.get(version=1).criteria.all()
+        c.text for c in SharedCriterionSet.objects.get(version=2).criteria.all()
     ]
     assert {c.kind for c in shared} == {"presentation"}
     assert rubric.events.get().action == EventAction.CREATED
 
 
-def test_starting_twice_returns_the_open_draft(expert, expert2):
-    question = question_make()
+def test_starting_twice_returns_the_open_draft(expert):
+    question = question_assigned(expert)
     first = services.rubric_start(question=question, user=expert)
-    assert services.rubric_start(question=question, user=expert2) == first
+    assert services.rubric_start(question=question, user=expert) == first
 
 
 @pytest.mark.parametrize(
@@ -59,7 +62,7 @@ def test_starting_twice_returns_the_open_draft(expert, expert2):
 def test_invalid_criteria_are_refused_with_a_message_per_field(
     expert, text, points, field, message
 ):
-    rubric = services.rubric_start(question=question_make(), user=expert)
+    rubric = services.rubric_start(question=question_assigned(expert), user=expert)
     with pytest.raises(RubricError) as refused:
         add(rubric, expert, text=text, points=points)
     assert message in refused.value.field_errors[field]
@@ -67,18 +70,18 @@ def test_invalid_criteria_are_refused_with_a_message_per_field(
 
 
 def test_duplicate_text_is_refused_ignoring_case_and_spacing(expert):
-    rubric = services.rubric_start(question=question_make(), user=expert)
+    rubric = services.rubric_start(question=question_assigned(expert), user=expert)
     add(rubric, expert, text="Says to change the password.")
     with pytest.raises(RubricError, match="already in this rubric"):
         add(rubric, expert, text="  says to CHANGE   the password. ")
     with pytest.raises(RubricError, match="shared presentation criteria"):
-        add(rubric, expert, text="Uses an overly commanding or alarmist tone.")
+        add(rubric, expert, text="Is unprofessional in tone or manner.")
 
 
-def test_the_later_of_two_conflicting_saves_is_refused_and_overwrites_nothing(expert, expert2):
+def test_the_later_of_two_conflicting_saves_is_refused_and_overwrites_nothing(expert):
     rubric = draft_with_criteria(question_make(), expert)
     first = rubric.criteria.exclude(origin=Origin.SHARED).order_by("order").first()
-    seen = rubric.revision  # both editors opened this revision
+    seen = rubric.revision  # the author's two windows opened this revision
 
     services.criterion_update(
         rubric=rubric, criterion_id=first.pk, user=expert, revision=seen,
@@ -86,7 +89,7 @@ def test_the_later_of_two_conflicting_saves_is_refused_and_overwrites_nothing(ex
     )  # fmt: skip
     with pytest.raises(RubricConflict) as refused:
         services.criterion_update(
-            rubric=rubric, criterion_id=first.pk, user=expert2, revision=seen,
+            rubric=rubric, criterion_id=first.pk, user=expert, revision=seen,
             text="Emeka's wording.", polarity="positive", kind="factual", points=2,
         )  # fmt: skip
 
@@ -98,10 +101,10 @@ def test_the_later_of_two_conflicting_saves_is_refused_and_overwrites_nothing(ex
     assert "changed this draft after you opened it" in str(refused.value)
 
 
-def test_every_kind_of_change_checks_the_revision(expert, expert2):
+def test_every_kind_of_change_checks_the_revision(expert):
     rubric = draft_with_criteria(question_make(), expert)
     stale = rubric.revision
-    add(rubric, expert2, text="Something new.")
+    add(rubric, expert, text="Something new.")  # from another window
     criterion = rubric.criteria.exclude(origin=Origin.SHARED).first()
     with pytest.raises(RubricConflict):
         services.criterion_add(
@@ -159,7 +162,7 @@ def test_criteria_move_up_and_down(expert):
 
 
 def test_only_experts_edit(reviewer, researcher, expert):
-    rubric = services.rubric_start(question=question_make(), user=expert)
+    rubric = services.rubric_start(question=question_assigned(expert), user=expert)
     for outsider in (reviewer, researcher):
         with pytest.raises(RubricError, match="Only experts"):
             add(rubric, outsider)
@@ -168,7 +171,7 @@ def test_only_experts_edit(reviewer, researcher, expert):
 
 
 def test_submitting_needs_a_criterion_of_ones_own(expert):
-    rubric = services.rubric_start(question=question_make(), user=expert)
+    rubric = services.rubric_start(question=question_assigned(expert), user=expert)
     with pytest.raises(RubricError, match="at least one criterion"):
         services.rubric_submit_for_review(rubric=rubric, user=expert)
 
@@ -201,9 +204,10 @@ def test_a_reviewer_who_edited_the_version_cannot_approve_it(make_user, expert):
     helper = make_user(Role.EXPERT)
     user_set_roles(user=helper, roles=[Role.EXPERT, Role.REVIEWER])
     question = question_make()
-    assign(question, author=expert)
-    rubric = draft_with_criteria(question, expert)
-    add(rubric, helper, text="A helper's criterion.")
+    assign(question, author=helper)
+    rubric = draft_with_criteria(question, helper)
+    assign(question, author=expert)  # reassigned: the helper's edits stay in this version
+    add(rubric, expert, text="The author's criterion.")
     services.rubric_submit_for_review(rubric=rubric, user=expert)
     with pytest.raises(RubricError, match="another reviewer"):
         services.rubric_approve(rubric=rubric, user=helper)
@@ -320,7 +324,7 @@ def test_publishing_shared_criteria_updates_drafts_but_not_reviews_or_approvals(
         notes="One criterion for the test.", user=researcher,
     )  # fmt: skip
 
-    assert new.version == 2
+    assert new.version == 3
     draft.refresh_from_db()
     assert draft.shared_set == new
     assert list(draft.criteria.filter(origin=Origin.SHARED).values_list("text", flat=True)) == [
@@ -328,7 +332,7 @@ def test_publishing_shared_criteria_updates_drafts_but_not_reviews_or_approvals(
     ]
     for kept in (in_review, approved):
         kept.refresh_from_db()
-        assert kept.shared_set.version == 1
+        assert kept.shared_set.version == 2
         assert kept.criteria.filter(origin=Origin.SHARED).count() == 5
     assert draft.events.filter(action=EventAction.SHARED_UPDATED).exists()
 
@@ -340,11 +344,11 @@ def test_shared_criteria_are_researchers_to_change_and_checked(expert, researche
         services.shared_criteria_publish(
             criteria=[{"text": "x", "polarity": "positive", "points": 4}], notes="", user=researcher
         )
-    assert SharedCriterionSet.objects.count() == 1
+    assert SharedCriterionSet.objects.count() == 2
 
 
 def test_shared_criteria_are_read_only_in_a_rubric(expert):
-    rubric = services.rubric_start(question=question_make(), user=expert)
+    rubric = services.rubric_start(question=question_assigned(expert), user=expert)
     shared = rubric.criteria.filter(origin=Origin.SHARED).first()
     with pytest.raises(RubricError, match="read-only"):
         services.criterion_delete(
@@ -430,3 +434,63 @@ def test_scoring_a_rubric_version_counts_its_shared_criteria(expert):
     result = selectors.rubric_score(rubric=rubric, verdicts=verdicts)
     assert result.score == 1
     assert result.max_points == 13 + 12  # own criteria 5+3+5, shared 3+2+2+2+3
+
+
+def every_change(rubric, criterion, user) -> list:
+    """Each write an author makes to a draft, as `user`, against its current revision."""
+    rubric.refresh_from_db()
+    mine = {"rubric": rubric, "user": user}
+    on = {**mine, "criterion_id": criterion.pk, "revision": rubric.revision}
+    return [
+        partial(add, rubric, user, text="An outsider's criterion."),
+        partial(services.criterion_update, **on, text="Rewritten.", polarity="positive",
+                kind="factual", points=1),
+        partial(services.criterion_move, **on, direction="down"),
+        partial(services.criterion_delete, **on),
+        partial(services.rubric_submit_for_review, **mine),
+    ]  # fmt: skip
+
+
+def test_only_the_assigned_author_changes_or_submits_a_draft(expert, expert2, reviewer, researcher):
+    rubric = draft_with_criteria(question_assigned(expert, reviewer=reviewer), expert)
+    criterion = rubric.criteria.exclude(origin=Origin.SHARED).first()
+    refusals = {expert2: "Erin Expert is assigned to write this rubric", reviewer: "Only experts",
+                researcher: "Only experts"}  # fmt: skip
+    for outsider, message in refusals.items():
+        for change in every_change(rubric, criterion, outsider):
+            with pytest.raises(RubricForbidden, match=message):
+                change()
+    rubric.refresh_from_db()
+    criterion.refresh_from_db()
+    assert rubric.state == RubricState.DRAFT and rubric.criteria.count() == 3 + 5
+    assert criterion.text == CRITERIA[0][0] and criterion.order == 1
+
+    add(rubric, expert, text="The author's own addition.")
+    services.rubric_submit_for_review(rubric=rubric, user=expert)
+    rubric.refresh_from_db()
+    assert rubric.state == RubricState.IN_REVIEW and rubric.submitted_by == expert
+
+
+def test_an_expert_starts_only_the_rubrics_they_are_assigned(expert, expert2):
+    with pytest.raises(RubricForbidden, match="No one is assigned to write this rubric"):
+        services.rubric_start(question=question_make(), user=expert)
+    theirs = question_assigned(expert2)
+    with pytest.raises(RubricForbidden, match="Emeka Expert is assigned"):
+        services.rubric_start(question=theirs, user=expert)
+    assert not Rubric.objects.exists()
+    assert services.rubric_start(question=theirs, user=expert2).created_by == expert2
+
+
+def test_after_a_researcher_reassigns_the_question_only_the_new_author_edits(
+    expert, expert2, reviewer, researcher
+):
+    question = question_assigned(expert, reviewer=reviewer)
+    rubric = draft_with_criteria(question, expert)
+    services.assignment_set(question=question, author=expert2, reviewer=reviewer, user=researcher)
+    with pytest.raises(RubricForbidden, match="Emeka Expert is assigned"):
+        add(rubric, expert, text="Too late.")
+    add(rubric, expert2, text="Taken over.")
+    services.rubric_submit_for_review(rubric=rubric, user=expert2)
+    rubric.refresh_from_db()
+    assert rubric.state == RubricState.IN_REVIEW
+    assert not rubric.criteria.filter(text="Too late.").exists()

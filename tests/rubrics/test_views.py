@@ -1,10 +1,18 @@
+import re
 from pathlib import Path
 
 import pytest
 from django.urls import reverse
 
 from apps.rubrics import services
-from apps.rubrics.models import AuthoringSettings, DraftJob, Origin, Rubric, RubricState
+from apps.rubrics.models import (
+    AuthoringSettings,
+    DraftJob,
+    Origin,
+    Rubric,
+    RubricImport,
+    RubricState,
+)
 from apps.rubrics.selectors import topic_progress
 from apps.runs.models import Response
 from apps.runs.services import reference_models_set, response_generate
@@ -14,6 +22,7 @@ from tests.factories import (
     assign,
     draft_with_criteria,
     offline_model,
+    question_assigned,
     question_make,
 )
 
@@ -43,7 +52,7 @@ def test_the_editor_shows_criteria_shared_criteria_totals_and_the_question(clien
     page = client.get(reverse("rubrics:rubric", args=[draft.pk])).text
     assert draft.question.text in page
     assert "Recommends turning on two-factor authentication." in page
-    assert "Shared presentation criteria" in page and "alarmist tone" in page
+    assert "Shared presentation criteria" in page and "Is overly imperative" in page
     assert 'data-testid="max-points">25<' in page  # 13 own + 12 shared
     assert f'name="revision" value="{draft.revision}"' in page
     assert "Suggest criteria" in page and "Submit for review" in page
@@ -124,14 +133,42 @@ def test_an_invalid_edit_shows_its_error_beside_the_criterion(client, expert, dr
     assert plain.status_code == 422 and "Points must be 5, 3, 2 or 1." in plain.text
 
 
+def test_a_refused_edit_says_not_saved_and_a_later_save_clears_its_message(client, expert, draft):
+    client.force_login(expert)
+    target = own(draft)[0]
+    url = reverse("rubrics:criterion_edit", args=[draft.pk, target.pk])
+    refused = client.post(url, criterion_data(draft, text=""), **HX)
+    assert 'id="save-status"' in refused.text and "Not saved: " in refused.text
+    assert "All changes saved" not in refused.text
+    fixed = client.post(url, criterion_data(draft, text="Mentions the bank's fraud line."), **HX)
+    assert fixed.status_code == 200 and "All changes saved" in fixed.text
+    # The row's message box comes back empty, so the old message does not stay beside it.
+    errors = re.search(rf'<div id="criterion-{target.pk}-errors"[^>]*>(.*?)</div>', fixed.text)
+    assert errors and errors.group(1) == ""
+
+
+def test_a_researcher_sees_no_reference_answers_control_they_may_not_use(client, researcher, draft):
+    client.force_login(researcher)
+    page = client.get(reverse("rubrics:rubric", args=[draft.pk]))
+    assert page.status_code == 200
+    assert "Show two" not in page.text
+    assert reverse("rubrics:samples", args=[draft.pk]) not in page.text
+    assert client.post(reverse("rubrics:samples", args=[draft.pk]), **HX).status_code == 403
+
+
+def test_criterion_boxes_hold_a_long_criterion(client, expert, draft):
+    client.force_login(expert)
+    page = client.get(reverse("rubrics:rubric", args=[draft.pk])).text
+    boxes = re.findall(r'<textarea id="(?:text-\d+|new-text)"[^>]*>', page)
+    assert boxes and all('maxlength="1000"' in b and "data-autosize" in b for b in boxes)
+
+
 @pytest.mark.parametrize("htmx", [True, False], ids=["htmx", "plain"])
-def test_a_stale_save_is_refused_shows_the_other_change_and_keeps_both(
-    client, expert, expert2, draft, htmx
-):
+def test_a_stale_save_is_refused_shows_the_other_change_and_keeps_both(client, expert, draft, htmx):
     target = own(draft)[0]
     stale = draft.revision
-    services.criterion_update(
-        rubric=draft, criterion_id=target.pk, user=expert2, revision=stale,
+    services.criterion_update(  # the author, in another window
+        rubric=draft, criterion_id=target.pk, user=expert, revision=stale,
         text="Emeka's version of the criterion.", polarity="positive", kind="factual", points=5,
     )  # fmt: skip
     client.force_login(expert)
@@ -142,7 +179,7 @@ def test_a_stale_save_is_refused_shows_the_other_change_and_keeps_both(
     assert response.status_code == 409
     body = response.text
     assert "Your change was not saved" in body
-    assert "Emeka Expert" in body and "edited a criterion" in body
+    assert "Erin Expert" in body and "edited a criterion" in body
     assert "Emeka&#x27;s version of the criterion." in body
     assert "Erin&#x27;s version of the criterion." in body  # kept, ready to apply
     assert "Apply my change on top of theirs" in body
@@ -319,7 +356,9 @@ def test_sample_answers_are_drawn_generated_and_labelled_offline(
 def test_the_consistency_panel_shows_similar_questions_with_approved_criteria(
     client, expert, reviewer
 ):
-    target = question_make(text="My Instagram account was stolen and the email was changed.")
+    target = question_assigned(
+        expert, text="My Instagram account was stolen and the email was changed."
+    )
     similar = question_make(text="My Instagram account was stolen and the phone was changed.")
     approved_rubric(similar, expert, reviewer)
     rubric = services.rubric_start(question=target, user=expert)
@@ -382,9 +421,9 @@ def test_a_researcher_previews_then_commits_an_import(client, researcher):
             {"file": upload, "format": "healthbench", "points_mapping": "refuse",
              "conversation": "refuse"},
         )  # fmt: skip
-    preview = client.get(response["Location"]).text
-    assert "Refused: nothing will be imported" in preview
-    assert "choose a points mapping" in preview and "Import 3 rubrics" not in preview
+    page = response.content.decode()
+    assert "was not imported (nothing was changed)" in page and "choose a points mapping" in page
+    assert not RubricImport.objects.exists()  # a refused upload is not kept
 
     with path.open("rb") as upload:
         response = client.post(
@@ -395,8 +434,10 @@ def test_a_researcher_previews_then_commits_an_import(client, researcher):
     preview = client.get(response["Location"]).text
     assert "HealthBench maximum 16 (positive points only) → Assay maximum 14" in preview
     assert "-6 → should avoid, earns 3 when avoided" in preview
-    assert "Import 3 rubrics as drafts" in preview
-    client.post(response["Location"])
+    assert "Import 3 rubrics as drafts" in preview and "Rescale these points" in preview
+    client.post(response["Location"])  # without confirming the rescaling
+    assert not Rubric.objects.exists()
+    client.post(response["Location"], {"confirm_rescale": "1"})
     assert Rubric.objects.filter(state=RubricState.DRAFT).count() == 3
 
 
@@ -414,12 +455,12 @@ def test_exports_download_in_both_formats(client, researcher, expert, reviewer):
 
 
 def test_a_refused_delete_applied_from_the_conflict_panel_resends_the_whole_editor(
-    client, expert, expert2, draft
+    client, expert, draft
 ):
     target = own(draft)[0]
     stale = draft.revision
-    services.criterion_add(
-        rubric=draft, user=expert2, revision=stale, text="Emeka's addition.",
+    services.criterion_add(  # the author, in another window
+        rubric=draft, user=expert, revision=stale, text="Emeka's addition.",
         polarity="negative", kind="factual", points=2,
     )  # fmt: skip
     client.force_login(expert)
@@ -470,3 +511,60 @@ def test_the_console_shows_a_rubrics_criteria_and_a_shared_sets_read_only(
         # Shown, not editable: no inputs for the rows and no way to add or delete one.
         assert "-0-order" not in page and "-0-text" not in page and "-0-points" not in page
         assert '-MAX_NUM_FORMS" value="0"' in page and "-0-DELETE" not in page
+
+
+@pytest.mark.parametrize("htmx", [True, False], ids=["htmx", "plain"])
+def test_an_expert_not_assigned_to_the_question_is_refused_with_403(client, expert2, draft, htmx):
+    client.force_login(expert2)
+    page = client.get(reverse("rubrics:rubric", args=[draft.pk])).text
+    assert 'id="add-criterion"' not in page and "Submit for review" not in page
+    target = own(draft)[0]
+    posts = {
+        "criterion_add": ([draft.pk], criterion_data(draft, text="An outsider's criterion.")),
+        "criterion_edit": ([draft.pk, target.pk], criterion_data(draft, text="Rewritten.")),
+        "criterion_delete": ([draft.pk, target.pk], {"revision": draft.revision}),
+        "criterion_move": ([draft.pk, target.pk], {"revision": draft.revision,
+                                                   "direction": "down"}),
+        "submit": ([draft.pk], {}),
+    }  # fmt: skip
+    for name, (args, data) in posts.items():
+        response = client.post(reverse(f"rubrics:{name}", args=args), data, **(HX if htmx else {}))
+        assert response.status_code == 403, name
+        assert "Erin Expert is assigned to write this rubric" in response.text, name
+        if htmx:
+            assert response["HX-Reswap"] == "none" and 'id="save-status"' in response.text
+    draft.refresh_from_db()
+    assert draft.state == RubricState.DRAFT
+    assert [c.text for c in own(draft)] == [text for text, *_ in CRITERIA]
+
+
+@pytest.mark.parametrize("role", ["reviewer", "researcher"])
+def test_reviewers_and_researchers_cannot_edit_or_submit_a_draft(client, request, draft, role):
+    client.force_login(request.getfixturevalue(role))
+    add = client.post(reverse("rubrics:criterion_add", args=[draft.pk]), criterion_data(draft))
+    submit = client.post(reverse("rubrics:submit", args=[draft.pk]), **HX)
+    assert (add.status_code, submit.status_code) == (403, 403)
+    draft.refresh_from_db()
+    assert draft.state == RubricState.DRAFT and len(own(draft)) == len(CRITERIA)
+
+
+def test_the_assigned_author_edits_and_submits(client, expert, draft):
+    client.force_login(expert)
+    added = client.post(
+        reverse("rubrics:criterion_add", args=[draft.pk]), criterion_data(draft), **HX
+    )
+    submitted = client.post(reverse("rubrics:submit", args=[draft.pk]))
+    assert added.status_code == 200 and submitted.status_code == 302
+    draft.refresh_from_db()
+    assert draft.state == RubricState.IN_REVIEW and len(own(draft)) == len(CRITERIA) + 1
+
+
+def test_an_unassigned_expert_cannot_start_a_rubric(client, expert2):
+    question = question_make()
+    client.force_login(expert2)
+    assert (
+        "Start the rubric" not in client.get(reverse("rubrics:question", args=[question.pk])).text
+    )
+    response = client.post(reverse("rubrics:start", args=[question.pk]))
+    assert response.status_code == 403 and "No one is assigned" in response.text
+    assert not Rubric.objects.filter(question=question).exists()

@@ -6,13 +6,13 @@ the full path does whenever it does not write.
 These commit (transaction=True): the cache keeps only what was read outside a transaction."""
 
 import pytest
-from django.db import connection
+from django.db import connection, reset_queries
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from apps.surveys import selectors, services
 from apps.surveys.models import Answer, Assignment, Participant, ParticipantStatus, Study
-from tests.surveys.flow import consent, link
+from tests.surveys.flow import answers_for, consent, link
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -129,3 +129,60 @@ def test_an_autosave_the_one_statement_refuses_gets_the_full_paths_answer(make_s
     done = save(laptop, study, first, value="1").content.decode()
     assert "Not saved" in done and "submitted" in done
     assert list(Answer.objects.values_list("value", flat=True)) == ["4"]
+
+
+def test_the_one_statement_autosave_refuses_nul_and_blanks_as_the_full_path_does(make_study):
+    study = make_study(count=5)
+    client = Client()
+    consent(client, study)
+    first = Assignment.objects.get(position=1)
+    client.get(f"/s/{study.slug}/scenario/{first.pk}/")  # reads, and keeps, the items
+    assert selectors.cached_study_items(study_id=study.pk) is not None
+    for value, explanation in (("4\x00", "A reason."), ("4", "A\x00 reason.")):
+        refused = save(client, study, first, value=value, explanation=explanation)
+        assert refused.status_code == 400 and "cannot be saved" in refused.content.decode()
+    assert not Answer.objects.exists()
+
+    assert "Saved" in save(client, study, first, value="4", explanation="A reason.").text
+    blank = save(client, study, first, value="", explanation="").content.decode()
+    assert "Not saved" in blank
+    assert list(Answer.objects.values_list("value", "explanation")) == [("4", "A reason.")]
+
+
+def test_consent_and_demographics_take_at_most_six_queries_each(make_study):
+    """The two steps with the most round trips under load (benchmarks/survey_load.py). BEGIN
+    and COMMIT are round trips too, and are counted."""
+    study = make_study(count=10)
+    client = Client()
+    pid = "a" * 24
+    page = client.get(link(study, pid)).content.decode()
+    shown = page.split('name="shown" value="', 1)[1].split('"', 1)[0]
+    data = {"PROLIFIC_PID": pid, "STUDY_ID": "b" * 24, "SESSION_ID": "c" * 24,
+            "decision": "agree", "shown": shown}  # fmt: skip
+    reset_queries()  # a full log (9000 entries, from making the study) would count nothing
+    with CaptureQueriesContext(connection) as consenting:
+        response = client.post(f"/s/{study.slug}/consent/", data)
+    consent_queries = len(consenting.captured_queries)
+    assert response.status_code == 302
+    assert response["Location"] == f"/s/{study.slug}/instructions/"
+    participant = Participant.objects.get(prolific_pid=pid)
+    positions = sorted(participant.assignments.values_list("position", flat=True))
+    assert positions == list(range(1, study.scenarios_per_participant + 1))
+    assert participant.page_times.get(page="consent").submitted_at is not None
+
+    client.post(f"/s/{study.slug}/instructions/")
+    items = list(study.items.filter(attention_check=False))
+    for assignment in participant.assignments.order_by("position"):
+        client.post(f"/s/{study.slug}/scenario/{assignment.pk}/", answers_for(items))
+    about = {"age": "25-34", "gender": "no_say", "education": "bachelor", "income": "no_say"}
+    reset_queries()
+    with CaptureQueriesContext(connection) as finishing:
+        response = client.post(f"/s/{study.slug}/about-you/", about)
+    finish_queries = len(finishing.captured_queries)
+    assert response["Location"] == f"/s/{study.slug}/done/"
+    participant.refresh_from_db()
+    assert (participant.status, participant.completion_code) == ("finished", "DONE1234")
+    assert set(participant.assignments.values_list("status", flat=True)) == {"completed"}
+    assert participant.page_times.get(page="demographics").submitted_at is not None
+    counted = {"consent": consent_queries, "demographics": finish_queries}
+    assert max(counted.values()) <= 6, counted

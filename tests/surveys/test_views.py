@@ -75,7 +75,7 @@ def test_declining_redirects_to_prolific_with_the_no_consent_code(client, make_s
     assert response["Location"] == f"/s/{study.slug}/done/"
     page = client.get(response["Location"]).content.decode()
     assert "NOPE1234" in page
-    assert 'content="2;url=https://app.prolific.com/submissions/complete?cc=NOPE1234"' in page
+    assert 'data-return-to="https://app.prolific.com/submissions/complete?cc=NOPE1234"' in page
     assert Participant.objects.get(prolific_pid=pid).status == ParticipantStatus.NO_CONSENT
     assert not Assignment.objects.exists()
 
@@ -341,7 +341,7 @@ def test_researcher_goes_live_pauses_and_closes(role_client, make_study):
     study = make_study(count=5, live=False)
     client = role_client(Role.RESEARCHER)
     for status in ("live", "paused", "closed"):
-        client.post(f"/studies/{study.pk}/status/", {"status": status})
+        client.post(f"/studies/{study.pk}/status/", {"status": status, "confirmed": "yes"})
         study.refresh_from_db()
         assert study.status == status
 
@@ -369,7 +369,7 @@ def test_review_approve_reject_and_export_approvals(role_client, make_study):
     client = role_client(Role.RESEARCHER)
     page = client.get(f"/studies/{study.pk}/review/").content.decode()
     assert good.prolific_pid in page and bad.prolific_pid in page
-    client.post(f"/studies/{study.pk}/review/{good.pk}/", {"action": "approve"})
+    client.post(f"/studies/{study.pk}/approve/", {"participant": good.pk, "confirmed": "yes"})
     short = client.post(
         f"/studies/{study.pk}/review/{bad.pk}/",
         {"action": "reject", "category": "LOW_EFFORT", "message": "too short"},
@@ -429,3 +429,253 @@ def test_generating_from_the_study_page_fills_it_with_the_models_responses(
     assert "have no response to rate yet" not in page
     study.refresh_from_db()
     assert study.status == StudyStatus.DRAFT  # the researcher decides when it goes live
+
+
+# --- fidelity to the published design, and the researcher's pages --------------------------
+
+
+def test_the_consent_page_states_the_time_scaled_from_the_published_study(client, make_study):
+    published = client.get(link(make_study(count=5), new_pid())).text
+    assert "It takes about 47 minutes" in published and "20 minutes" not in published
+    three = make_study(count=5, scenarios_per_participant=3)
+    assert "It takes about 28 minutes" in Client().get(link(three, new_pid())).text
+
+
+def test_h1_shows_no_explanation_box_and_the_other_items_do(client, make_study, role_client):
+    study = make_study(count=5)
+    pid, _ = consent(client, study)
+    client.post(f"/s/{study.slug}/instructions/")
+    first = Participant.objects.get(prolific_pid=pid).assignments.get(position=1)
+    pages = [
+        client.get(f"/s/{study.slug}/scenario/{first.pk}/").text,
+        role_client(Role.RESEARCHER).get(f"/studies/{study.pk}/preview/").text,
+    ]
+    for page in pages:
+        assert 'name="explanation_H1"' not in page and "(optional)" not in page
+        assert all(f'name="explanation_{code}"' in page for code in ("H2", "P4"))
+    items = list(study.items.filter(attention_check=False))
+    data = {k: v for k, v in answers_for(items).items() if k != "explanation_H1"}
+    assert client.post(f"/s/{study.slug}/scenario/{first.pk}/", data).status_code == 302
+
+
+def test_the_worked_example_answers_none_of_the_studys_questions(client, make_study):
+    study = make_study(count=5)
+    consent(client, study)
+    page = client.get(f"/s/{study.slug}/instructions/").text
+    assert "A worked example" in page and "practice question" in page
+    example = study.example_text.lower()
+    labels = {label.lower() for item in study.items.all() for label in item.scale_labels}
+    assert labels and not [label for label in labels if label in example]
+    assert "(yes)" not in example
+
+
+def test_old_default_texts_are_updated_by_the_migration(make_study):
+    from importlib import import_module
+
+    from django.apps import apps
+
+    migration = import_module("apps.surveys.migrations.0005_published_survey_details")
+    old_consent = DEFAULT_TEXTS["consent_text"].replace(
+        "saying briefly why.", "saying briefly why." + migration.OLD_TIME
+    )
+    fresh = make_study(count=5, live=False, example_text=migration.OLD_EXAMPLE)
+    started = make_study(count=5, example_text=migration.OLD_EXAMPLE)
+    type(fresh).objects.update(consent_text=old_consent)
+    consent(Client(), started)
+    migration.texts_update(apps, None)
+    fresh.refresh_from_db()
+    started.refresh_from_db()
+    assert fresh.consent_text == started.consent_text == DEFAULT_TEXTS["consent_text"]
+    assert fresh.example_text == migration.NEW_EXAMPLE == DEFAULT_TEXTS["example_text"]
+    assert started.example_text == migration.OLD_EXAMPLE, "participants have seen it"
+
+
+def _finish_failing_check(client, study, failed: set[str]) -> Participant:
+    pid, _ = consent(client, study)
+    client.post(f"/s/{study.slug}/instructions/")
+    participant = Participant.objects.get(prolific_pid=pid)
+    for assignment in participant.assignments.order_by("position"):
+        items = [
+            i for i in study.items.all()
+            if not i.attention_check or i.on_page == assignment.position
+        ]  # fmt: skip
+        data = answers_for(items) | {f"value_{code}": "1" for code in failed}
+        client.post(f"/s/{study.slug}/scenario/{assignment.pk}/", data)
+    demographics = {"age": "25-34", "gender": "no_say", "education": "bachelor", "income": "no_say"}
+    client.post(f"/s/{study.slug}/about-you/", demographics)
+    participant.refresh_from_db()
+    return participant
+
+
+def test_review_page_shows_readable_flags_rules_and_collapsed_reject_forms(make_study, role_client):
+    from apps.surveys.models import SurveyItem
+
+    study = make_study(count=10, live=False)
+    for n, page in ((1, 2), (2, 4)):
+        SurveyItem.objects.create(
+            study=study, code=f"AC{n}", kind="scale", wording="Choose 'Very helpful' here.",
+            scale_labels=["a", "b", "c", "Very helpful", "e"], attention_check=True,
+            expected_value="4", explanation_required=False, order=90 + n, on_page=page,
+        )  # fmt: skip
+    study = services.study_set_status(study=study, status=StudyStatus.LIVE)
+    once = _finish_failing_check(Client(), study, {"AC1"})
+    twice = _finish_failing_check(Client(), study, {"AC1", "AC2"})
+    assert once.status == twice.status == ParticipantStatus.FINISHED
+    page = role_client(Role.RESEARCHER).get(f"/studies/{study.pk}/review/").text
+
+    one = page[
+        page.index(f'id="participant-{once.pk}"') : page.index(f'id="participant-{twice.pk}"')
+    ]
+    two = page[page.index(f'id="participant-{twice.pk}"') :]
+    assert "Missed an attention check</strong> (not grounds for a rejection)" in one
+    assert "<strong>Failed attention checks" not in one, "one failure is not grounds"
+    assert "Failed attention checks</strong>: failed 2 of 2 attention checks" in two
+    assert "Flagged for rejection" in two
+    assert '<option value="FAILED_CHECK" selected>' in two
+    assert "attention_once</strong>" not in page and "<strong>attention</strong>" not in page
+    assert "more than 3 SD under the mean completion time" in page
+    assert "Now 2 participants." in page
+    assert "at least two failed checks" in page and "about 47 minutes" in page
+    assert page.count('<details class="reject"') == 2
+    assert page.count("<textarea") == page.count('<details class="reject"')
+    assert "onclick" not in page
+
+
+def test_approving_asks_for_a_confirmation_first(make_study, role_client):
+    study = make_study(count=5)
+    participant = finish(Client(), study)
+    client = role_client(Role.RESEARCHER)
+    review = client.get(f"/studies/{study.pk}/review/").text
+    assert 'form="approve-form"' in review and 'value="approve"' not in review
+    asked = client.post(f"/studies/{study.pk}/approve/", {"participant": participant.pk})
+    assert asked.status_code == 200 and "Approve 1 submission?" in asked.text
+    assert "approvals CSV" in asked.text  # no Prolific API configured here
+    participant.refresh_from_db()
+    assert participant.review_status == ReviewStatus.PENDING
+    client.post(
+        f"/studies/{study.pk}/approve/", {"participant": participant.pk, "confirmed": "yes"}
+    )
+    participant.refresh_from_db()
+    assert participant.review_status == ReviewStatus.APPROVED
+    nobody = client.post(f"/studies/{study.pk}/approve/", {}, follow=True)
+    assert "Choose the submissions to approve" in nobody.text
+
+
+def test_closing_a_study_asks_for_a_confirmation_first(make_study, role_client):
+    study = make_study(count=5)
+    client = role_client(Role.RESEARCHER)
+    assert "Close…" in client.get(f"/studies/{study.pk}/").text
+    asked = client.post(f"/studies/{study.pk}/status/", {"status": "closed"})
+    assert asked.status_code == 200 and "cannot go live again" in asked.text
+    assert 'name="confirmed" value="yes"' in asked.text and "onclick" not in asked.text
+    study.refresh_from_db()
+    assert study.status == StudyStatus.LIVE
+    client.post(f"/studies/{study.pk}/status/", {"status": "closed", "confirmed": "yes"})
+    study.refresh_from_db()
+    assert study.status == StudyStatus.CLOSED
+
+
+def test_the_study_form_offers_a_scenario_filter_and_select_all_from_a_script_file(
+    role_client, scenarios
+):
+    page = role_client(Role.RESEARCHER).get("/studies/new/").text
+    assert re.search(r'<div class="picker-tools" data-picker-tools hidden>', page)
+    assert 'data-picker-select="all"' in page and 'data-picker-select="none"' in page
+    assert "/static/js/study-form.js" in page
+    assert all("src=" in tag for tag in re.findall(r"<script[^>]*>", page)), "no inline script"
+    assert scenarios[0].task[:40] in page  # the task beside the name, to tell them apart
+    assert page.count('type="checkbox" name="scenarios"') == len(scenarios)
+    assert '<fieldset class="panel form-section">' in page
+
+
+def test_the_model_for_responses_defaults_to_the_first_active_one(scenarios, role_client):
+    first = offline_model("http://127.0.0.1:9", name="offline-friendly")
+    offline_model("http://127.0.0.1:9", name="offline-terse")
+    study = services.study_create(scenarios=scenarios[:3], name="g", **DEFAULT_TEXTS, **CODES)
+    page = role_client(Role.RESEARCHER).get(f"/studies/{study.pk}/").text
+    assert "---------" not in page
+    # No empty choice: a browser selects the first option, and a form post sends it.
+    options = re.search(r'<select name="model"[^>]*>(.*?)</select>', page, re.S).group(1)
+    assert re.findall(r'<option value="(\d+)"', options)[0] == str(first.pk)
+
+
+HX = {"HTTP_HX_REQUEST": "true"}
+ABOUT = {"age": "25-34", "gender": "no_say", "education": "bachelor", "income": "no_say"}
+
+
+def answered_every_page(client, study):
+    """Consent, instructions and every scenario page submitted; (participant, assignments)."""
+    pid, _ = consent(client, study)
+    client.post(f"/s/{study.slug}/instructions/")
+    participant = Participant.objects.get(prolific_pid=pid)
+    items = list(study.items.filter(attention_check=False))
+    assignments = list(participant.assignments.order_by("position"))
+    for assignment in assignments:
+        client.post(f"/s/{study.slug}/scenario/{assignment.pk}/", answers_for(items))
+    return participant, assignments
+
+
+def test_an_autosave_never_blanks_a_submitted_answer_and_the_code_still_needs_it(
+    client, make_study
+):
+    study = make_study(count=10)
+    participant, assignments = answered_every_page(client, study)
+    url = f"/s/{study.slug}/scenario/{assignments[0].pk}/answer/H2/"
+    given = Answer.objects.get(assignment=assignments[0], item__code="H2")
+
+    blank = client.post(url, {"value_H2": "", "explanation_H2": ""}, **HX).content.decode()
+    assert "Not saved" in blank and "Saved " not in blank
+    client.post(url, {"value_H2": "2", "explanation_H2": "   "}, **HX)  # explanation required
+    answer = Answer.objects.get(pk=given.pk)
+    assert (answer.value, answer.explanation) == ("2", given.explanation)
+
+    response = client.post(f"/s/{study.slug}/about-you/", ABOUT)
+    assert response["Location"] == f"/s/{study.slug}/done/"
+    participant.refresh_from_db()
+    assert participant.completion_code == "DONE1234"
+
+
+@pytest.mark.parametrize("blanked", ["value", "explanation"])
+def test_the_completion_code_is_given_only_when_every_required_answer_is_there(
+    client, make_study, blanked
+):
+    study = make_study(count=10)
+    participant, assignments = answered_every_page(client, study)
+    third = assignments[2]
+    # However it came to be empty (rows saved before autosaves kept answers, an edit in
+    # the database), the server checks at the end, not the pages.
+    Answer.objects.filter(assignment=third, item__code="P3").update(**{blanked: ""})
+
+    response = client.post(f"/s/{study.slug}/about-you/", ABOUT)
+    assert response["Location"] == f"/s/{study.slug}/scenario/{third.pk}/"
+    participant.refresh_from_db()
+    assert participant.status == ParticipantStatus.ACTIVE and participant.completion_code == ""
+    assert "/done/" not in client.get(f"/s/{study.slug}/done/")["Location"]
+    page = client.get(response["Location"]).content.decode()
+    assert "Scenario 3 has a question without an answer" in page
+
+    items = list(study.items.filter(attention_check=False))
+    client.post(f"/s/{study.slug}/scenario/{third.pk}/", answers_for(items))
+    response = client.post(f"/s/{study.slug}/about-you/", ABOUT)
+    assert response["Location"] == f"/s/{study.slug}/done/"
+    participant.refresh_from_db()
+    assert participant.completion_code == "DONE1234"
+
+
+@pytest.mark.parametrize("field", ["value", "explanation"])
+@pytest.mark.parametrize("htmx", [True, False], ids=["htmx", "plain"])
+def test_a_nul_character_in_an_autosaved_answer_is_refused_with_400(
+    client, make_study, field, htmx
+):
+    study = make_study(count=5)
+    consent(client, study)
+    assignment = Assignment.objects.get(position=1)
+    data = {"value_H2": "4", "explanation_H2": "A reason."}
+    data[f"{field}_H2"] = data[f"{field}_H2"][:1] + "\x00" + data[f"{field}_H2"][1:]
+    url = f"/s/{study.slug}/scenario/{assignment.pk}/answer/H2/"
+    response = client.post(url, data, **(HX if htmx else {}))
+    assert response.status_code == 400
+    assert "Not saved: H2: the answer contains a character that cannot be saved" in (
+        response.content.decode()
+    )
+    assert not Answer.objects.exists()

@@ -1,9 +1,20 @@
 """Every write to rubrics. Split by concern; import from here."""
 
 from .assignments import assignment_set, question_claim, review_claim, topic_claiming_set
-from .drafting import draft_job_request, draft_job_run, suggestion_accept, suggestion_reject
+from .drafting import (
+    draft_job_request,
+    draft_job_run,
+    draft_jobs_expired_requeue,
+    suggestion_accept,
+    suggestion_reject,
+)
 from .editing import criterion_add, criterion_delete, criterion_move, criterion_update
-from .imports import rubric_import_commit, rubric_import_plan, rubric_import_upload
+from .imports import (
+    rubric_import_check,
+    rubric_import_commit,
+    rubric_import_plan,
+    rubric_import_upload,
+)
 from .shared import shared_criteria_current, shared_criteria_publish
 from .workflow import (
     review_comment_add,
@@ -22,10 +33,12 @@ __all__ = [
     "criterion_update",
     "draft_job_request",
     "draft_job_run",
+    "draft_jobs_expired_requeue",
     "question_claim",
     "review_claim",
     "review_comment_add",
     "rubric_approve",
+    "rubric_import_check",
     "rubric_import_commit",
     "rubric_import_plan",
     "rubric_import_upload",

@@ -12,8 +12,15 @@ from django.utils import timezone
 
 from apps.accounts.roles import Role, user_has_role
 
-from ..errors import RubricConflict, RubricError
-from ..models import Criterion, EventAction, Rubric, RubricEvent, RubricState
+from ..errors import RubricConflict, RubricError, RubricForbidden
+from ..models import (
+    Criterion,
+    EventAction,
+    QuestionAssignment,
+    Rubric,
+    RubricEvent,
+    RubricState,
+)
 
 # Autosave sends a criterion many times while it is typed; one person's edits to one
 # criterion within this window are one event in the history.
@@ -30,11 +37,32 @@ def locked(rubric_id: int) -> Rubric:
 
 def require_expert(user) -> None:
     if not user_has_role(user, Role.EXPERT):
-        raise RubricError("Only experts edit rubrics.")
+        raise RubricForbidden("Only experts edit rubrics.")
+
+
+def require_author(question_id: int, user) -> None:
+    """Only the question's assigned author writes its rubric: a researcher assigns (or
+    reassigns) them in the workspace, or an expert claims a question of an open topic."""
+    assignment = (
+        QuestionAssignment.objects.filter(question_id=question_id).select_related("author").first()
+    )
+    author = assignment.author if assignment else None
+    if author is None:
+        raise RubricForbidden(
+            "No one is assigned to write this rubric yet. A researcher assigns its author in "
+            "the workspace (or claim the question, if its topic is open for claiming)."
+        )
+    if author.pk != user.pk:
+        name = author.get_full_name() or author.get_username()
+        raise RubricForbidden(
+            f"{name} is assigned to write this rubric, so only they can change or submit it. "
+            "A researcher can reassign it in the workspace."
+        )
 
 
 def require_editable(rubric: Rubric, user) -> None:
     require_expert(user)
+    require_author(rubric.question_id, user)
     if not rubric.is_editable:
         if rubric.state == RubricState.APPROVED:
             raise RubricError(

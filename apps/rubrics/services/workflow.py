@@ -7,7 +7,7 @@ from django.utils import timezone
 from apps.accounts.roles import Role, user_has_role
 from apps.questions.models import Question
 
-from ..errors import RubricError
+from ..errors import RubricError, RubricForbidden
 from ..models import (
     OPEN_STATES,
     Criterion,
@@ -20,7 +20,7 @@ from ..models import (
 )
 from ..selectors import rubric_authors
 from .editing import normalise_text
-from .revisions import criterion_like, locked, record, require_editable
+from .revisions import criterion_like, locked, record, require_author, require_editable
 from .shared import shared_criteria_copy, shared_criteria_current
 
 
@@ -28,7 +28,8 @@ def rubric_start(*, question: Question, user) -> Rubric:
     """The question's open version, or a new one: version 1 with the shared criteria, or
     version n+1 copying the latest approved version's own criteria."""
     if not user_has_role(user, Role.EXPERT):
-        raise RubricError("Only experts start rubrics.")
+        raise RubricForbidden("Only experts start rubrics.")
+    require_author(question.pk, user)
     return rubric_version_open(question=question, user=user, action=EventAction.CREATED)
 
 

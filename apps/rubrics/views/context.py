@@ -22,6 +22,8 @@ def rubric_context(request, rubric, **extra) -> dict:
     authors = selectors.rubric_authors(rubric=rubric)
     assignment = selectors.assignment_for(question=rubric.question)
     latest = rubric.question.rubrics.order_by("-version").first()
+    # Only the assigned author writes (services.require_author says so to anyone else).
+    writes = is_expert and assignment is not None and assignment.author_id == user.pk
     context = {
         "rubric": rubric,
         "question": rubric.question,
@@ -29,13 +31,15 @@ def rubric_context(request, rubric, **extra) -> dict:
         "shared": shared,
         "totals": selectors.criteria_totals(criteria=own + shared),
         "general_comments": general,
-        "can_edit": is_expert and rubric.state in EDITABLE_STATES,
+        "can_edit": writes and rubric.state in EDITABLE_STATES,
         "can_comment": (is_expert or is_reviewer) and rubric.state != RubricState.APPROVED,
         "can_review": is_reviewer and rubric.state == RubricState.IN_REVIEW,
+        # The reference answers are for those who write and review rubrics (rubrics:samples).
+        "can_see_samples": is_expert or is_reviewer,
         "is_author": user.pk in authors,
         "assignment": assignment,
         "is_latest": latest is not None and latest.pk == rubric.pk,
-        "can_start_next": is_expert
+        "can_start_next": writes
         and rubric.state == RubricState.APPROVED
         and latest is not None
         and latest.pk == rubric.pk,

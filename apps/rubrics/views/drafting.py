@@ -2,6 +2,7 @@
 
 from django.contrib import messages
 from django.db import transaction
+from django.http import HttpResponseBadRequest
 from django.shortcuts import redirect
 
 from apps.accounts.roles import Role, role_required
@@ -12,16 +13,12 @@ from apps.runs.services import sample_answers_draw
 from workers.drafting import draft_criteria_task, sample_answer_task
 
 from .. import services
-from ..errors import RubricConflict, RubricError
-from ..forms import CriterionForm
+from ..errors import RubricConflict, RubricError, RubricForbidden
+from ..forms import CriterionForm, SampleIdsForm
 from .context import TEMPLATE, rubric_context, samples_context
-from .editing import SAVED, attempt_of, conflict, full_page, page_url, revision_of
+from .editing import SAVED, attempt_of, conflict, forbidden, full_page, page_url, revision_of
 from .fragments import fragments
 from .pages import rubric_for
-
-
-def _ids(text: str) -> list[int]:
-    return [int(part) for part in text.split(",") if part.strip().isdigit()][:4]
 
 
 @role_required(Role.EXPERT)
@@ -33,6 +30,8 @@ def suggest(request, pk: int):
             job, created = services.draft_job_request(rubric=rubric, user=request.user)
             if created:
                 transaction.on_commit(lambda: draft_criteria_task.delay(job.pk))
+        except RubricForbidden as exc:
+            return forbidden(request, rubric, exc)
         except RubricError as exc:
             return _suggestions(request, rubric, error=str(exc))
     return _suggestions(request, rubric)
@@ -71,6 +70,8 @@ def suggestion_accept(request, pk: int, suggestion_id: int):
         )  # fmt: skip
     except RubricConflict as exc:
         return conflict(request, rubric, exc, attempt_of(request, "Accept a suggestion"))
+    except RubricForbidden as exc:
+        return forbidden(request, rubric, exc)
     except RubricError as exc:
         return _refused(request, rubric, str(exc))
     if not request.htmx:
@@ -99,6 +100,8 @@ def suggestion_reject(request, pk: int, suggestion_id: int):
             services.suggestion_reject(
                 rubric=rubric, suggestion_id=suggestion_id, user=request.user
             )
+        except RubricForbidden as exc:
+            return forbidden(request, rubric, exc)
         except RubricError as exc:
             return _refused(request, rubric, str(exc))
     return _suggestions(request, rubric)
@@ -110,19 +113,21 @@ def samples(request, pk: int):
     rubric = rubric_for(pk)
     question, error = rubric.question, ""
     if request.method == "POST":
+        exclude, error = SampleIdsForm(request.POST).ids("exclude")
+        if error:  # only a hand-made request sends these
+            if request.htmx:
+                return HttpResponseBadRequest(error, content_type="text/plain; charset=utf-8")
+            return full_page(request, rubric, status=400, **samples_context([], error))
         try:
-            answers = sample_answers_draw(
-                question=question, exclude_model_ids=_ids(request.POST.get("exclude", ""))
-            )
+            answers = sample_answers_draw(question=question, exclude_model_ids=exclude)
         except RunError as exc:
             answers, error = [], str(exc)
         for answer in answers:
             if answer.status == ResponseStatus.PENDING:
                 transaction.on_commit(lambda pk=answer.pk: sample_answer_task.delay(pk))
-    else:
-        answers = run_selectors.answers_by_ids(
-            question=question, ids=_ids(request.GET.get("show", ""))
-        )
+    else:  # a filter: an unreadable one shows no answers and says why
+        show, error = SampleIdsForm(request.GET).ids("show")
+        answers = run_selectors.answers_by_ids(question=question, ids=show)
     if not request.htmx:
         return full_page(request, rubric, **samples_context(answers, error))
     context = {**rubric_context(request, rubric), **samples_context(answers, error)}

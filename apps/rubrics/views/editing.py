@@ -10,7 +10,7 @@ from apps.accounts.roles import Role, role_required
 from apps.runs import selectors as run_selectors
 
 from .. import services
-from ..errors import RubricConflict, RubricError
+from ..errors import RubricConflict, RubricError, RubricForbidden
 from ..forms import CriterionForm
 from ..models import Criterion, Polarity
 from .context import TEMPLATE, rubric_context, samples_context, with_consistency
@@ -64,10 +64,21 @@ def invalid(request, rubric, errors: dict, *, criterion_id=None, values=None):
     if criterion_id is not None:
         context["c"] = Criterion(pk=criterion_id)
         context["c"].form_errors = errors
-        return fragments(request, TEMPLATE, context, oob=("criterion-errors",), status=422,
-                         reswap="none")  # fmt: skip
+        context["status_error"] = " ".join(errors.values())
+        return fragments(request, TEMPLATE, context, oob=("criterion-errors", "save-status"),
+                         status=422, reswap="none")  # fmt: skip
     context["status_error"] = " ".join(errors.values())
     return fragments(request, TEMPLATE, context, oob=("save-status",), status=422, reswap="none")
+
+
+def forbidden(request, rubric, exc: RubricForbidden):
+    """Refused for who asked (not the assigned author...): 403, saying who may. HTMX gets the
+    reason in the save status and nothing else is swapped."""
+    if not request.htmx:
+        messages.error(request, str(exc))
+        return full_page(request, rubric, status=403)
+    context = rubric_context(request, rubric, status_error=str(exc))
+    return fragments(request, TEMPLATE, context, oob=("save-status",), status=403, reswap="none")
 
 
 def conflict(request, rubric, exc: RubricConflict, attempt: dict):
@@ -100,6 +111,8 @@ def criterion_add(request, pk: int):
         )
     except RubricConflict as exc:
         return conflict(request, rubric, exc, attempt_of(request, "Add a criterion"))
+    except RubricForbidden as exc:
+        return forbidden(request, rubric, exc)
     except RubricError as exc:
         return invalid(request, rubric, exc.field_errors or {"text": str(exc)}, values=request.POST)
     return saved(request, rubric, main="add-form", oob=(*SAVED, "criteria"),
@@ -124,10 +137,14 @@ def criterion_edit(request, pk: int, criterion_id: int):
         gone = not rubric.criteria.filter(pk=criterion_id).exists()
         url = reverse("rubrics:criterion_add", args=[rubric.pk]) if gone else None
         return conflict(request, rubric, exc, attempt_of(request, "Edit a criterion", url=url))
+    except RubricForbidden as exc:
+        return forbidden(request, rubric, exc)
     except RubricError as exc:
         return invalid(request, rubric, exc.field_errors or {"text": str(exc)},
                        criterion_id=criterion_id, values=request.POST)  # fmt: skip
-    return saved(request, rubric, anchor=f"criterion-{criterion_id}")
+    # The row's messages from a refused try go once the change is saved.
+    return saved(request, rubric, oob=(*SAVED, "criterion-errors"), c=Criterion(pk=criterion_id),
+                 anchor=f"criterion-{criterion_id}")  # fmt: skip
 
 
 @role_required(Role.EXPERT)
@@ -142,6 +159,8 @@ def criterion_delete(request, pk: int, criterion_id: int):
         )  # fmt: skip
     except RubricConflict as exc:
         return conflict(request, rubric, exc, attempt_of(request, "Delete a criterion", fields=()))
+    except RubricForbidden as exc:
+        return forbidden(request, rubric, exc)
     except RubricError as exc:
         return invalid(request, rubric, {"text": str(exc)})
     return saved(request, rubric, main="criteria", anchor="criteria-list")
@@ -160,6 +179,8 @@ def criterion_move(request, pk: int, criterion_id: int):
     except RubricConflict as exc:
         attempt = attempt_of(request, "Move a criterion", fields=("direction",))
         return conflict(request, rubric, exc, attempt)
+    except RubricForbidden as exc:
+        return forbidden(request, rubric, exc)
     except RubricError as exc:
         return invalid(request, rubric, {"text": str(exc)})
     return saved(request, rubric, main="criteria", anchor=f"criterion-{criterion_id}")

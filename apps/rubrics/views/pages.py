@@ -7,7 +7,8 @@ from apps.questions.models import Question, Topic
 from apps.runs import selectors as run_selectors
 
 from .. import selectors, services
-from ..errors import RubricError
+from ..errors import RubricError, RubricForbidden
+from ..forms import topic_chosen
 from ..models import Rubric, RubricState
 from .context import TEMPLATE, rubric_context, samples_context, with_consistency
 
@@ -21,7 +22,7 @@ def rubric_for(pk: int) -> Rubric:
 @role_required(*ANY_ROLE)
 def index(request):
     """Every question with its rubric's state, filtered by topic and state."""
-    topic = Topic.objects.filter(slug=request.GET.get("topic")).first()
+    topic = topic_chosen(request.GET)
     state = request.GET.get("state", "")
     questions = selectors.workspace_questions(topic=topic)
     if state == selectors.NOT_STARTED:
@@ -44,8 +45,16 @@ def question(request, question_id: int):
     latest = question.rubrics.order_by("-version").first()
     if latest is not None:
         return redirect("rubrics:rubric", pk=latest.pk)
-    context = {"question": question, "assignment": selectors.assignment_for(question=question)}
-    return render(request, "rubrics/start.html", context)
+    return _start_page(request, question)
+
+
+def _start_page(request, question: Question, *, status: int = 200):
+    assignment = selectors.assignment_for(question=question)
+    context = {
+        "question": question, "assignment": assignment,
+        "writes": assignment is not None and assignment.author_id == request.user.pk,
+    }  # fmt: skip
+    return render(request, "rubrics/start.html", context, status=status)
 
 
 @role_required(Role.EXPERT)
@@ -56,6 +65,9 @@ def start(request, question_id: int):
         return redirect("rubrics:question", question_id=question.pk)
     try:
         rubric = services.rubric_start(question=question, user=request.user)
+    except RubricForbidden as exc:
+        messages.error(request, str(exc))
+        return _start_page(request, question, status=403)
     except RubricError as exc:
         messages.error(request, str(exc))
         return redirect("rubrics:question", question_id=question.pk)

@@ -7,10 +7,10 @@ from django.shortcuts import redirect
 from apps.accounts.roles import Role, role_required
 
 from .. import services
-from ..errors import RubricError
+from ..errors import RubricError, RubricForbidden
 from ..forms import CommentForm
 from .context import TEMPLATE, rubric_context
-from .editing import page_url
+from .editing import forbidden, page_url
 from .fragments import fragments
 from .pages import rubric_for
 
@@ -25,6 +25,8 @@ def _act(request, pk: int, action, done: str, **kwargs):
             messages.success(request, done)
             if getattr(result, "pk", rubric.pk) != rubric.pk:
                 target = page_url(result)
+        except RubricForbidden as exc:
+            return forbidden(request, rubric, exc)
         except RubricError as exc:
             messages.error(request, str(exc))
     if request.htmx:

@@ -7,13 +7,17 @@ NOT NULL column of `Answer` and `PageTime` that has no database default
 (tests/surveys/test_hand_written_sql.py holds them to the models).
 """
 
+import datetime as dt
+
 from django.db import connection, transaction
 from django.utils import timezone
 
-from ..errors import SurveyError
+from .. import duration, quality, selectors
+from ..errors import AnswerInvalid, SurveyError
 from ..models import (
     Answer,
     Assignment,
+    AssignmentStatus,
     Page,
     PageTime,
     Participant,
@@ -31,10 +35,34 @@ def _check_open(participant: Participant) -> None:
 
 
 def _check_value(item: SurveyItem, value: str, explanation: str) -> None:
+    if "\x00" in value or "\x00" in explanation:
+        # PostgreSQL cannot store NUL in text; no keyboard types one.
+        raise AnswerInvalid(f"{item.code}: the answer contains a character that cannot be saved.")
     if value and value not in {v for v, _label in item.choices}:
-        raise SurveyError(f"{item.code}: {value!r} is not one of the answers.")
+        raise AnswerInvalid(f"{item.code}: {value!r} is not one of the answers.")
     if len(explanation) > MAX_EXPLANATION:
-        raise SurveyError(f"{item.code}: explanations are limited to {MAX_EXPLANATION} characters.")
+        raise AnswerInvalid(
+            f"{item.code}: explanations are limited to {MAX_EXPLANATION} characters."
+        )
+
+
+NOTHING_TO_SAVE = "an empty answer is not saved; an answer you gave before is kept."
+
+
+def _parts_to_set(
+    item: SurveyItem, value: str | None, explanation: str | None
+) -> tuple[bool, bool]:
+    """(set the value, set the explanation) for an autosave. An empty value never replaces
+    one given, nor does a blank explanation where one is required: the page was submitted
+    with them, and the completion code is given for them (participant_finish checks again).
+    SurveyError when the save would change nothing at all."""
+    set_value = bool(value)
+    set_explanation = explanation is not None and bool(
+        explanation.strip() or not item.explanation_required
+    )
+    if not set_value and not set_explanation:
+        raise SurveyError(NOTHING_TO_SAVE)
+    return set_value, set_explanation
 
 
 # A repeat (another tab, a refresh, a double click) updates the row the unique constraint
@@ -106,11 +134,12 @@ def answer_save_if_bound(
     only if every check holds (see ANSWER_UPSERT_BOUND). False: nothing written, and the
     caller finds out why the long way. SurveyError: the answer itself is not acceptable."""
     _check_value(item, value or "", explanation or "")
+    set_value, set_explanation = _parts_to_set(item, value, explanation)
     now = timezone.now()
     params = [
         item.pk, value or "", explanation or "", now, now,
         assignment_id, participant_id, browser_key, ParticipantStatus.ACTIVE,
-        study_id, slug, items_version, value is not None, explanation is not None,
+        study_id, slug, items_version, set_value, set_explanation,
     ]  # fmt: skip
     with connection.cursor() as cursor:
         cursor.execute(ANSWER_UPSERT_BOUND, params)
@@ -121,17 +150,20 @@ def answer_save(
     *, participant: Participant, assignment_id: int, item: SurveyItem, value: str | None,
     explanation: str | None,
 ) -> bool:  # fmt: skip
-    """Save one answer as it is given (None: leave that part as it was). One row per
-    assignment and item whatever the number of tabs, refreshes or repeats: the last answer
-    given wins, in a single statement (INSERT ... ON CONFLICT), so no race can add a row.
+    """Save one answer as it is given (None: leave that part as it was; an empty value or a
+    blank required explanation never replaces one given). One row per assignment and item
+    whatever the number of tabs, refreshes or repeats: the last answer given wins, in a single
+    statement (INSERT ... ON CONFLICT), so no race can add a row.
 
     False, and nothing written, unless the assignment is the participant's. SurveyError: the
-    participant has submitted the survey, or the answer is not acceptable."""
+    participant has submitted the survey, or there is nothing to save; AnswerInvalid: the
+    answer is not acceptable."""
     _check_open(participant)
     _check_value(item, value or "", explanation or "")
+    set_value, set_explanation = _parts_to_set(item, value, explanation)
     return _answers_upsert(
         participant, assignment_id, [(item, value or "", explanation or "")],
-        set_value=value is not None, set_explanation=explanation is not None,
+        set_value=set_value, set_explanation=set_explanation,
     )  # fmt: skip
 
 
@@ -201,8 +233,10 @@ def participant_instructions_read(*, participant: Participant) -> None:
 
 
 def _attention_failed(participant: Participant) -> bool:
-    checks = SurveyItem.objects.filter(study=participant.study_id, attention_check=True)
-    expected = {item.pk: item.expected_value for item in checks}
+    """Failed as many attention checks as Prolific's rules need before a rejection: two in a
+    study of 5 minutes or more (quality.py). Fewer are shown on the review page only."""
+    items = list(SurveyItem.objects.filter(study=participant.study_id))
+    expected = {item.pk: item.expected_value for item in items if item.attention_check}
     if not expected:
         return False
     given = dict(
@@ -210,11 +244,131 @@ def _attention_failed(participant: Participant) -> bool:
             assignment__participant=participant, item_id__in=expected
         ).values_list("item_id", "value")
     )
-    return any(given.get(pk) != value for pk, value in expected.items() if pk in given)
+    return _attention_failed_given(study=participant.study, items=items, given=given)
+
+
+def _attention_failed_given(*, study, items: list[SurveyItem], given: dict[int, str]) -> bool:
+    """_attention_failed, from the study's items and the values given (item id -> value)."""
+    expected = {item.pk: item.expected_value for item in items if item.attention_check}
+    failures = sum(1 for pk, value in expected.items() if pk in given and given[pk] != value)
+    minutes = duration.study_estimate(study=study, items=items).minutes
+    return failures >= quality.attention_failures_needed(minutes=minutes)
+
+
+def _missing_answers(
+    study, rows: list[tuple], bundle_size: int
+) -> tuple[list[tuple[int, int]], dict[int, str]]:
+    """([(assignment id, position)] of the pages with a required answer missing, the values
+    given by item id), from `rows`: (assignment id, position, item id, value, explanation),
+    one per answer (item None: a page with no answer). Which items are required is what the
+    page's form requires: a value for every item on it, and an explanation where one is."""
+    answers: dict[int, dict[int, tuple[str, str]]] = {}
+    positions: dict[int, int] = {}
+    given: dict[int, str] = {}
+    for assignment_id, position, item_id, value, explanation in rows:
+        positions[assignment_id] = position
+        if item_id is not None:
+            answers.setdefault(assignment_id, {})[item_id] = (value, explanation)
+            given[item_id] = value
+    missing = []
+    for assignment_id, position in sorted(positions.items(), key=lambda p: p[1]):
+        page = answers.get(assignment_id, {})
+        for item in selectors.items_for_page(study=study, position=position,
+                                             bundle_size=bundle_size):  # fmt: skip
+            value, explanation = page.get(item.pk, ("", ""))
+            if not value or (item.explanation_required and not explanation.strip()):
+                missing.append((assignment_id, position))
+                break
+    return missing, given
+
+
+# Finishing, in one statement: the participant, if still taking part and every one of their
+# reservations is live until `safe_until` (so that no expiry can free one meanwhile, and
+# completing them adds nothing to any scenario's count: a live reservation is counted
+# already); then all their assignments, completed, and the demographics page's time.
+# Anything else (a reservation run out or about to) takes the locked path.
+FINISH_IF_LIVE = """
+WITH finished AS (
+    UPDATE surveys_participant
+       SET status = %(finished)s, finished_at = %(now)s, completion_code = %(code)s,
+           attention_failed = %(failed)s, age = %(age)s, gender = %(gender)s,
+           education = %(education)s, income = %(income)s
+     WHERE id = %(participant)s AND status = %(active)s
+       AND NOT EXISTS (
+           SELECT 1 FROM surveys_assignment
+            WHERE participant_id = %(participant)s
+              AND NOT (status = %(reserved)s AND reserved_until > %(safe_until)s))
+    RETURNING id
+), completed AS (
+    UPDATE surveys_assignment SET status = %(completed)s, completed_at = %(now)s
+     WHERE participant_id IN (SELECT id FROM finished)
+)
+INSERT INTO surveys_pagetime (participant_id, page, assignment_id, shown_at, submitted_at)
+SELECT id, %(page)s, NULL, %(now)s, %(now)s FROM finished
+    ON CONFLICT ON CONSTRAINT page_time_once DO UPDATE SET submitted_at = EXCLUDED.submitted_at
+RETURNING participant_id
+"""
+SAFE_MARGIN = dt.timedelta(minutes=2)
 
 
 def participant_finish(*, participant: Participant, demographics: dict[str, str]) -> Participant:
-    """Demographics given: complete the participant's ratings and give them their code."""
+    """Demographics given: complete the participant's ratings and give them their code, only
+    if every required answer of every scenario is there (checked here, at the end: a page
+    found with an answer missing is reopened, and SurveyError says which).
+
+    `participant` comes with its study (participant_required loads them so). Two statements
+    when every reservation is live: the answers read, and FINISH_IF_LIVE."""
+    if participant.status == ParticipantStatus.FINISHED:
+        return participant
+    _check_open(participant)
+    study = participant.study
+    rows = list(
+        participant.assignments.values_list(
+            "id", "position", "answered_at", "answers__item_id", "answers__value",
+            "answers__explanation",
+        )
+    )  # fmt: skip
+    unanswered = sorted({position for _id, position, at, *_ in rows if at is None})
+    if unanswered:
+        raise SurveyError(f"Scenario {unanswered[0]} is not finished yet.")
+    bundle = len({row[0] for row in rows})
+    missing, given = _missing_answers(study, [(r[0], r[1], *r[3:]) for r in rows], bundle)
+    if missing:
+        Assignment.objects.filter(pk__in=[pk for pk, _ in missing]).update(answered_at=None)
+        raise SurveyError(
+            f"Scenario {missing[0][1]} has a question without an answer: please answer it."
+        )
+    items = selectors.study_items(study=study).items
+    failed = _attention_failed_given(study=study, items=items, given=given)
+    code = study.code_failed_attention if failed else study.code_completed
+    now = timezone.now()
+    params = {
+        "finished": ParticipantStatus.FINISHED, "active": ParticipantStatus.ACTIVE,
+        "reserved": AssignmentStatus.RESERVED, "completed": AssignmentStatus.COMPLETED,
+        "page": Page.DEMOGRAPHICS, "participant": participant.pk, "now": now,
+        "safe_until": now + SAFE_MARGIN, "code": code, "failed": failed,
+        **{field: demographics[field] for field in DEMOGRAPHICS},
+    }  # fmt: skip
+    with connection.cursor() as cursor:
+        cursor.execute(FINISH_IF_LIVE, params)
+        finished = cursor.fetchone() is not None
+    if not finished:  # finished meanwhile, or a reservation ran out: decided under locks
+        return _participant_finish_locked(participant=participant, demographics=demographics)
+    for field in DEMOGRAPHICS:
+        setattr(participant, field, demographics[field])
+    participant.attention_failed, participant.completion_code = failed, code
+    participant.status, participant.finished_at = ParticipantStatus.FINISHED, now
+    return participant
+
+
+DEMOGRAPHICS = ("age", "gender", "education", "income")
+
+
+def _participant_finish_locked(
+    *, participant: Participant, demographics: dict[str, str]
+) -> Participant:
+    """participant_finish when a reservation ran out (or is about to), or a second tab got
+    there first: with the participant's row locked, the counting rule decides each one."""
     with transaction.atomic():
         # The participant's row only: a lock on the study's row too (FOR UPDATE locks every
         # joined table unless told) would hold up every arrival (their rows' foreign key

@@ -17,7 +17,7 @@ from ..models import (
     Study,
     StudyStatus,
 )
-from .reservation import assignment_reserve_bundle
+from .reservation import Contended, assignment_reserve_bundle, assignment_reserve_fresh
 
 PROLIFIC_ID = re.compile(r"^[0-9a-f]{24}$")
 
@@ -86,24 +86,52 @@ def _participant_create(
 def participant_consent(
     *, study: Study, params: ProlificParams, consent_seconds: float | None
 ) -> Participant:
-    """Consent given: the participant, with a bundle of scenarios (status FULL when none)."""
-    existing = participant_enter(study=study, params=params)
-    if existing is not None:
-        return existing
+    """Consent given: the participant, with a bundle of scenarios (status FULL when none).
+
+    A new arrival is made, with its bundle and the consent page's time, in one transaction
+    of three statements (participant, choice, bundle) when nothing contends. A participant
+    made here carries `arrived = True`: their next page is the instructions. A PID that
+    already has a row (a second tab, a double click, a return) is found by its insert failing.
+    """
     if study.status != StudyStatus.LIVE:
+        existing = participant_enter(study=study, params=params)
+        if existing is not None:
+            return existing
         raise SurveyError("This study is not taking new participants at the moment.")
     now = timezone.now()
-    participant, created = _participant_create(study=study, params=params, consented_at=now)
-    if not created:
-        return participant
+    shown = None
     if consent_seconds is not None:
         shown = now - dt.timedelta(seconds=max(0.0, min(consent_seconds, 86400)))
-        PageTime.objects.create(
-            participant=participant, page=Page.CONSENT, shown_at=shown, submitted_at=now
-        )
-    if not assignment_reserve_bundle(participant=participant):
+    try:
+        with transaction.atomic():
+            participant = Participant(
+                study=study, prolific_pid=params.pid, prolific_study_id=params.study_id,
+                prolific_session_id=params.session_id, consented_at=now,
+            )  # fmt: skip
+            participant.save(force_insert=True)
+            reserved = assignment_reserve_fresh(
+                participant=participant, now=now, consent_shown=shown
+            )
+    except IntegrityError:
+        # The PID has a row already (committed by another tab, or from before): carry on
+        # with it, as a returning participant.
+        existing = participant_enter(study=study, params=params)
+        if existing is None:
+            raise
+        return existing
+    except Contended:
+        participant, created = _participant_create(study=study, params=params, consented_at=now)
+        if not created:
+            return participant
+        if shown is not None:
+            PageTime.objects.create(
+                participant=participant, page=Page.CONSENT, shown_at=shown, submitted_at=now
+            )
+        reserved = assignment_reserve_bundle(participant=participant)
+    if not reserved:
         participant.status, participant.completion_code = ParticipantStatus.FULL, study.code_full
         participant.save(update_fields=["status", "completion_code"])
+    participant.arrived = participant.status == ParticipantStatus.ACTIVE
     return participant
 
 

@@ -13,12 +13,19 @@ import datetime as dt
 import random
 import time
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from ..models import Assignment, AssignmentStatus, Participant, StudyScenario
+from ..models import (
+    Assignment,
+    AssignmentStatus,
+    Page,
+    PageTime,
+    Participant,
+    StudyScenario,
+)
 
 RESERVE_ATTEMPTS = 40
 
@@ -100,6 +107,86 @@ def _try_reserve(participant: Participant, now, settle: bool = False) -> list[As
             )
             for i, pk in enumerate(chosen, start=1)
         )
+
+
+class Contended(Exception):
+    """Scenarios with room are locked by other arrivals: wait and try again (the retry loop of
+    assignment_reserve_bundle)."""
+
+
+# A first reservation's write, checked in the same statement: each chosen scenario (locked by
+# the statement before) is counted afresh, and taken only if it still has room; positions
+# follow `ids`' (shuffled) order among those taken. With the consent page's time, when there
+# is one (a data-modifying CTE runs whatever the main statement returns).
+RESERVE_FRESH = """
+WITH shown AS (
+    INSERT INTO surveys_pagetime (participant_id, page, assignment_id, shown_at, submitted_at)
+    SELECT %(participant)s, %(page)s, NULL, %(shown)s, %(now)s WHERE %(shown)s IS NOT NULL
+)
+INSERT INTO surveys_assignment
+       (participant_id, study_scenario_id, position, status, reserved_at, reserved_until)
+SELECT %(participant)s, room.id, %(after)s + row_number() OVER (ORDER BY room.ord),
+       %(reserved)s, %(now)s, %(until)s
+  FROM unnest(%(ids)s::bigint[]) WITH ORDINALITY AS room (id, ord)
+ WHERE (SELECT count(*) FROM surveys_assignment a
+         WHERE a.study_scenario_id = room.id
+           AND (a.status = %(completed)s
+                OR (a.status = %(reserved)s AND a.reserved_until > %(now)s))) < %(k)s
+RETURNING id, study_scenario_id, position
+"""
+
+
+def assignment_reserve_fresh(
+    *, participant: Participant, now, consent_shown=None
+) -> list[Assignment]:
+    """The first bundle of a participant created in the caller's (still open) transaction,
+    which is what keeps a second tab out: nobody else can see the row yet. Records the
+    consent page's time too. Three statements when nobody else holds the scenarios: the
+    choice, the write, the commit. Contended: rows that may have room are locked by others
+    (the caller rolls back and takes assignment_reserve_bundle's path)."""
+    study = participant.study
+    wanted, k = study.scenarios_per_participant, study.ratings_per_scenario
+    candidates = StudyScenario.objects.filter(study=study, response__isnull=False)
+    until = now + dt.timedelta(minutes=study.reservation_minutes)
+    taken: list[Assignment] = []
+    examined: set[int] = set()
+    shown = consent_shown
+    while len(taken) < wanted:
+        batch = list(
+            candidates.exclude(pk__in=examined)
+            .annotate(filled=_filled_subquery(now))
+            .filter(filled__lt=k)
+            .order_by("filled", "?")
+            .select_for_update(skip_locked=True, of=("self",))
+            .values_list("pk", flat=True)[: wanted - len(taken)]
+        )
+        if not batch:
+            break
+        examined.update(batch)
+        random.shuffle(batch)  # the order scenarios are shown in carries no information
+        params = {
+            "participant": participant.pk, "page": Page.CONSENT, "shown": shown, "now": now,
+            "after": len(taken), "reserved": AssignmentStatus.RESERVED, "until": until,
+            "completed": AssignmentStatus.COMPLETED, "ids": batch, "k": k,
+        }  # fmt: skip
+        with connection.cursor() as cursor:
+            cursor.execute(RESERVE_FRESH, params)
+            rows = cursor.fetchall()
+        shown = None
+        taken += [
+            Assignment(pk=pk, participant=participant, study_scenario_id=ss, position=position,
+                       status=AssignmentStatus.RESERVED, reserved_at=now, reserved_until=until)
+            for pk, ss, position in rows
+        ]  # fmt: skip
+    if shown is not None:  # no scenario had room: nothing was written with it
+        PageTime.objects.create(
+            participant=participant, page=Page.CONSENT, shown_at=shown, submitted_at=now
+        )
+    if len(taken) < wanted:
+        room = candidates.exclude(pk__in=examined).annotate(filled=_filled_subquery(now))
+        if room.filter(filled__lt=k).exists():
+            raise Contended
+    return sorted(taken, key=lambda a: a.position)
 
 
 def assignment_reserve_bundle(*, participant: Participant) -> list[Assignment]:
