@@ -1,11 +1,12 @@
 """Prolific's API, behind an interface.
 
-Only what a study needs: approve or reject a submission (Prolific's submission id is the
-`SESSION_ID` a participant arrives with) and list a study's submissions, to learn who
+Only what a study needs: approve submissions, many at once (Prolific's bulk-approve
+endpoint, by study and participant ids), reject one (Prolific's submission id is the
+`SESSION_ID` a participant arrives with), and list a study's submissions, to learn who
 returned. `HttpProlificClient` speaks HTTP to `PROLIFIC_API_URL` with the researcher
 workspace's token; tests point it at a fake server on 127.0.0.1. With no token configured
-`prolific_client()` is None and reviews are recorded in Assay only (then upload the
-approvals CSV to Prolific).
+`prolific_client()` is None and reviews are recorded in Assay only: then approve the
+participants of the approvals CSV on Prolific's own pages.
 """
 
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ class Submission:
 
 
 class ProlificClient(Protocol):
-    def approve(self, *, submission_id: str) -> None: ...
+    def bulk_approve(self, *, study_id: str, participant_ids: list[str]) -> None: ...
 
     def reject(self, *, submission_id: str, category: str, message: str) -> None: ...
 
@@ -56,9 +57,12 @@ class HttpProlificClient:
             raise ProlificError(f"HTTP {response.status_code}: {detail}")
         return response.json() if response.content else {}
 
-    def approve(self, *, submission_id: str) -> None:
+    def bulk_approve(self, *, study_id: str, participant_ids: list[str]) -> None:
+        """Approve the study's submissions of these participants (PROLIFIC_PIDs)."""
         self._request(
-            "POST", f"/api/v1/submissions/{submission_id}/transition/", json={"action": "APPROVE"}
+            "POST",
+            "/api/v1/submissions/bulk-approve/",
+            json={"study_id": study_id, "participant_ids": participant_ids},
         )
 
     def reject(self, *, submission_id: str, category: str, message: str) -> None:

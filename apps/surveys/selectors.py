@@ -4,7 +4,8 @@ from functools import lru_cache
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
-from django.db.models import Count, F, Prefetch, Q
+from django.db.models import Count, F, OuterRef, Prefetch, Q, Subquery
+from django.db.models.functions import Coalesce
 from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.safestring import SafeString
@@ -12,7 +13,7 @@ from django.utils.safestring import SafeString
 from apps.llm.models import PromptTemplate
 from apps.llm.selectors import prompt_render
 
-from . import quality
+from . import duration, quality
 from .models import (
     Answer,
     Assignment,
@@ -21,6 +22,8 @@ from .models import (
     PageTime,
     Participant,
     ParticipantStatus,
+    RejectionCategory,
+    ResponseGeneration,
     ReviewStatus,
     Scenario,
     ScenarioResponse,
@@ -77,6 +80,12 @@ def study_progress(*, study: Study, rows=None) -> Progress:
         participants={label: statuses.get(value, 0) for value, label in ParticipantStatus.choices},
         missing_responses=sum(1 for r in rows if r.response_id is None),
     )
+
+
+def study_generation_latest(*, study: Study) -> ResponseGeneration | None:
+    """The study's latest request for generated responses, with its model: the study page
+    says whether it waits, runs, has stalled (its worker stopped) or failed."""
+    return study.generations.select_related("model").first()
 
 
 def study_items_frozen(*, study: Study) -> bool:
@@ -248,8 +257,46 @@ class ReviewRow:
     flags: list
     assignments: list
 
+    @property
+    def grounds(self) -> list:
+        """The flags on which Prolific's rules allow a rejection."""
+        return [f for f in self.flags if f.grounds]
 
-def review_rows(*, study: Study, status: str | None = None) -> list[ReviewRow]:
+    @property
+    def notes(self) -> list:
+        """The flags shown to the researcher that are not grounds for a rejection."""
+        return [f for f in self.flags if not f.grounds]
+
+    @property
+    def suggested_category(self) -> str:
+        """The Prolific rejection category of the clearest flag that is grounds for one."""
+        codes = {f.code for f in self.grounds}
+        return next((c for code, c in REJECTION_FOR_FLAG.items() if code in codes), "")
+
+
+REJECTION_FOR_FLAG = {  # clearest first
+    "attention": RejectionCategory.FAILED_CHECK,
+    "too_fast": RejectionCategory.TOO_QUICKLY,
+    "low_effort": RejectionCategory.LOW_EFFORT,
+}
+
+
+@dataclass(frozen=True)
+class Review:
+    rows: list[ReviewRow]
+    estimate: duration.Estimate
+    too_fast_rule: str  # as it applies to the study's participants now
+    attention_needed: int  # failed checks before a rejection
+    attention_checks: int  # the study's
+
+
+def study_estimate(*, study: Study) -> duration.Estimate:
+    """How long the study takes a participant (duration.py), from its items."""
+    return duration.study_estimate(study=study, items=study_items(study=study).items)
+
+
+def review(*, study: Study, status: str | None = None) -> Review:
+    """The finished submissions (with `status`, if given) and their quality flags."""
     participants = (
         study.participants.filter(status=ParticipantStatus.FINISHED)
         .order_by("finished_at")
@@ -269,28 +316,35 @@ def review_rows(*, study: Study, status: str | None = None) -> list[ReviewRow]:
     )
     if status:
         participants = participants.filter(review_status=status)
-    durations = [
-        p.seconds_taken
-        for p in study.participants.filter(status=ParticipantStatus.FINISHED).exclude(
-            review_status=ReviewStatus.REJECTED
-        )
-    ]
-    median = quality.median_seconds([d for d in durations if d is not None])
+    items = study_items(study=study).items
+    estimate = duration.study_estimate(study=study, items=items)
+    checks = sum(1 for i in items if i.attention_check)
+    counted = study.participants.filter(
+        status=ParticipantStatus.FINISHED, finished_at__isnull=False
+    ).exclude(review_status=ReviewStatus.REJECTED)
+    spans = counted.values_list("created_at", "finished_at")
+    times = quality.Times.of([(end - start).total_seconds() for start, end in spans])
     rows = []
     for p in participants:
         assignments = list(p.assignments.all())
-        explanations = [
-            a.explanation
-            for x in assignments
-            for a in x.answers.all()
-            if a.item.explanation_required
-        ]
+        answers = [a for x in assignments for a in x.answers.all()]
+        explanations = [a.explanation for a in answers if a.item.explanation_required]
+        failures = sum(
+            1 for a in answers if a.item.attention_check and a.value != a.item.expected_value
+        )
+        seconds = p.seconds_taken
+        counts = seconds is not None and p.review_status != ReviewStatus.REJECTED
         flags = quality.participant_flags(
-            seconds=p.seconds_taken, median=median, attention_failed=p.attention_failed,
-            explanations=explanations,
+            seconds=seconds, others=times.without(seconds) if counts else times,
+            estimated_minutes=estimate.minutes, attention_failures=failures,
+            attention_checks=checks, explanations=explanations,
         )  # fmt: skip
-        rows.append(ReviewRow(p, p.seconds_taken, flags, assignments))
-    return rows
+        rows.append(ReviewRow(p, seconds, flags, assignments))
+    rule = quality.too_fast_summary(times=times, estimated_minutes=estimate.minutes)
+    return Review(
+        rows=rows, estimate=estimate, too_fast_rule=rule, attention_checks=checks,
+        attention_needed=quality.attention_failures_needed(minutes=estimate.minutes),
+    )  # fmt: skip
 
 
 def page_seconds(*, participant: Participant) -> dict[str, float | None]:
@@ -305,3 +359,33 @@ def approvals(*, study: Study):
     return study.participants.filter(
         review_status=ReviewStatus.APPROVED, status=ParticipantStatus.FINISHED
     ).order_by("finished_at")
+
+
+@dataclass(frozen=True)
+class StudyOverview:
+    study: Study
+    scenarios: int
+    ratings_needed: int
+    completed: int
+
+
+def studies_overview(*, limit: int = 10) -> list[StudyOverview]:
+    """The most recent studies with their state and how many of their ratings are in, for the
+    researcher's home page (subqueries, so that counting two relations multiplies nothing)."""
+    scenarios = StudyScenario.objects.filter(study=OuterRef("pk")).values("study")
+    completed = Assignment.objects.filter(
+        study_scenario__study=OuterRef("pk"), status=AssignmentStatus.COMPLETED
+    ).values("study_scenario__study")
+    studies = Study.objects.order_by("-created_at").annotate(
+        scenario_count=Coalesce(Subquery(scenarios.annotate(n=Count("pk")).values("n")), 0),
+        completed_count=Coalesce(Subquery(completed.annotate(n=Count("pk")).values("n")), 0),
+    )[:limit]
+    return [
+        StudyOverview(
+            study=s,
+            scenarios=s.scenario_count,
+            completed=s.completed_count,
+            ratings_needed=s.scenario_count * s.ratings_per_scenario,
+        )
+        for s in studies
+    ]

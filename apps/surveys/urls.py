@@ -30,6 +30,7 @@ urlpatterns = [
         views.participant_review,
         name="participant_review",
     ),
+    path("studies/<int:study_id>/approve/", views.study_approve, name="study_approve"),
     path("studies/<int:study_id>/sync/", views.study_sync, name="study_sync"),
     path("studies/<int:study_id>/approvals.csv", views.approvals_csv, name="approvals_csv"),
 ]

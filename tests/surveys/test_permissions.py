@@ -21,7 +21,9 @@ RESEARCHER_GET = [
     "study_review",
     "approvals_csv",
 ]
-RESEARCHER_POST = ["study_status", "study_generate", "study_sync", "participant_review"]
+RESEARCHER_POST = [
+    "study_status", "study_generate", "study_sync", "participant_review", "study_approve",
+]  # fmt: skip
 PARTICIPANT = ["entry", "consent", "instructions", "scenario", "answer", "demographics", "done"]
 
 

@@ -12,7 +12,7 @@ from apps.surveys.errors import ProlificError
 from apps.surveys.models import AssignmentStatus, ParticipantStatus, ReviewStatus
 from apps.surveys.prolific import HttpProlificClient
 from apps.surveys.services import study_sync_returned
-from tests.surveys.flow import SESSION, consent, finish
+from tests.surveys.flow import SESSION, STUDY, consent, finish
 
 TOKEN = "test-token"
 MESSAGE = (
@@ -48,6 +48,8 @@ class FakeProlific:
                     return self._reply(
                         fake.fail_with, {"error": {"detail": "Submission is not awaiting review"}}
                     )
+                if self.path == "/api/v1/submissions/bulk-approve/":
+                    return self._reply(200, {"message": "The request to bulk approve was received"})
                 return self._reply(200, {"id": self.path.split("/")[4], "status": body["action"]})
 
             def do_GET(self):
@@ -76,13 +78,14 @@ def fake_prolific():
     fake.stop()
 
 
-def test_client_approves_and_rejects_with_the_token(fake_prolific):
+def test_client_bulk_approves_and_rejects_with_the_token(fake_prolific):
     client = HttpProlificClient(base_url=fake_prolific.url, token=TOKEN)
-    client.approve(submission_id="s1")
+    client.bulk_approve(study_id="b" * 24, participant_ids=["p1", "p2"])
     client.reject(submission_id="s2", category="LOW_EFFORT", message=MESSAGE)
+    approve = {"study_id": "b" * 24, "participant_ids": ["p1", "p2"]}
     reject = {"action": "REJECT", "message": MESSAGE, "rejection_category": "LOW_EFFORT"}
     assert fake_prolific.requests == [
-        ("POST", "/api/v1/submissions/s1/transition/", {"action": "APPROVE"}, f"Token {TOKEN}"),
+        ("POST", "/api/v1/submissions/bulk-approve/", approve, f"Token {TOKEN}"),
         ("POST", "/api/v1/submissions/s2/transition/", reject, f"Token {TOKEN}"),
     ]
 
@@ -91,7 +94,7 @@ def test_client_reports_prolifics_refusal(fake_prolific):
     fake_prolific.fail_with = 400
     client = HttpProlificClient(base_url=fake_prolific.url, token=TOKEN)
     with pytest.raises(ProlificError, match="HTTP 400: Submission is not awaiting review"):
-        client.approve(submission_id="s1")
+        client.bulk_approve(study_id="b" * 24, participant_ids=["p1"])
 
 
 def test_client_reports_an_unreachable_prolific():
@@ -123,18 +126,57 @@ def test_review_decisions_go_to_prolific_when_configured(fake_prolific, make_stu
     good, bad = finish(Client(), study), finish(Client(), study)
     researcher = role_client(Role.RESEARCHER)
     with override_settings(PROLIFIC_API_URL=fake_prolific.url, PROLIFIC_API_TOKEN=TOKEN):
-        researcher.post(f"/studies/{study.pk}/review/{good.pk}/", {"action": "approve"})
+        researcher.post(
+            f"/studies/{study.pk}/approve/", {"participant": good.pk, "confirmed": "yes"}
+        )
         fake_prolific.fail_with = 409
         refused = researcher.post(
             f"/studies/{study.pk}/review/{bad.pk}/",
             {"action": "reject", "category": "LOW_EFFORT", "message": MESSAGE}, follow=True,
         )  # fmt: skip
     assert fake_prolific.requests[0][1:3] == (
-        f"/api/v1/submissions/{SESSION}/transition/",
-        {"action": "APPROVE"},
+        "/api/v1/submissions/bulk-approve/",
+        {"study_id": STUDY, "participant_ids": [good.prolific_pid]},
     )
     good.refresh_from_db()
     bad.refresh_from_db()
     assert good.review_status == ReviewStatus.APPROVED
     assert "Prolific did not accept the rejection" in refused.content.decode()
     assert bad.review_status == ReviewStatus.PENDING, "nothing changes here when Prolific refuses"
+
+
+def test_approving_several_is_one_bulk_approval_on_prolific_after_a_confirmation(
+    fake_prolific, make_study, role_client
+):
+    study = make_study(count=10)
+    first, second = finish(Client(), study), finish(Client(), study)
+    researcher = role_client(Role.RESEARCHER)
+    chosen = {"participant": [first.pk, second.pk], "back": "pending"}
+    with override_settings(PROLIFIC_API_URL=fake_prolific.url, PROLIFIC_API_TOKEN=TOKEN):
+        asked = researcher.post(f"/studies/{study.pk}/approve/", chosen)
+        assert asked.status_code == 200 and "Approve 2 submissions?" in asked.text
+        assert first.prolific_pid in asked.text and 'name="confirmed" value="yes"' in asked.text
+        assert fake_prolific.requests == [], "nothing is sent before the confirmation"
+        done = researcher.post(f"/studies/{study.pk}/approve/", chosen | {"confirmed": "yes"})
+    assert done["Location"] == f"/studies/{study.pk}/review/?status=pending"
+    assert fake_prolific.requests == [
+        ("POST", "/api/v1/submissions/bulk-approve/",
+         {"study_id": STUDY, "participant_ids": [first.prolific_pid, second.prolific_pid]},
+         f"Token {TOKEN}"),
+    ]  # fmt: skip
+    assert set(study.participants.values_list("review_status", flat=True)) == {
+        ReviewStatus.APPROVED
+    }
+
+
+def test_a_refused_bulk_approval_approves_nobody_here(fake_prolific, make_study, role_client):
+    study = make_study(count=10)
+    first, second = finish(Client(), study), finish(Client(), study)
+    fake_prolific.fail_with = 400
+    with override_settings(PROLIFIC_API_URL=fake_prolific.url, PROLIFIC_API_TOKEN=TOKEN):
+        page = role_client(Role.RESEARCHER).post(
+            f"/studies/{study.pk}/approve/",
+            {"participant": [first.pk, second.pk], "confirmed": "yes"}, follow=True,
+        )  # fmt: skip
+    assert "Prolific did not accept the approval" in page.text
+    assert set(study.participants.values_list("review_status", flat=True)) == {ReviewStatus.PENDING}

@@ -206,30 +206,48 @@ def test_finishing_needs_every_scenario_answered(make_study):
         services.participant_finish(participant=participant, demographics=DEMOGRAPHICS)
 
 
-def test_failed_attention_check_gives_its_code(make_study):
-    study = make_study(count=5, live=False)
-    SurveyItem.objects.create(
-        study=study, code="AC1", kind="scale", wording="Choose 'Very helpful' here.",
-        scale_labels=["a", "b", "c", "Very helpful", "e"], attention_check=True,
-        expected_value="4", explanation_required=False, order=99, on_page=2,
-    )  # fmt: skip
-    study = services.study_set_status(study=study, status=StudyStatus.LIVE)
-    careless = arrive(study)
-    items = selectors.items_for_page(study=study, position=2, bundle_size=5)
-    assert "AC1" in {i.code for i in items}
+def _with_checks(study, pages):
+    for n, page in enumerate(pages, start=1):
+        SurveyItem.objects.create(
+            study=study, code=f"AC{n}", kind="scale", wording="Choose 'Very helpful' here.",
+            scale_labels=["a", "b", "c", "Very helpful", "e"], attention_check=True,
+            expected_value="4", explanation_required=False, order=90 + n, on_page=page,
+        )  # fmt: skip
+    return services.study_set_status(study=study, status=StudyStatus.LIVE)
+
+
+def _finish_failing(study, codes):
+    """A participant who answers every item, failing the attention checks in `codes`."""
+    participant = arrive(study)
+    for a in participant.assignments.order_by("position"):
+        a.participant = participant
+        page = selectors.items_for_page(study=study, position=a.position, bundle_size=5)
+        answers = {
+            i.code: ("yes" if i.kind == "yes_no" else "2" if i.code in codes else "4",
+                     "A considered explanation here.")
+            for i in page
+        }  # fmt: skip
+        services.assignment_submit(assignment=a, answers=answers, items=page)
+    return services.participant_finish(participant=participant, demographics=DEMOGRAPHICS)
+
+
+def test_attention_checks_are_placed_on_their_pages(make_study):
+    study = _with_checks(make_study(count=5, live=False), pages=[2])
+    assert "AC1" in {
+        i.code for i in selectors.items_for_page(study=study, position=2, bundle_size=5)
+    }
     assert "AC1" not in {
         i.code for i in selectors.items_for_page(study=study, position=1, bundle_size=5)
     }
-    for a in careless.assignments.order_by("position"):
-        a.participant = careless
-        page = selectors.items_for_page(study=study, position=a.position, bundle_size=5)
-        answers = {
-            i.code: ("yes" if i.kind == "yes_no" else "2", "A considered explanation here.")
-            for i in page
-        }
-        services.assignment_submit(assignment=a, answers=answers, items=page)
-    done = services.participant_finish(participant=careless, demographics=DEMOGRAPHICS)
-    assert done.attention_failed and done.completion_code == "ATTN1234"
+
+
+def test_in_a_study_of_5_minutes_or_more_two_failed_attention_checks_give_their_code(make_study):
+    study = _with_checks(make_study(count=5, live=False), pages=[2, 4])
+    assert selectors.study_estimate(study=study).minutes >= 5
+    once = _finish_failing(study, {"AC1"})
+    assert not once.attention_failed and once.completion_code == "DONE1234"
+    twice = _finish_failing(study, {"AC1", "AC2"})
+    assert twice.attention_failed and twice.completion_code == "ATTN1234"
 
 
 def test_items_freeze_once_anyone_answered(make_study):

@@ -1,6 +1,8 @@
 """The researcher's review of finished submissions: approve, reject, or mark returned. With a
 Prolific client, the decision is sent to Prolific first and recorded only if it accepted it."""
 
+from collections import defaultdict
+
 from django.db import transaction
 from django.utils import timezone
 
@@ -12,6 +14,7 @@ from ..models import (
     ParticipantStatus,
     RejectionCategory,
     ReviewStatus,
+    Study,
 )
 
 MIN_REJECTION_MESSAGE = 100
@@ -41,23 +44,44 @@ def _reviewable(participant: Participant) -> None:
         )
 
 
-def participant_approve(
-    *, participant: Participant, user, client: prolific_api.ProlificClient | None = None
-) -> Participant:
-    _reviewable(participant)
-    if client is not None:
+def participants_approve(
+    *, study: Study, participant_ids: list[int], user,
+    client: prolific_api.ProlificClient | None = None,
+) -> list[Participant]:  # fmt: skip
+    """Approve finished, unreviewed submissions of `study`: with a client, on Prolific first
+    (its bulk-approve endpoint, one call per Prolific study), and here only if it accepted."""
+    participants = list(study.participants.filter(pk__in=participant_ids).order_by("pk"))
+    if not participants or len(participants) != len(set(participant_ids)):
+        raise SurveyError("Choose submissions of this study to approve.")
+    for participant in participants:
         try:
-            client.approve(submission_id=participant.prolific_session_id)
-        except ProlificError as exc:
-            raise SurveyError(f"Prolific did not accept the approval: {exc}") from exc
+            _reviewable(participant)
+        except SurveyError as exc:
+            raise SurveyError(f"{participant.prolific_pid}: {exc}") from exc
+    if client is not None:
+        by_study: dict[str, list[str]] = defaultdict(list)
+        for participant in participants:
+            prolific_study = participant.prolific_study_id or study.prolific_study_id
+            if not prolific_study:
+                raise SurveyError(
+                    f"{participant.prolific_pid} arrived without a STUDY_ID and the study has "
+                    "no Prolific study id: set it before approving through Prolific."
+                )
+            by_study[prolific_study].append(participant.prolific_pid)
+        for prolific_study, pids in by_study.items():
+            try:
+                client.bulk_approve(study_id=prolific_study, participant_ids=pids)
+            except ProlificError as exc:
+                raise SurveyError(f"Prolific did not accept the approval: {exc}") from exc
     with transaction.atomic():
         updated = Participant.objects.filter(
-            pk=participant.pk, review_status=ReviewStatus.PENDING
+            pk__in=[p.pk for p in participants], review_status=ReviewStatus.PENDING
         ).update(review_status=ReviewStatus.APPROVED, reviewed_at=timezone.now(), reviewed_by=user)
-        if not updated:
-            raise SurveyError("Someone else reviewed this submission a moment ago.")
-    participant.refresh_from_db()
-    return participant
+    if updated != len(participants):
+        raise SurveyError("Someone else reviewed some of these submissions a moment ago.")
+    for participant in participants:
+        participant.refresh_from_db()
+    return participants
 
 
 def participant_reject(
