@@ -11,7 +11,7 @@ import hashlib
 import json
 import random
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -545,28 +545,87 @@ _RECIPIENT = re.compile(
     r"\b(?:to|for|with|reply to|respond to)\s+(?:my\s+[a-z]+\s+)?([A-Z][a-z]+)\b"
 )
 _SUBJECT = re.compile(
-    r"\b(?:about|regarding|on|summari[sz]ing|concerning)\s+(.+?)(?:[.?!\n]|$)", re.IGNORECASE
+    r"\b(?:about|regarding|on|summari[sz]ing|concerning)\s+(.+?)(?:[.?!](?:\s|$)|\n|$)",
+    re.IGNORECASE,
 )
 _NOT_NAMES = word_set(
     "I The My Our Facebook Messenger Slack Gmail Twitter Instagram Discord WhatsApp Notion "
     "Teams Zoom LinkedIn Reddit Google Outlook Signal Telegram Monday Tuesday Wednesday "
     "Thursday Friday Saturday Sunday"
 )
-_FACT_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
+# Sentence ends, but not the full stop of a title ("Dr. Lee").
+_FACT_SPLIT = re.compile(
+    r"(?<=[.!?])(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)\s+|\n+"
+)
 _EMAIL = re.compile(r"\be-?mail", re.IGNORECASE)
 _POST = re.compile(r"\b(?:post|tweet|status update|publish)\b", re.IGNORECASE)
 CONTEXT_CHARS = 6000  # agent trajectories can be long; the first part has what a reply uses
 
 
+# A tool trajectory: "Action: ...", "Action Input: {json}", "Observation: {json}". What a
+# reply can use is the text inside the JSON (a message, a note, an email body), never its
+# keys, ids or punctuation.
+_STEP_LABEL = re.compile(
+    r"^\s*(?:Action Input|Action|Observation|Thought|Final Answer)\s*:\s*", re.IGNORECASE
+)
+_JSON_START = re.compile(r"[{\[]")
+_JSON_DECODER = json.JSONDecoder()
+_PROSE_WORD = re.compile(r"(?<![\w@.])[A-Za-z][A-Za-z'\u2019-]+\b(?![@.]\w)")
+_LEFTOVER_SYNTAX = re.compile(r'"\s*:|[{}\[\]]|\\[nrt"]|^[\w.-]+_[\w.-]+$')
+
+
+def _strings_of(value: object) -> Iterator[str]:
+    """The string values of decoded JSON, depth first, in order (keys are field names)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings_of(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings_of(item)
+
+
+def _readable_texts(context: str, limit: int) -> Iterator[str]:
+    """The context as the plain texts a person would read in it, in order: JSON decoded to
+    its string values (so escaped newlines become real ones), other lines without their
+    step labels. Reading stops at `limit` characters, but a JSON value begun before it is
+    read whole."""
+    position = 0
+    while position < min(len(context), limit):
+        start = _JSON_START.search(context, position)
+        end = start.start() if start and start.start() < limit else min(len(context), limit)
+        for line in context[position:end].splitlines():
+            yield _STEP_LABEL.sub("", line)
+        if start is None or start.start() >= limit:
+            return
+        try:
+            value, position = _JSON_DECODER.raw_decode(context, start.start())
+        except json.JSONDecodeError:
+            # Cut off (or not JSON after all): read on after the bracket, as text.
+            yield context[start.start()]
+            position = start.start() + 1
+            continue
+        yield from _strings_of(value)
+
+
 def _context_facts(context: str) -> list[str]:
     facts = []
-    for piece in _FACT_SPLIT.split(context[:CONTEXT_CHARS]):
+    pieces = (
+        piece
+        for text in _readable_texts(context, CONTEXT_CHARS)
+        for piece in _FACT_SPLIT.split(text)
+    )
+    for piece in pieces:
         fact = piece.strip().lstrip("-*•>#").strip().strip('"{}[],')
+        if _LEFTOVER_SYNTAX.search(fact):
+            continue  # a line of JSON that could not be decoded
         # "Notes from Monday: the deadline moved" -> the note itself.
         label, colon, rest = fact.partition(": ")
         if colon and len(label.split()) <= 4 and len(words(rest)) >= 4:
             fact = rest[:1].upper() + rest[1:]
-        if len(words(fact)) >= 4:
+        # Four words of prose, not a timestamp, an address or a number split into "words".
+        if len(_PROSE_WORD.findall(fact)) >= 4:
             facts.append(fact if fact[-1] in ".!?" else fact + ".")
     return facts[:60]
 

@@ -1,4 +1,6 @@
 from django.contrib import admin, messages
+from django.utils import timezone
+from django.utils.html import format_html
 
 from apps.console.sites import ReadOnlyAdmin
 
@@ -64,12 +66,40 @@ class PromptTemplateAdmin(admin.ModelAdmin):
 
 @admin.register(LLMCall)
 class LLMCallAdmin(ReadOnlyAdmin):
-    list_display = (
-        "created_at", "model", "purpose", "attempt", "status", "input_tokens", "output_tokens",
-        "cost_usd", "latency_ms", "caller",
-    )  # fmt: skip
+    # Narrow enough for a 1280 px screen beside the console's sidebar and filters: one
+    # column each for status and attempt, tokens in and out, and long values cut short
+    # (whole in the row's own page, in search and in the CSV export).
+    list_display = ("when", "model_short", "purpose", "outcome", "tokens", "cost_usd", "latency")
+    list_display_links = ("when",)
     list_filter = ("status", "purpose", "model", "created_at")
     search_fields = ("caller", "error_message")
     list_select_related = ("model",)
     date_hierarchy = "created_at"
     show_full_result_count = False
+
+    @admin.display(description="when", ordering="created_at")
+    def when(self, obj):
+        return timezone.localtime(obj.created_at).strftime("%-d %b %H:%M:%S")
+
+    @admin.display(description="model", ordering="model__display_name")
+    def model_short(self, obj):
+        return _cut(str(obj.model), 28)
+
+    @admin.display(description="status", ordering="status")
+    def outcome(self, obj):
+        return f"{obj.get_status_display()}, try {obj.attempt}"
+
+    @admin.display(description="tokens in / out")
+    def tokens(self, obj):
+        return f"{obj.input_tokens} / {obj.output_tokens}"
+
+    @admin.display(description="latency", ordering="latency_ms")
+    def latency(self, obj):
+        return f"{obj.latency_ms / 1000:.1f} s"
+
+
+def _cut(text: str, length: int):
+    """`text` cut to `length` characters, whole in its tooltip."""
+    if len(text) <= length:
+        return text
+    return format_html('<span title="{}">{}…</span>', text, text[: length - 1].rstrip())

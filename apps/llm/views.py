@@ -7,14 +7,20 @@ from apps.accounts.roles import Role, role_required
 
 from . import selectors
 
-PERIODS = {"day": dt.timedelta(days=1), "week": dt.timedelta(days=7), "all": None}
+PERIODS = {
+    "day": dt.timedelta(days=1),
+    "week": dt.timedelta(days=7),
+    "month": dt.timedelta(days=30),
+    "all": None,
+}
 
 
 @role_required(Role.RESEARCHER)
 def usage(request):
     period = request.GET.get("period", "all")
     span = PERIODS.get(period)
-    since = timezone.now() - span if span else None
+    until = timezone.now()
+    since = until - span if span else None
     rows = selectors.usage_totals(since=since)
     totals = {
         key: sum((row[key] or 0) for row in rows)
@@ -32,5 +38,5 @@ def usage(request):
         request,
         "llm/usage.html",
         {"rows": rows, "totals": totals, "period": period if span or period == "all" else "all",
-         "periods": list(PERIODS)},
+         "periods": list(PERIODS), "since": since, "until": until},
     )  # fmt: skip

@@ -1,4 +1,5 @@
-from django.http import JsonResponse
+from django.http import HttpResponsePermanentRedirect, JsonResponse
+from django.templatetags.static import static
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
@@ -29,3 +30,11 @@ def healthz(request):
         ),
     }
     return JsonResponse(body, status=200 if db_ok and broker_ok else 503)
+
+
+@public
+@require_GET
+def favicon(request):
+    """Browsers ask for /favicon.ico before reading a page's <link rel="icon"> (and for
+    responses that have none, such as JSON): send them to the icon the pages name."""
+    return HttpResponsePermanentRedirect(static("favicon.svg"))

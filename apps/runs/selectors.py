@@ -1,5 +1,7 @@
 import random
 
+from django.db.models import Count, Q, QuerySet
+
 from apps.questions.models import Question
 
 from .models import Response, ResponseStatus, RunKind, SamplingRun
@@ -32,3 +34,16 @@ def answers_by_ids(*, question: Question, ids: list[int]) -> list[Response]:
     found = Response.objects.filter(question=question, pk__in=ids).select_related("model", "run")
     order = {pk: i for i, pk in enumerate(ids)}
     return sorted(found, key=lambda r: order[r.pk])
+
+
+def runs_overview(*, limit: int = 10) -> QuerySet[SamplingRun]:
+    """The most recent benchmark runs, each with `responses_total` and `responses_done`
+    (the reference run is the rubric editor's, not a researcher's run)."""
+    return (
+        SamplingRun.objects.filter(kind=RunKind.BENCHMARK)
+        .order_by("-created_at")
+        .annotate(
+            responses_total=Count("responses"),
+            responses_done=Count("responses", filter=Q(responses__status=ResponseStatus.DONE)),
+        )[:limit]
+    )

@@ -8,8 +8,26 @@
 // After a refusal the page holds text the draft no longer has, so editing pauses (the list
 // and the add form become inert and autosaves are not sent) until the person chooses in the
 // conflict panel; its form (data-keep-revision) carries the revision the server named.
+//
+// The status line speaks for the whole page: the server answers for one request, so while
+// any row (or the add form) still shows why its change was refused, the line counts those
+// changes instead of saying that everything was saved.
 (function () {
   var PAUSED = ["criteria-list", "add-criterion"];
+
+  // Refusals carry fragments too: 403 (not yours), 409 (conflict) and 422 (invalid) are
+  // swapped, not dropped. Set here rather than in a <meta name="htmx-config">: htmx reads
+  // only the first such tag on a page, and the base layout has its own.
+  if (window.htmx) {
+    htmx.config.responseHandling = [
+      { code: "204", swap: false },
+      { code: "[23]..", swap: true },
+      { code: "403", swap: true, error: false },
+      { code: "409", swap: true, error: false },
+      { code: "422", swap: true, error: false },
+      { code: "[45]..", swap: false, error: true },
+    ];
+  }
 
   function editor() {
     return document.getElementById("rubric-editor");
@@ -41,7 +59,65 @@
     event.detail.parameters["revision"] = etag.value;
   });
 
+  function refusals() {
+    var reasons = [];
+    document.querySelectorAll("#criteria-list .field-errors").forEach(function (box) {
+      var messages = Array.prototype.map.call(box.querySelectorAll(".error"), function (p) {
+        return p.textContent.trim();
+      });
+      if (!messages.length) return;
+      var row = box.closest("li");
+      var label = row ? row.querySelector("label[for^='text-']") : null;
+      var name = label ? label.textContent.replace(/\s*text\s*$/, "").trim() : "A criterion";
+      reasons.push(name + ": " + messages.join(" "));
+    });
+    var add = document.querySelectorAll("#add-criterion .error[data-field]");
+    if (add.length) {
+      reasons.push("New criterion: " + Array.prototype.map.call(add, function (p) {
+        return p.textContent.trim();
+      }).join(" "));
+    }
+    return reasons;
+  }
+
+  function tellStatus() {
+    var status = document.getElementById("save-status");
+    var reasons = refusals();
+    if (!status || !reasons.length) return;
+    var count = reasons.length === 1 ? "1 change" : reasons.length + " changes";
+    status.textContent = count + " not saved: " + reasons.join("; ");
+    status.classList.add("error");
+  }
+
+  // Criteria up to 1,000 characters: a box grows with its text (where CSS cannot size it).
+  var SIZES_ITSELF = window.CSS && CSS.supports && CSS.supports("field-sizing", "content");
+
+  function autosize(box) {
+    if (SIZES_ITSELF) return;
+    box.style.height = "auto";
+    box.style.height = box.scrollHeight + 2 + "px";
+  }
+
+  function autosizeAll(root) {
+    (root || document).querySelectorAll("textarea[data-autosize]").forEach(autosize);
+  }
+
+  document.addEventListener("input", function (event) {
+    if (event.target.matches && event.target.matches("textarea[data-autosize]")) {
+      autosize(event.target);
+    }
+  });
+  document.addEventListener("DOMContentLoaded", function () {
+    autosizeAll();
+    tellStatus();
+  });
+  document.addEventListener("htmx:afterSettle", function () {
+    autosizeAll();
+    tellStatus();
+  });
+
   document.addEventListener("htmx:afterRequest", function (event) {
+    tellStatus(); // out-of-band fragments are in place by now; settling comes later
     var status = event.detail.xhr ? event.detail.xhr.status : 0;
     if (status === 409) {
       pause(true);

@@ -9,13 +9,13 @@ from apps.accounts.roles import Role
     [
         (Role.EXPERT, "Your rubrics"),
         (Role.REVIEWER, "Rubrics to review"),
-        (Role.RESEARCHER, "Your studies and runs"),
+        (Role.RESEARCHER, "Model runs"),
     ],
 )
 def test_home_shows_each_role_its_own_work(role_client, role, heading):
     body = role_client(role).get(reverse("home")).content.decode()
     assert heading in body
-    others = {"Your rubrics", "Rubrics to review", "Your studies and runs"} - {heading}
+    others = {"Your rubrics", "Rubrics to review", "Model runs"} - {heading}
     assert not any(other in body for other in others)
 
 

@@ -9,7 +9,7 @@ from tests.factories import PASSWORD, user_with_role
 HEADINGS = {
     Role.EXPERT: "Your rubrics",
     Role.REVIEWER: "Rubrics to review",
-    Role.RESEARCHER: "Your studies and runs",
+    Role.RESEARCHER: "Model runs",
 }
 
 
@@ -58,7 +58,7 @@ def test_home_fits_a_360px_phone_without_sideways_scrolling(
     page.get_by_label("Username").fill("rahul")
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_role("heading", name="Your studies and runs")).to_be_visible()
+    expect(page.get_by_role("heading", name="Model runs")).to_be_visible()
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
     assert overflow <= 0
     screenshot(page, "phone")

@@ -1,5 +1,7 @@
+import datetime as dt
 from decimal import Decimal
 
+import pytest
 from django.urls import reverse
 
 from apps.accounts.roles import Role
@@ -24,6 +26,22 @@ def test_usage_page_totals_by_model_and_purpose(role_client):
 def test_usage_page_is_empty_politely(role_client):
     body = role_client(Role.RESEARCHER).get(reverse("llm:usage") + "?period=day").content.decode()
     assert "No model calls yet" in body
+
+
+@pytest.mark.parametrize(
+    "period,shown",
+    [
+        ("week", "Last 7 days: 24 Nov 2026, 10:30 \u2013 1 Dec 2026, 10:30"),
+        ("day", "Last 24 hours: 30 Nov 2026, 10:30 \u2013 1 Dec 2026, 10:30"),
+        ("month", "Last 30 days: 1 Nov 2026, 10:30 \u2013 1 Dec 2026, 10:30"),
+        ("all", "All time: every call up to 1 Dec 2026, 10:30"),
+    ],
+)
+def test_usage_page_says_which_period_it_shows(role_client, monkeypatch, period, shown):
+    now = dt.datetime(2026, 12, 1, 10, 30, tzinfo=dt.UTC)
+    monkeypatch.setattr("apps.llm.views.timezone.now", lambda: now)
+    body = role_client(Role.RESEARCHER).get(reverse("llm:usage"), {"period": period}).content
+    assert shown in body.decode()
 
 
 def test_ledger_exports_as_csv_from_the_console(role_client):

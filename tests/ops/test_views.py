@@ -35,3 +35,11 @@ def test_healthz_fails_when_the_broker_is_unreachable(client, db, settings, monk
     response = client.get(reverse("healthz"))
     assert response.status_code == 503
     assert response.json()["broker"] != "ok"
+
+
+def test_favicon_ico_leads_to_the_icon_the_pages_name(client, db):
+    response = client.get("/favicon.ico")
+    assert response.status_code == 301
+    icon = client.get(response["Location"])
+    assert icon.status_code == 200 and icon["Content-Type"] == "image/svg+xml"
+    assert b"<svg" in b"".join(icon.streaming_content)

@@ -1,0 +1,119 @@
+"""axe-core in Chromium over the pages people depend on: a participant's whole path, the
+rubric editor and the researcher's study pages. No serious or critical violation, on a
+phone and on a desktop."""
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import expect
+
+from apps.accounts.roles import Role
+from tests.browser.sessions import signed_in
+from tests.browser.test_mobile import answer
+from tests.browser.test_survey_participant import fake_prolific, link
+from tests.factories import (
+    assign,
+    draft_with_criteria,
+    new_pid,
+    question_make,
+    user_with_role,
+)
+
+AXE = Axe()
+BLOCKING = {"serious", "critical"}
+SIZES = {"phone": {"width": 360, "height": 740}, "desktop": {"width": 1280, "height": 900}}
+
+
+def violations(page) -> list[str]:
+    """The serious and critical violations on the page as it is now, one line each."""
+    page.wait_for_load_state("load")
+    results = AXE.run(page).response
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes'][:3]]}"
+        for v in results["violations"]
+        if v["impact"] in BLOCKING
+    ]
+
+
+@pytest.fixture
+def study(transactional_db, make_study):
+    return make_study(count=6, scenarios_per_participant=2, name="Messages at work")
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_participant_pages_have_no_serious_accessibility_violations(new_context, study, size):
+    context = new_context(viewport=SIZES[size])
+    fake_prolific(context)
+    page = context.new_page()
+    found = {}
+    page.goto(link(study, new_pid()))
+    found["consent"] = violations(page)
+    page.get_by_role("button", name="I agree to take part").click()
+    expect(page.get_by_role("heading", name="How it works")).to_be_visible()
+    found["instructions"] = violations(page)
+    page.get_by_role("button", name="Start the first scenario").click()
+    expect(page.get_by_role("heading", name="Scenario 1", exact=True)).to_be_visible()
+    found["scenario"] = violations(page)
+    page.locator("form.answers button[type=submit]").click()  # nothing answered yet
+    expect(page.get_by_text("Some answers are missing")).to_be_visible()
+    found["scenario with errors"] = violations(page)
+    for position in (1, 2):
+        expect(page.get_by_role("heading", name=f"Scenario {position}", exact=True)).to_be_visible()
+        for item in page.locator("fieldset.item").all():
+            answer(item)
+        expect(page.locator("fieldset.item .save-state").last).to_contain_text("Saved")
+        page.locator("form.answers button[type=submit]").click()
+    expect(page.get_by_role("heading", name="About you")).to_be_visible()
+    found["demographics"] = violations(page)
+    for fieldset in page.locator("fieldset.item").all():
+        fieldset.locator("label.choice").last.click()
+    page.get_by_role("button", name="Finish and return to Prolific").click()
+    page.wait_for_url("**/done/**")
+    # Going back to Prolific by itself, unless the participant stays (a timed redirect is
+    # one they can stop).
+    page.get_by_role("button", name="Stay on this page").click()
+    expect(page.get_by_text("You are staying on this page")).to_be_visible()
+    found["completion"] = violations(page)
+    page.wait_for_timeout(3500)  # past the redirect's pause: it was stopped
+    assert "/done/" in page.url
+    assert {name: lines for name, lines in found.items() if lines} == {}
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_the_rubric_editor_has_no_serious_accessibility_violations(
+    new_context, live_server, migrated_rows, size
+):
+    expert = user_with_role(Role.EXPERT, first_name="Erin", last_name="Expert")
+    reviewer = user_with_role(Role.REVIEWER)
+    question = question_make()
+    assign(question, author=expert, reviewer=reviewer)
+    rubric = draft_with_criteria(question, expert)
+    found = {}
+    for who, user in (("expert", expert), ("reviewer", reviewer)):
+        page = signed_in(new_context, live_server, user, viewport=SIZES[size]).new_page()
+        page.goto(f"/rubrics/{rubric.pk}/")
+        expect(page.get_by_test_id("criterion").first).to_be_visible()
+        found[who] = violations(page)
+    page = signed_in(new_context, live_server, expert, viewport=SIZES[size]).new_page()
+    page.goto(f"/rubrics/{rubric.pk}/")
+    page.locator("#add-criterion").get_by_role("button", name="Add criterion").click()
+    expect(page.locator("#add-criterion .error")).to_be_visible()
+    found["refused addition"] = violations(page)
+    assert {name: lines for name, lines in found.items() if lines} == {}
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_the_study_pages_have_no_serious_accessibility_violations(
+    new_context, live_server, study, size
+):
+    researcher = user_with_role(Role.RESEARCHER)
+    page = signed_in(new_context, live_server, researcher, viewport=SIZES[size]).new_page()
+    found = {}
+    for name, url in (
+        ("home", "/"),
+        ("study list", "/studies/"),
+        ("study detail", f"/studies/{study.pk}/"),
+        ("usage", "/llm/usage/"),
+    ):
+        page.goto(url)
+        found[name] = violations(page)
+    assert {name: lines for name, lines in found.items() if lines} == {}
