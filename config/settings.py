@@ -293,6 +293,7 @@ AXES_LOCKOUT_CALLABLE = "apps.accounts.views.locked_out"
 AXES_HTTP_RESPONSE_CODE = 429
 AXES_ENABLE_ADMIN = False  # apps/accounts/admin.py registers them, with the unlock action
 AXES_ENABLE_ACCESS_FAILURE_LOG = True
+AXES_VERBOSE = False  # its banner on every process start; lockouts are still logged
 # Masked in axes' log lines and stored POST bodies (the password always is). The first two
 # are axes' defaults; a stored CSRF token would give away the user's CSRF secret.
 AXES_SENSITIVE_PARAMETERS = ["username", "ip_address", "csrfmiddlewaretoken"]

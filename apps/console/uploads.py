@@ -49,6 +49,19 @@ def size_check(size: int, *, max_bytes: int) -> None:
         raise UploadRefused(f"the file is larger than {megabytes(max_bytes)}")
 
 
+def upload_size_validate(upload, *, max_bytes: int):
+    """A form's `clean_file`: the upload, or the refusal every importer words alike, given
+    before a byte of it is read."""
+    from django import forms  # only forms need it; this module is also used without them
+
+    if upload.size > max_bytes:
+        raise forms.ValidationError(
+            f"{upload.name} was not imported (nothing was changed): the file is larger "
+            f"than {megabytes(max_bytes)}"
+        )
+    return upload
+
+
 def _position(text: str, index: int) -> str:
     line = text.count("\n", 0, index) + 1
     column = index - (text.rfind("\n", 0, index) + 1) + 1

@@ -4,7 +4,7 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from apps.console.uploads import megabytes
+from apps.console.uploads import upload_size_validate
 
 from .errors import QuestionError
 from .interchange import MAX_FILE_BYTES
@@ -21,13 +21,7 @@ class QuestionFileForm(forms.Form):
     )
 
     def clean_file(self):
-        upload = self.cleaned_data["file"]
-        if upload.size > MAX_FILE_BYTES:
-            raise forms.ValidationError(
-                f"{upload.name} was not imported (nothing was changed): the file is larger "
-                f"than {megabytes(MAX_FILE_BYTES)}"
-            )
-        return upload
+        return upload_size_validate(self.cleaned_data["file"], max_bytes=MAX_FILE_BYTES)
 
 
 @admin.register(Topic)

@@ -3,7 +3,7 @@ import re
 from django import forms
 
 from apps.accounts.roles import Role
-from apps.console.uploads import megabytes
+from apps.console.uploads import upload_size_validate
 from apps.questions.models import Topic
 
 from . import selectors
@@ -83,13 +83,7 @@ class RubricImportForm(forms.Form):
     )  # fmt: skip
 
     def clean_file(self):
-        upload = self.cleaned_data["file"]
-        if upload.size > MAX_IMPORT_BYTES:  # refused before it is read
-            raise forms.ValidationError(
-                f"{upload.name} was not imported (nothing was changed): the file is larger "
-                f"than {megabytes(MAX_IMPORT_BYTES)}"
-            )
-        return upload
+        return upload_size_validate(self.cleaned_data["file"], max_bytes=MAX_IMPORT_BYTES)
 
 
 # Numbers in a query or form: ASCII digits only (str.isdigit() admits "²", which int()

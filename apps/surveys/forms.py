@@ -1,6 +1,6 @@
 from django import forms
 
-from apps.console.uploads import megabytes
+from apps.console.uploads import megabytes, upload_size_validate
 from apps.llm.models import ModelConfig
 
 from .models import AgeBand, Education, Gender, Income, RejectionCategory, Scenario, Study
@@ -141,10 +141,4 @@ class ImportForm(forms.Form):
     )  # fmt: skip
 
     def clean_file(self):
-        upload = self.cleaned_data["file"]
-        if upload.size > MAX_FILE_BYTES:  # refused before it is read
-            raise forms.ValidationError(
-                f"{upload.name} was not imported (nothing was changed): the file is larger "
-                f"than {megabytes(MAX_FILE_BYTES)}."
-            )
-        return upload
+        return upload_size_validate(self.cleaned_data["file"], max_bytes=MAX_FILE_BYTES)
