@@ -85,8 +85,18 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_repeats_nothing(
     victim.wait()
     assert len(ok_callers("kill")) < 10, "the batch finished before the worker could be killed"
 
-    # A worker starting after the visibility timeout restores the dead worker's message.
+    # A worker starting after the visibility timeout restores the dead worker's message: it
+    # looks once as it starts, then only every 100 s (kombu's restore interval x throttle),
+    # so it must start once the message is old enough, counted from when the dead worker
+    # took it (its score in kombu's unacked index), not from when it was sent.
+    broker = redis.Redis.from_url(settings.REDIS_URL)
+
+    def restorable() -> bool:
+        newest = broker.zrange("unacked_index", -1, -1, withscores=True)
+        return not newest or newest[0][1] < time.time() - visibility - 1
+
     time.sleep(max(0.0, sent + visibility + 1 - time.monotonic()))
+    assert wait_until(restorable, timeout=60)
     start_worker(queue=queue, env=short)
     assert wait_until(lambda: len(ok_callers("kill")) == 10, timeout=60)
     callers = ok_callers("kill")
