@@ -5,6 +5,8 @@ command alike, and nothing is imported."""
 import copy
 import html
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -144,41 +146,36 @@ RESPONSES = {
 }
 
 
-def scenarios_through_service(content, client, tmp_path, name) -> str:
-    with pytest.raises(SurveyError) as refused:
-        scenario_import_json(text=content, filename=name)
-    return str(refused.value)
+@dataclass(frozen=True)
+class Format:
+    """An import format's three entry points: the service, the console's import form (its
+    `kind` choice) and the management command."""
+
+    service: Callable
+    kind: str
+    command: str
 
 
-def scenarios_through_console(content, client, tmp_path, name) -> str:
-    page = client.post(IMPORT_URL, {"file": SimpleUploadedFile(name, content), "kind": "scenarios"})
-    assert page.status_code == 200
-    return html.unescape(page.text)
+SCENARIO_FILE = Format(scenario_import_json, "scenarios", "import_scenarios")
+RESPONSE_FILE = Format(response_import_csv, "responses", "import_responses")
+WAYS = ["service", "console", "command"]
 
 
-def scenarios_through_command(content, client, tmp_path, name) -> str:
+def submitted(fmt: Format, way: str, content: bytes, client, tmp_path, name: str) -> str:
+    """`content`, named `name`, imported `way`: the refusal's message."""
+    if way == "service":
+        with pytest.raises(SurveyError) as refused:
+            fmt.service(text=content, filename=name)
+        return str(refused.value)
+    if way == "console":
+        page = client.post(
+            IMPORT_URL, {"file": SimpleUploadedFile(name, content), "kind": fmt.kind}
+        )
+        assert page.status_code == 200
+        return html.unescape(page.text)
     (tmp_path / name).write_bytes(content)
     with pytest.raises(CommandError) as refused:
-        call_command("import_scenarios", str(tmp_path / name))
-    return str(refused.value)
-
-
-def responses_through_service(content, client, tmp_path, name) -> str:
-    with pytest.raises(SurveyError) as refused:
-        response_import_csv(text=content, filename=name)
-    return str(refused.value)
-
-
-def responses_through_console(content, client, tmp_path, name) -> str:
-    page = client.post(IMPORT_URL, {"file": SimpleUploadedFile(name, content), "kind": "responses"})
-    assert page.status_code == 200
-    return html.unescape(page.text)
-
-
-def responses_through_command(content, client, tmp_path, name) -> str:
-    (tmp_path / name).write_bytes(content)
-    with pytest.raises(CommandError) as refused:
-        call_command("import_responses", str(tmp_path / name))
+        call_command(fmt.command, str(tmp_path / name))
     return str(refused.value)
 
 
@@ -188,53 +185,38 @@ def console(client, researcher):
     return client
 
 
-@pytest.mark.parametrize(
-    "submit",
-    [scenarios_through_service, scenarios_through_console, scenarios_through_command],
-    ids=lambda f: f.__name__,
-)
+@pytest.mark.parametrize("way", WAYS)
 @pytest.mark.parametrize("kind", list(SCENARIOS))
-def test_a_hostile_scenario_file_is_refused_by_name_and_place(kind, submit, console, tmp_path):
+def test_a_hostile_scenario_file_is_refused_by_name_and_place(kind, way, console, tmp_path):
     content, expected = SCENARIOS[kind]
-    message = submit(content, console, tmp_path, "hostile.json")
+    message = submitted(SCENARIO_FILE, way, content, console, tmp_path, "hostile.json")
     assert "hostile.json was not imported (nothing was changed)" in message
     assert expected in message
     assert Scenario.objects.count() == 0
 
 
-@pytest.mark.parametrize(
-    "submit",
-    [responses_through_service, responses_through_console, responses_through_command],
-    ids=lambda f: f.__name__,
-)
+@pytest.mark.parametrize("way", WAYS)
 @pytest.mark.parametrize("kind", list(RESPONSES))
 def test_a_hostile_response_csv_is_refused_by_name_and_line(
-    kind, submit, scenarios, console, tmp_path
+    kind, way, scenarios, console, tmp_path
 ):
     content, expected = RESPONSES[kind]
-    message = submit(content, console, tmp_path, "hostile.csv")
+    message = submitted(RESPONSE_FILE, way, content, console, tmp_path, "hostile.csv")
     assert "hostile.csv was not imported (nothing was changed)" in message
     assert expected in message
     assert ScenarioResponse.objects.count() == 0
 
 
-@pytest.mark.parametrize(
-    "submit",
-    [
-        scenarios_through_service, scenarios_through_console, scenarios_through_command,
-        responses_through_service, responses_through_console, responses_through_command,
-    ],
-    ids=lambda f: f.__name__,
-)  # fmt: skip
-def test_a_file_over_20_mb_is_refused_before_it_is_read(submit, console, tmp_path):
-    if submit in (scenarios_through_command, responses_through_command):
+@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("fmt", [SCENARIO_FILE, RESPONSE_FILE], ids=lambda f: f.kind)
+def test_a_file_over_20_mb_is_refused_before_it_is_read(fmt, way, console, tmp_path):
+    if way == "command":
         with (tmp_path / "big.json").open("wb") as big:  # sparse: its bytes are never read
             big.truncate(20 * 1024 * 1024 + 1)
-        command = "import_scenarios" if submit is scenarios_through_command else "import_responses"
         with pytest.raises(CommandError, match=r"big\.json was not imported .*larger than 20 MB"):
-            call_command(command, str(tmp_path / "big.json"))
+            call_command(fmt.command, str(tmp_path / "big.json"))
     else:
-        message = submit(b" " * (20 * 1024 * 1024 + 1), console, tmp_path, "big.json")
+        message = submitted(fmt, way, b" " * (20 * 1024 * 1024 + 1), console, tmp_path, "big.json")
         assert "big.json was not imported" in message and "larger than 20 MB" in message
     assert not Scenario.objects.exists() and not ScenarioResponse.objects.exists()
 

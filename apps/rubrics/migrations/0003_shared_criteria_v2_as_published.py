@@ -43,6 +43,18 @@ NOTES = (
 EDITABLE = ("draft", "changes_requested")
 
 
+def _shared_replace(Criterion, rubric, shared) -> None:
+    """Replace `rubric`'s shared criteria by copies of `shared` (a set's criteria)."""
+    rubric.criteria.filter(origin="shared").delete()
+    Criterion.objects.bulk_create(
+        Criterion(
+            rubric=rubric, text=s.text, polarity=s.polarity, kind="presentation",
+            points=s.points, order=s.order, origin="shared", shared_source=s,
+        )
+        for s in shared
+    )  # fmt: skip
+
+
 def publish(apps, schema_editor):
     Set = apps.get_model("rubrics", "SharedCriterionSet")
     Shared = apps.get_model("rubrics", "SharedCriterion")
@@ -65,20 +77,7 @@ def publish(apps, schema_editor):
         own = rubric.criteria.exclude(origin="shared").values_list("text", flat=True)
         if any(t.lower() in texts for t in own):
             continue  # an expert wrote one of them already; a researcher publishes it later
-        rubric.criteria.filter(origin="shared").delete()
-        Criterion.objects.bulk_create(
-            Criterion(
-                rubric=rubric,
-                text=s.text,
-                polarity=s.polarity,
-                kind="presentation",
-                points=s.points,
-                order=s.order,
-                origin="shared",
-                shared_source=s,
-            )
-            for s in new
-        )
+        _shared_replace(Criterion, rubric, new)
         rubric.shared_set, rubric.revision = v2, rubric.revision + 1
         rubric.updated_at = Now()
         rubric.save(update_fields=["shared_set", "revision", "updated_at"])
@@ -97,20 +96,7 @@ def unpublish(apps, schema_editor):
     Criterion = apps.get_model("rubrics", "Criterion")
     old = list(v1.criteria.order_by("order"))
     for rubric in v2.rubrics.filter(state__in=EDITABLE):
-        rubric.criteria.filter(origin="shared").delete()
-        Criterion.objects.bulk_create(
-            Criterion(
-                rubric=rubric,
-                text=s.text,
-                polarity=s.polarity,
-                kind="presentation",
-                points=s.points,
-                order=s.order,
-                origin="shared",
-                shared_source=s,
-            )
-            for s in old
-        )
+        _shared_replace(Criterion, rubric, old)
         rubric.shared_set = v1
         rubric.save(update_fields=["shared_set"])
     if not v2.rubrics.exists():

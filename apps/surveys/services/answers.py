@@ -235,8 +235,8 @@ def participant_instructions_read(*, participant: Participant) -> None:
 def _attention_failed(participant: Participant) -> bool:
     """Failed as many attention checks as Prolific's rules need before a rejection: two in a
     study of 5 minutes or more (quality.py). Fewer are shown on the review page only."""
-    items = list(SurveyItem.objects.filter(study=participant.study_id))
-    expected = {item.pk: item.expected_value for item in items if item.attention_check}
+    items = selectors.study_items(study=participant.study).items
+    expected = [item.pk for item in items if item.attention_check]
     if not expected:
         return False
     given = dict(

@@ -58,6 +58,26 @@ def _fill(ids, now) -> dict[int, int]:
     return counts
 
 
+def _lock_least_filled(candidates, examined: set[int], now, k: int, count: int) -> list[int]:
+    """Lock up to `count` of `candidates` not yet `examined` that have room, least-filled
+    first, random among equals so that concurrent arrivals spread out. SKIP LOCKED: rows
+    another arrival is handing out are passed over, not waited for."""
+    return list(
+        candidates.exclude(pk__in=examined)
+        .annotate(filled=_filled_subquery(now))
+        .filter(filled__lt=k)
+        .order_by("filled", "?")
+        .select_for_update(skip_locked=True, of=("self",))
+        .values_list("pk", flat=True)[:count]
+    )
+
+
+def _room_elsewhere(candidates, examined: set[int], now, k: int) -> bool:
+    """Whether scenarios not `examined` (locked by other arrivals) may still have room."""
+    room = candidates.exclude(pk__in=examined).annotate(filled=_filled_subquery(now))
+    return room.filter(filled__lt=k).exists()
+
+
 def _try_reserve(participant: Participant, now, settle: bool = False) -> list[Assignment] | None:
     """One attempt in one transaction; None when rows locked by others may have room
     (unless `settle`: then whatever is free now)."""
@@ -73,16 +93,7 @@ def _try_reserve(participant: Participant, now, settle: bool = False) -> list[As
         chosen: list[int] = []
         examined: set[int] = set()
         while len(chosen) < wanted:
-            # Least-filled first; random among equals so that concurrent arrivals spread out.
-            # SKIP LOCKED: rows another arrival is handing out are passed over, not waited for.
-            batch = list(
-                candidates.exclude(pk__in=examined)
-                .annotate(filled=_filled_subquery(now))
-                .filter(filled__lt=k)
-                .order_by("filled", "?")
-                .select_for_update(skip_locked=True, of=("self",))
-                .values_list("pk", flat=True)[: wanted - len(chosen)]
-            )
+            batch = _lock_least_filled(candidates, examined, now, k, wanted - len(chosen))
             if not batch:
                 break
             examined.update(batch)
@@ -90,11 +101,9 @@ def _try_reserve(participant: Participant, now, settle: bool = False) -> list[As
             # statement's snapshot may predate a commit by whoever held a row before us.
             fresh = _fill(batch, now)
             chosen += [pk for pk in batch if fresh[pk] < k]
-        if len(chosen) < wanted and not settle:
-            room = candidates.exclude(pk__in=examined).annotate(filled=_filled_subquery(now))
-            if room.filter(filled__lt=k).exists():
-                transaction.set_rollback(True)
-                return None  # others hold rows that may still have room: try again shortly
+        if len(chosen) < wanted and not settle and _room_elsewhere(candidates, examined, now, k):
+            transaction.set_rollback(True)
+            return None  # others hold rows that may still have room: try again shortly
         until = now + dt.timedelta(minutes=study.reservation_minutes)
         random.shuffle(chosen)  # the order scenarios are shown in carries no information
         return Assignment.objects.bulk_create(
@@ -152,14 +161,7 @@ def assignment_reserve_fresh(
     examined: set[int] = set()
     shown = consent_shown
     while len(taken) < wanted:
-        batch = list(
-            candidates.exclude(pk__in=examined)
-            .annotate(filled=_filled_subquery(now))
-            .filter(filled__lt=k)
-            .order_by("filled", "?")
-            .select_for_update(skip_locked=True, of=("self",))
-            .values_list("pk", flat=True)[: wanted - len(taken)]
-        )
+        batch = _lock_least_filled(candidates, examined, now, k, wanted - len(taken))
         if not batch:
             break
         examined.update(batch)
@@ -182,10 +184,8 @@ def assignment_reserve_fresh(
         PageTime.objects.create(
             participant=participant, page=Page.CONSENT, shown_at=shown, submitted_at=now
         )
-    if len(taken) < wanted:
-        room = candidates.exclude(pk__in=examined).annotate(filled=_filled_subquery(now))
-        if room.filter(filled__lt=k).exists():
-            raise Contended
+    if len(taken) < wanted and _room_elsewhere(candidates, examined, now, k):
+        raise Contended
     return sorted(taken, key=lambda a: a.position)
 
 
