@@ -20,6 +20,7 @@ from django.conf import settings
 TASK_MODULES = [
     "workers.ops",
     "workers.llm",
+    "workers.engine",
     "workers.drafting",
     "workers.surveys",
     "workers.leases",
@@ -44,6 +45,7 @@ app.conf.update(
     # Model calls have their own queue and workers (see workers/llm.py for why).
     task_routes={
         "workers.llm.*": {"queue": "llm"},
+        "workers.engine.*": {"queue": "llm"},
         "workers.drafting.*": {"queue": "llm"},
         "workers.surveys.generate_responses": {"queue": "llm"},
     },

@@ -389,7 +389,7 @@ def _grade_criterion(model: str, prompt: Prompt, rng: random.Random) -> str:
         threshold=grading_threshold(model),
         rng=rng,
     )
-    return json.dumps({"met": met, "explanation": explanation}, ensure_ascii=False)
+    return json.dumps({"explanation": explanation, "met": met}, ensure_ascii=False)
 
 
 def _grade_checklist(model: str, prompt: Prompt, rng: random.Random) -> str:
@@ -405,7 +405,7 @@ def _grade_checklist(model: str, prompt: Prompt, rng: random.Random) -> str:
         met, explanation = grade(
             text=text, polarity=polarity, kind=kind, facts=facts, threshold=threshold, rng=rng
         )
-        verdicts.append({"id": criterion["id"], "met": met, "explanation": explanation})
+        verdicts.append({"id": criterion["id"], "explanation": explanation, "met": met})
     return json.dumps({"verdicts": verdicts}, ensure_ascii=False)
 
 

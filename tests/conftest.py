@@ -258,6 +258,7 @@ def wait_until(predicate, timeout: float = 30.0, interval: float = 0.1):
 SEEDS = (
     ("apps.accounts.migrations.0002_role_groups", "create_roles"),
     ("apps.llm.migrations.0002_default_prompts", "seed"),
+    ("apps.llm.migrations.0003_grading_prompts_explanation_first", "seed"),
     ("apps.questions.migrations.0002_seed_topics", "seed"),
     ("apps.rubrics.migrations.0002_shared_criteria_v1", "seed"),
     ("apps.rubrics.migrations.0003_shared_criteria_v2_as_published", "publish"),

@@ -8,19 +8,21 @@ returns the rows whose lease ran out, already put back to waiting, and this task
 their task again; a row out of attempts is failed by the service instead. Queueing a row
 twice is harmless: the task claims it with a conditional update and the second does nothing.
 
-The sampling and grading runs add their rows here as they come.
+Runs on the bulk engine are swept by the engine, work by work (`engine.expired_requeue`).
 """
 
 import logging
 
 from celery import shared_task
 
+from apps.llm import engine
 from apps.rubrics.services import draft_jobs_expired_requeue
 from apps.runs.services import responses_expired_requeue
 from apps.surveys.services import response_generations_expired_requeue
 
 from .delivery import CappedRedeliveryTask
 from .drafting import draft_criteria_task, sample_answer_task
+from .engine import run_batch_task
 from .surveys import generate_responses_task
 
 log = logging.getLogger(__name__)
@@ -44,6 +46,13 @@ def requeue_expired() -> dict[str, int]:
         if ids:
             log.warning("requeued %s %s(s) whose worker stopped: %s", len(ids), kind, ids)
         requeued[kind] = len(ids)
+    for work in engine.works():
+        scopes = engine.expired_requeue(work)
+        for scope in scopes:
+            run_batch_task.delay(work.name, scope)
+        if scopes:
+            log.warning("queued a batch of %s for %s run(s) nobody was working", work.name, scopes)
+        requeued[work.name] = len(scopes)
     return requeued
 
 

@@ -5,6 +5,9 @@ class LLMError(Exception):
         super().__init__(message)
         self.status = status
         self.attempts = attempts
+        # What the answers that failed validation cost, and the last of them, if any.
+        self.cost_usd = None
+        self.last_output = ""
 
 
 class RetryableLLMError(LLMError):

@@ -297,10 +297,15 @@ async def acomplete(
     purpose: str,
     params: dict | None = None,
     schema: dict | None = None,
+    check=None,
     caller: str = "",
     prompt: PromptTemplate | None = None,
     policy: RetryPolicy = DEFAULT_POLICY,
 ) -> Completion:
+    """One chat completion, retried and validated. `schema` (JSON Schema) makes the answer
+    structured: it must parse and match, and then pass `check(data)` (a callable that
+    returns a problem to tell the model, or None), or the model is asked again, at most
+    `policy.schema_retries` times. The completion's cost includes those re-asks."""
     lt = litellm_module()
     loop = asyncio.get_running_loop()
     started = loop.time()
@@ -322,6 +327,7 @@ async def acomplete(
     caller = caller[:200]
     conversation = list(messages)
     attempt = invalid_answers = 0
+    spent = None  # the cost of answers that failed validation, paid all the same
 
     while True:
         attempt += 1
@@ -384,7 +390,12 @@ async def acomplete(
         data = None
         if schema is not None:
             data, problem = _validate(text, schema)
+            if problem is None and check is not None:
+                problem = check(data)
+                data = data if problem is None else None
             if problem:
+                if cost is not None:
+                    spent = (spent or Decimal(0)) + cost
                 invalid_answers += 1
                 await record(
                     model=model, purpose=purpose, caller=caller, attempt=attempt,
@@ -394,12 +405,14 @@ async def acomplete(
                     latency_ms=latency_ms, prompt_template=prompt,
                 )  # fmt: skip
                 if invalid_answers > policy.schema_retries:
-                    raise PermanentLLMError(
+                    error = PermanentLLMError(
                         f"{model.display_name}: the answer failed validation "
                         f"{invalid_answers} times; last problem: {problem}",
                         status=CallStatus.INVALID_OUTPUT,
                         attempts=attempt,
                     )
+                    error.cost_usd, error.last_output = spent, text
+                    raise error
                 conversation = [
                     *messages,
                     {"role": "assistant", "content": text},
@@ -415,6 +428,8 @@ async def acomplete(
             input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost,
             latency_ms=latency_ms, prompt_template=prompt,
         )  # fmt: skip
+        if spent is not None:
+            cost = spent + (cost or Decimal(0))
         return Completion(
             text=text, data=data, input_tokens=input_tokens, output_tokens=output_tokens,
             cost_usd=cost, latency_ms=round((loop.time() - started) * 1000), attempts=attempt,

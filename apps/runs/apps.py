@@ -13,6 +13,7 @@ class RunsConfig(AppConfig):
         from apps.accounts.roles import Role
 
         from . import selectors
+        from .services import sampling  # noqa: F401  (registers the engine's work)
 
         home_panel_register(
             key="runs.researcher", roles={Role.RESEARCHER},

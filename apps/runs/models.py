@@ -1,8 +1,10 @@
+import secrets
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from apps.llm.models import Leased, ModelConfig, PromptTemplate
+from apps.llm.models import CallStatus, Leased, ModelConfig, PromptTemplate
 from apps.questions.models import Question
 
 
@@ -18,7 +20,17 @@ class RunStatus(models.TextChoices):
     RUNNING = "running", "Running"
     PAUSED = "paused", "Paused"
     CANCELLED = "cancelled", "Cancelled"
+    BUDGET_REACHED = "budget_reached", "Stopped: budget reached"
     FINISHED = "finished", "Finished"
+
+
+# A run in one of these states takes no new calls; RUNNING is the only state that does.
+STOPPED_STATES = (RunStatus.PAUSED, RunStatus.CANCELLED, RunStatus.BUDGET_REACHED)
+
+
+def run_seed() -> int:
+    """A fresh run's seed: every call's seed is derived from it and the row (`call_seed`)."""
+    return secrets.randbelow(2**31)
 
 
 class SamplingRun(models.Model):
@@ -37,7 +49,18 @@ class SamplingRun(models.Model):
     )  # fmt: skip
     questions = models.ManyToManyField(Question, blank=True, related_name="sampling_runs")
     samples_per_item = models.PositiveSmallIntegerField(default=1)
+    params = models.JSONField(
+        default=dict, blank=True,
+        help_text="Parameters sent with every call, over the model's own; "
+        "empty: the provider's defaults.",
+    )  # fmt: skip
+    seed = models.BigIntegerField(default=run_seed)
     budget_usd = models.DecimalField(max_digits=10, decimal_places=2, null=True, blank=True)
+    selection = models.JSONField(
+        default=dict, blank=True, help_text="How the questions were chosen (topics, strata)."
+    )
+    launched_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
         related_name="+",
@@ -72,6 +95,7 @@ class Response(Leased):
     model = models.ForeignKey(ModelConfig, on_delete=models.PROTECT, related_name="responses")
     question = models.ForeignKey(Question, on_delete=models.PROTECT, related_name="responses")
     sample_index = models.PositiveSmallIntegerField(default=0)
+    seed = models.BigIntegerField(null=True, blank=True, help_text="Sent with the call.")
     status = models.CharField(
         max_length=10, choices=ResponseStatus.choices, default=ResponseStatus.PENDING
     )
@@ -80,6 +104,11 @@ class Response(Leased):
     output_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
     latency_ms = models.PositiveIntegerField(default=0)
+    reserved_usd = models.DecimalField(
+        max_digits=12, decimal_places=6, null=True, blank=True,
+        help_text="The cost held against the run's budget while the call is made.",
+    )  # fmt: skip
+    error_kind = models.CharField(max_length=20, choices=CallStatus.choices, blank=True)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -92,7 +121,10 @@ class Response(Leased):
                 fields=["run", "model", "question", "sample_index"], name="response_unique_item"
             )
         ]
-        indexes = [models.Index(fields=["question", "status"], name="response_question_status")]
+        indexes = [
+            models.Index(fields=["question", "status"], name="response_question_status"),
+            models.Index(fields=["run", "status"], name="response_run_status"),
+        ]
 
     def __str__(self):
         return f"{self.model} on {self.question} #{self.sample_index}"

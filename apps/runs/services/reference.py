@@ -17,8 +17,8 @@ from apps.llm.models import ModelConfig, Purpose
 from apps.llm.selectors import prompt_current, prompt_render
 from apps.questions.models import Question
 
-from .errors import RunError
-from .models import Response, ResponseStatus, RunKind, RunStatus, SamplingRun
+from ..errors import RunError
+from ..models import Response, ResponseStatus, RunKind, RunStatus, SamplingRun
 
 REFERENCE_RUN_NAME = "Reference answers (on demand)"
 # An expert is waiting for these answers: give up sooner than a batch run would.

@@ -1,0 +1,403 @@
+"""The bulk engine: every model call made in bulk, whatever it is for.
+
+A domain app describes its work as a `Work`: the rows that stand for a call (a response to
+sample, a judgment or a checklist to grade, ...) grouped in scopes (a run), how to build
+a row's call, and how to record results. The engine knows no domain; it
+
+1. claims a batch of a scope's rows in one statement, `UPDATE ... WHERE id IN (SELECT ...
+   FOR UPDATE SKIP LOCKED LIMIT n) RETURNING id`, under a lease (apps/llm/leases.py), after
+   reserving each row's estimated cost against the scope's budget in the same short
+   transaction, so two workers never take one row and a run never spends more than its
+   budget plus the calls in flight;
+2. makes the calls concurrently on one asyncio loop through the gateway (which keeps the
+   limits every process shares, retries and re-asks), renewing the batch's lease meanwhile;
+3. records results as they arrive in short transactions with group commit (results that
+   arrive while one is written go in the next), never holding a transaction across a call,
+   and only for rows the worker still holds;
+4. stops taking calls within about a second of the scope being paused or cancelled, and
+   puts the rows it had not started back, without counting an attempt.
+
+A worker that dies loses what was in flight: its rows' lease runs out and `expired_requeue`
+(the beat sweep) puts them back, so nothing is lost and nothing recorded is repeated.
+Progress is read from the rows, never from counters.
+
+Why batches on asyncio, one per process: benchmarks/run_at_scale.py (figures in
+benchmarks/RESULTS.md). litellm costs ~12 ms of CPU per call and ~200 MB per process, so a
+process per concurrent call is out; a batch of about 200 calls per process keeps the
+provider's concurrency limit, not the loop, what binds.
+"""
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from asgiref.sync import async_to_sync, sync_to_async
+from django.db import connection, transaction
+from django.db.models import F, Q, QuerySet, Sum
+from django.utils import timezone
+
+from . import gateway, leases
+from .errors import LLMError
+from .models import ModelConfig, PromptTemplate
+
+log = logging.getLogger(__name__)
+
+BATCH_SIZE = 200
+STOP_POLL_SECONDS = 1.0
+FLUSH_MAX = 200
+GAVE_UP = "The worker making this call stopped {attempts} times before it finished."
+
+
+@dataclass(frozen=True)
+class Call:
+    """One model call a row stands for, as the domain built it."""
+
+    row_id: int
+    model: ModelConfig
+    messages: list[dict]
+    purpose: str
+    params: dict = field(default_factory=dict)
+    schema: dict | None = None
+    check: object = None  # a callable(data) -> problem or None: see gateway.acomplete
+    prompt: PromptTemplate | None = None
+
+
+@dataclass(frozen=True)
+class Result:
+    """A call's outcome: a completion, or the gateway's typed error (its `status` is the
+    kind of error, one of CallStatus)."""
+
+    call: Call
+    completion: gateway.Completion | None = None
+    error: LLMError | None = None
+
+
+@dataclass(frozen=True)
+class Budget:
+    limit: Decimal
+    committed: Decimal  # spent, plus what the calls in flight hold
+
+
+class Work:
+    """What a domain app tells the engine about one kind of row. Subclass, set the class
+    attributes, implement `rows`, `calls` and `record`, and `engine.register` an instance
+    in the app's `ready()`.
+
+    The row model has the fields of `models.Leased`, a `status` with the `states`, and
+    `cost_usd` and `reserved_usd` when the scope has a budget."""
+
+    name: str = ""
+    model: type  # the row model
+    states: leases.LeaseStates
+    policy: gateway.RetryPolicy = gateway.DEFAULT_POLICY
+    batch_size: int = BATCH_SIZE
+
+    def rows(self, scope: int) -> QuerySet:
+        """Every row of the scope."""
+        raise NotImplementedError
+
+    def scope_lock(self, scope: int) -> Budget | bool:
+        """Called in the claim's transaction: lock the scope's row and say whether it takes
+        calls (False: paused, cancelled, finished), and if it has a budget, what it is
+        (`Budget`). True: it takes calls and has no budget."""
+        return True
+
+    def budget_reached(self, scope: int) -> None:
+        """The scope has rows to call and no budget left for them: record it."""
+
+    def estimate(self, rows: list[dict]) -> list[Decimal]:
+        """The cost to reserve for each claimed row (dicts of `estimate_fields`)."""
+        return [Decimal(0)] * len(rows)
+
+    estimate_fields: tuple[str, ...] = ("pk",)
+
+    def calls(self, ids: list[int]) -> tuple[list[Call], list[tuple[int, str]]]:
+        """The calls for the claimed rows, and the rows whose call cannot be built, each
+        with the reason (they fail at once)."""
+        raise NotImplementedError
+
+    def record(self, results: list[Result], *, owner: str) -> None:
+        """Store results, in one short transaction, for the rows `owner` still holds
+        (`held`). A retryable error the gateway gave up on fails the row with its kind:
+        the researcher retries failed rows from the run's page."""
+        raise NotImplementedError
+
+    def refuse(self, failures: list[tuple[int, str]], *, owner: str) -> None:
+        """Fail rows whose call could not be built."""
+        raise NotImplementedError
+
+    def gave_up(self) -> dict:
+        """The changes that fail a row out of attempts (its error message among them)."""
+        return {"error": GAVE_UP.format(attempts=leases.MAX_ATTEMPTS)}
+
+    def active_scopes(self) -> Iterable[int]:
+        """Scopes that take calls, for the sweep."""
+        return ()
+
+    def prepare(self, scope: int) -> None:
+        """Called before each claim, outside a transaction: make rows that became due."""
+
+    def settle(self, scope: int) -> float | None:
+        """Called after a batch: mark the scope finished when it is. Returns None when
+        nothing is left to do, else the seconds after which to look again (0: now)."""
+        return None
+
+
+_registry: dict[str, Work] = {}
+
+
+def register(work: Work) -> Work:
+    _registry[work.name] = work
+    return work
+
+
+def work_for(name: str) -> Work:
+    try:
+        return _registry[name]
+    except KeyError:
+        raise LookupError(f"No bulk work is registered as {name!r}.") from None
+
+
+def works() -> list[Work]:
+    return list(_registry.values())
+
+
+def claimable(states: leases.LeaseStates, now: dt.datetime) -> Q:
+    return (Q(status=states.waiting) | Q(status=states.running, lease_expires_at__lt=now)) & Q(
+        attempts__lt=leases.MAX_ATTEMPTS
+    )
+
+
+def held(rows: QuerySet, *, states: leases.LeaseStates, owner: str) -> QuerySet:
+    """`rows` that `owner` still holds: write results through this."""
+    return leases.lease_held(rows, states=states, owner=owner)
+
+
+def committed(rows: QuerySet, *, states: leases.LeaseStates) -> Decimal:
+    """What a scope has spent, plus what its calls in flight hold."""
+    totals = rows.aggregate(
+        spent=Sum("cost_usd"), held=Sum("reserved_usd", filter=Q(status=states.running))
+    )
+    return (totals["spent"] or Decimal(0)) + (totals["held"] or Decimal(0))
+
+
+def budget_short(work: Work, scope: int, *, limit: Decimal) -> Decimal | None:
+    """What the scope has committed, when `limit` would not cover its next call (so
+    resuming would stop again at once); None when it would."""
+    spent = committed(work.rows(scope), states=work.states)
+    waiting = work.rows(scope).filter(status=work.states.waiting).order_by("pk")
+    nxt = list(waiting.values(*work.estimate_fields)[:1])
+    cost = work.estimate(nxt)[0] if nxt else Decimal(0)
+    return spent if spent + cost > limit else None
+
+
+def batch_claim(work: Work, scope: int, *, owner: str, limit: int) -> list[int]:
+    """Claim up to `limit` of the scope's rows for `owner`; the ids claimed (none when the
+    scope takes no calls, or its budget is spent)."""
+    now = timezone.now()
+    rows = work.rows(scope)
+    table = rows.model._meta.db_table
+    with transaction.atomic():
+        budget = work.scope_lock(scope)
+        if budget is False:
+            return []
+        candidates = rows.filter(claimable(work.states, now)).order_by("pk")
+        if isinstance(budget, Budget):
+            picked = list(
+                candidates.select_for_update(skip_locked=True, of=("self",)).values(
+                    *work.estimate_fields
+                )[:limit]
+            )
+            if not picked:
+                return []
+            left = budget.limit - budget.committed
+            taken: dict[Decimal, list[int]] = {}
+            for row, cost in zip(picked, work.estimate(picked), strict=True):
+                if cost > left:
+                    break
+                left -= cost
+                taken.setdefault(cost, []).append(row["pk"])
+            if not taken:
+                work.budget_reached(scope)
+                return []
+            ids = []
+            for cost, group in taken.items():
+                rows.filter(pk__in=group).update(
+                    status=work.states.running, lease_owner=owner,
+                    lease_expires_at=now + leases.lease_duration(), attempts=F("attempts") + 1,
+                    reserved_usd=cost, started_at=now,
+                )  # fmt: skip
+                ids += group
+            return sorted(ids)
+        # One statement: the sub-select locks the rows it picks, skipping those another
+        # worker is claiming, and the update claims them.
+        inner, params = (
+            candidates.select_for_update(skip_locked=True, of=("self",))
+            .values("pk")[:limit]
+            .query.sql_with_params()
+        )
+        with connection.cursor() as cursor:
+            # The table is our model's and the sub-select Django's, with bound parameters.
+            sql = (
+                f'UPDATE "{table}" SET status = %s, lease_owner = %s, lease_expires_at = %s, '  # noqa: S608
+                f'attempts = attempts + 1, started_at = %s WHERE "id" IN ({inner}) RETURNING "id"'
+            )
+            cursor.execute(
+                sql,
+                [work.states.running, owner, now + leases.lease_duration(), now, *params],
+            )
+            return sorted(pk for (pk,) in cursor.fetchall())
+
+
+def batch_unclaim(work: Work, ids: list[int], *, owner: str) -> int:
+    """Put held rows that were never called back to waiting, their attempt not counted."""
+    if not ids:
+        return 0
+    rows = work.model._default_manager.filter(pk__in=ids)
+    return held(rows, states=work.states, owner=owner).update(
+        status=work.states.waiting, lease_owner="", lease_expires_at=None,
+        attempts=F("attempts") - 1, reserved_usd=None,
+    )  # fmt: skip
+
+
+@dataclass
+class BatchOutcome:
+    claimed: int = 0
+    done: int = 0
+    failed: int = 0
+    unstarted: int = 0
+    again_in: float | None = None  # seconds until the scope should be looked at again
+
+
+class _Recorder:
+    """Group commit of results: one transaction per burst, in the connection's thread."""
+
+    def __init__(self, work: Work, owner: str):
+        self.pending: list[Result] = []
+        self.writing = False
+        self.write = sync_to_async(work.record)
+        self.owner = owner
+
+    async def add(self, result: Result) -> None:
+        self.pending.append(result)
+        if self.writing:
+            return
+        self.writing = True
+        try:
+            while self.pending:
+                batch, self.pending = self.pending[:FLUSH_MAX], self.pending[FLUSH_MAX:]
+                await self.write(batch, owner=self.owner)
+        finally:
+            self.writing = False
+
+
+async def _execute(work: Work, scope: int, calls: list[Call], owner: str) -> BatchOutcome:
+    outcome = BatchOutcome()
+    models = {call.model.pk: call.model for call in calls}
+    local = {pk: asyncio.Semaphore(m.max_concurrent) for pk, m in models.items()}
+    recorder = _Recorder(work, owner)
+    stopping = asyncio.Event()
+    unstarted: list[int] = []
+    ids = [call.row_id for call in calls]
+    stopped = sync_to_async(_scope_stopped)
+    renew = sync_to_async(_renew)
+
+    async def watch() -> None:
+        # Pause or cancel takes effect within a poll; the lease is renewed every third of it.
+        renew_every = leases.lease_duration().total_seconds() / 3
+        since_renewal = 0.0
+        while True:
+            await asyncio.sleep(STOP_POLL_SECONDS)
+            since_renewal += STOP_POLL_SECONDS
+            if await stopped(work, scope):
+                stopping.set()
+                return
+            if since_renewal >= renew_every:
+                since_renewal = 0.0
+                await renew(work, ids, owner)
+
+    async def one(call: Call) -> None:
+        async with local[call.model.pk]:
+            if stopping.is_set():
+                unstarted.append(call.row_id)
+                return
+            try:
+                completion = await gateway.acomplete(
+                    model=call.model, messages=call.messages, purpose=call.purpose,
+                    params=call.params, schema=call.schema, check=call.check,
+                    caller=f"{work.name}:{call.row_id}", prompt=call.prompt, policy=work.policy,
+                )  # fmt: skip
+            except LLMError as exc:
+                result = Result(call=call, error=exc)
+                outcome.failed += 1
+            else:
+                result = Result(call=call, completion=completion)
+                outcome.done += 1
+        await recorder.add(result)
+
+    watcher = asyncio.create_task(watch())
+    try:
+        await asyncio.gather(*(one(call) for call in calls))
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
+        await gateway.aclose_redis()
+    if unstarted:
+        outcome.unstarted = await sync_to_async(batch_unclaim)(work, unstarted, owner=owner)
+    return outcome
+
+
+def _scope_stopped(work: Work, scope: int) -> bool:
+    with transaction.atomic():
+        return work.scope_lock(scope) is False
+
+
+def _renew(work: Work, ids: list[int], owner: str) -> None:
+    leases.lease_renew(
+        work.model._default_manager.filter(pk__in=ids), states=work.states, owner=owner
+    )
+
+
+def batch_run(*, work: str, scope: int, limit: int | None = None) -> BatchOutcome:
+    """Claim a batch of the scope's rows, make their calls and record the results."""
+    job = work_for(work)
+    owner = leases.lease_owner_name()
+    job.prepare(scope)
+    ids = batch_claim(job, scope, owner=owner, limit=limit or job.batch_size)
+    outcome = BatchOutcome(claimed=len(ids))
+    if ids:
+        calls, refused = job.calls(ids)
+        if refused:
+            job.refuse(refused, owner=owner)
+            outcome.failed += len(refused)
+        if calls:
+            # async_to_sync, not asyncio.run: the writes come back to this thread and its
+            # database connection, which Celery's Django integration manages between tasks.
+            ran = async_to_sync(_execute)(job, scope, calls, owner)
+            outcome.done, outcome.unstarted = ran.done, ran.unstarted
+            outcome.failed += ran.failed
+    outcome.again_in = job.settle(scope)
+    return outcome
+
+
+def expired_requeue(work: Work) -> list[int]:
+    """The sweep for one kind of work: rows whose lease ran out go back to waiting (their
+    worker died), rows out of attempts fail; the scopes that now have work to do, for the
+    caller to queue a batch for each. A scope that takes calls and has claimable rows but
+    no live holder is returned too (its batch message was lost)."""
+    now = timezone.now()
+    scopes = []
+    for scope in work.active_scopes():
+        rows = work.rows(scope)
+        expired = rows.filter(status=work.states.running, lease_expires_at__lt=now)
+        if expired.exists():
+            leases.leases_expire(expired, states=work.states, gave_up=work.gave_up())
+        live = rows.filter(status=work.states.running, lease_expires_at__gte=now).exists()
+        if not live and rows.filter(claimable(work.states, now)).exists():
+            scopes.append(scope)
+    return scopes

@@ -1,0 +1,36 @@
+"""Sampling runs and their responses: the rubric editor's reference answers
+(`reference`) and benchmark runs on the bulk engine (`sampling`)."""
+
+from .reference import (
+    GAVE_UP,
+    INTERACTIVE_POLICY,
+    LEASE_STATES,
+    REFERENCE_RUN_NAME,
+    reference_models_set,
+    reference_run_get,
+    response_generate,
+    responses_expired_requeue,
+    sample_answers_draw,
+)
+from .sampling import (
+    SAMPLE_WORK,
+    Estimate,
+    call_seed,
+    params_check,
+    responses_retry,
+    sampling_estimate,
+    sampling_run_budget_set,
+    sampling_run_cancel,
+    sampling_run_create,
+    sampling_run_launch,
+    sampling_run_pause,
+    sampling_run_resume,
+)
+
+__all__ = [
+    "GAVE_UP", "INTERACTIVE_POLICY", "LEASE_STATES", "REFERENCE_RUN_NAME", "SAMPLE_WORK",
+    "Estimate", "call_seed", "params_check", "reference_models_set", "reference_run_get",
+    "response_generate", "responses_expired_requeue", "responses_retry", "sample_answers_draw",
+    "sampling_estimate", "sampling_run_budget_set", "sampling_run_cancel", "sampling_run_create",
+    "sampling_run_launch", "sampling_run_pause", "sampling_run_resume",
+]  # fmt: skip

@@ -1,0 +1,415 @@
+"""Sampling runs: questions x models x samples, answered through the bulk engine.
+
+A run is made whole at creation: one `Response` per (run, model, question, sample index),
+unique, each with the seed its call carries (`call_seed`), so that what a run will do is
+in the database before it does any of it, progress is counted from those rows, and a rerun
+with the same seed asks each provider exactly the same things. Launching, pausing,
+resuming and cancelling only move the run's status; the engine (apps/llm/engine.py,
+`SampleWork` below) takes calls only while the run is running.
+"""
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from django.db import transaction
+from django.db.models.functions import Length
+from django.utils import timezone
+
+from apps.llm import costs, engine, leases
+from apps.llm.errors import PromptError
+from apps.llm.models import CallStatus, ModelConfig, PromptTemplate, Purpose
+from apps.llm.selectors import prompt_current, prompt_render
+from apps.questions.models import Question
+
+from ..errors import RunError
+from ..models import STOPPED_STATES, Response, ResponseStatus, RunKind, RunStatus, SamplingRun
+
+MAX_SAMPLES = 20
+MAX_ERROR_CHARS = 2000
+CREATE_BATCH = 5000
+FORBIDDEN_PARAMS = {"api_key", "api_base", "messages", "model", "seed", "n", "stream"}
+LEASE_STATES = leases.LeaseStates(
+    waiting=ResponseStatus.PENDING, running=ResponseStatus.RUNNING, failed=ResponseStatus.FAILED
+)
+
+
+def call_seed(run_seed: int, *parts: int) -> int:
+    """The seed a row's call carries: a hash of the run's seed and the row's identity, so
+    that every sample is a distinct call and a rerun repeats each one (as far as the
+    provider honours seeds; litellm drops it for providers without one). 31 bits: the
+    widest that every provider that takes a seed accepts."""
+    digest = hashlib.blake2b(":".join(map(str, (run_seed, *parts))).encode(), digest_size=8)
+    return int.from_bytes(digest.digest(), "big") % 2**31
+
+
+def params_check(params: object) -> dict:
+    """Call parameters a researcher set: a JSON object of litellm parameters."""
+    if params in (None, ""):
+        return {}
+    if not isinstance(params, dict):
+        raise RunError('Parameters must be a JSON object, such as {"temperature": 0.7}.')
+    forbidden = sorted(FORBIDDEN_PARAMS & set(params))
+    if forbidden:
+        raise RunError(
+            f"The parameter(s) {', '.join(forbidden)} cannot be set here: the run sets them."
+        )
+    return params
+
+
+@dataclass(frozen=True)
+class ModelEstimate:
+    model: ModelConfig
+    calls: int
+    tokens_in: int
+    tokens_out: int
+    cost_usd: Decimal | None  # None: nobody knows this model's price
+
+
+@dataclass(frozen=True)
+class Estimate:
+    calls: int
+    cost_usd: Decimal  # of the priced models
+    models: list[ModelEstimate] = field(default_factory=list)
+
+    @property
+    def unpriced(self) -> list[ModelConfig]:
+        return [m.model for m in self.models if m.cost_usd is None]
+
+
+def sampling_estimate(
+    *, questions: Iterable[Question], models: Iterable[ModelConfig], samples_per_item: int,
+    prompt: PromptTemplate,
+) -> Estimate:  # fmt: skip
+    """The number of calls and what they should cost: tokens in from the prompts' length,
+    tokens out from each model's recent average (apps/llm/costs.py)."""
+    question_ids = [q.pk for q in questions]
+    chars = (
+        Question.objects.filter(pk__in=question_ids)
+        .annotate(n=Length("text"))
+        .values_list("n", flat=True)
+    )
+    prompt_chars = len(prompt.system_text) + len(prompt.user_text)
+    total_in = sum(costs.tokens_in(n + prompt_chars) for n in chars) * samples_per_item
+    calls = len(question_ids) * samples_per_item
+    per_model = []
+    for model in models:
+        out = costs.typical_output_tokens(model, Purpose.SAMPLE) * calls
+        cost = costs.call_cost(costs.price_per_mtok(model), tokens_in=total_in, tokens_out=out)
+        per_model.append(
+            ModelEstimate(
+                model=model, calls=calls, tokens_in=total_in, tokens_out=out, cost_usd=cost
+            )
+        )
+    return Estimate(
+        calls=calls * len(per_model),
+        cost_usd=sum((m.cost_usd for m in per_model if m.cost_usd is not None), Decimal(0)),
+        models=per_model,
+    )
+
+
+def sampling_run_create(
+    *, name: str, questions: Iterable[Question], models: Iterable[ModelConfig],
+    samples_per_item: int = 5, prompt: PromptTemplate | None = None, params: dict | None = None,
+    budget_usd: Decimal | None = None, seed: int | None = None, selection: dict | None = None,
+    user=None,
+) -> SamplingRun:  # fmt: skip
+    """A draft run with all its responses, pending; `sampling_run_launch` starts it."""
+    questions, models = list(questions), list(models)
+    if not name.strip():
+        raise RunError("Give the run a name.")
+    if not questions:
+        raise RunError("Choose at least one question.")
+    if not models:
+        raise RunError("Choose at least one model.")
+    inactive = [m.display_name for m in models if not m.active]
+    if inactive:
+        raise RunError(f"These models are switched off: {', '.join(inactive)}.")
+    if not 1 <= samples_per_item <= MAX_SAMPLES:
+        raise RunError(f"Answers per question must be between 1 and {MAX_SAMPLES}.")
+    if budget_usd is not None and budget_usd <= 0:
+        raise RunError("A budget must be more than $0, or left empty for none.")
+    try:
+        prompt = prompt or prompt_current(purpose=Purpose.SAMPLE)
+    except PromptError as exc:
+        raise RunError(str(exc)) from exc
+    if prompt.purpose != Purpose.SAMPLE:
+        raise RunError(f"{prompt} is not a prompt for sampling answers.")
+    extra = {"seed": seed} if seed is not None else {}
+    with transaction.atomic():
+        run = SamplingRun.objects.create(
+            name=name.strip(), prompt=prompt, samples_per_item=samples_per_item,
+            params=params_check(params), budget_usd=budget_usd, selection=selection or {},
+            created_by=user, **extra,
+        )  # fmt: skip
+        run.model_configs.set(models)
+        run.questions.set(questions)
+        rows = (
+            Response(
+                run=run,
+                model=model,
+                question=question,
+                sample_index=index,
+                seed=call_seed(run.seed, model.pk, question.pk, index),
+            )
+            for question in questions
+            for model in models
+            for index in range(samples_per_item)
+        )
+        Response.objects.bulk_create(rows, batch_size=CREATE_BATCH)
+    return run
+
+
+def _benchmark_run(run_id: int) -> SamplingRun:
+    run = SamplingRun.objects.select_for_update().filter(pk=run_id, kind=RunKind.BENCHMARK).first()
+    if run is None:
+        raise RunError("There is no such sampling run.")
+    return run
+
+
+def sampling_run_launch(*, run: SamplingRun) -> SamplingRun:
+    """Draft -> running. The caller queues the engine's batches (workers.engine)."""
+    with transaction.atomic():
+        run = _benchmark_run(run.pk)
+        if run.status != RunStatus.DRAFT:
+            raise RunError(f"The run is {run.get_status_display().lower()}, not a draft.")
+        run.status, run.launched_at = RunStatus.RUNNING, timezone.now()
+        run.save(update_fields=["status", "launched_at"])
+    return run
+
+
+def sampling_run_pause(*, run: SamplingRun) -> SamplingRun:
+    """No new calls; the calls in flight finish and are kept."""
+    return _move(run, {RunStatus.RUNNING}, RunStatus.PAUSED)
+
+
+def sampling_run_resume(*, run: SamplingRun) -> SamplingRun:
+    """Go on from where it stopped: only rows not done are called. After the budget was
+    reached, raise the budget first."""
+    with transaction.atomic():
+        run = _benchmark_run(run.pk)
+        if run.status == RunStatus.BUDGET_REACHED and run.budget_usd is not None:
+            spent = engine.budget_short(SAMPLE_WORK, run.pk, limit=run.budget_usd)
+            if spent is not None:
+                raise RunError(
+                    f"The run has spent ${spent:.2f} of its ${run.budget_usd:.2f} budget, "
+                    "too little is left for its next call: raise the budget before resuming."
+                )
+    return _move(run, {RunStatus.PAUSED, RunStatus.BUDGET_REACHED}, RunStatus.RUNNING)
+
+
+def sampling_run_cancel(*, run: SamplingRun) -> SamplingRun:
+    """For good: nothing more is called. What was answered stays."""
+    return _move(
+        run, {RunStatus.DRAFT, RunStatus.RUNNING, *STOPPED_STATES} - {RunStatus.CANCELLED},
+        RunStatus.CANCELLED,
+    )  # fmt: skip
+
+
+def sampling_run_budget_set(*, run: SamplingRun, budget_usd: Decimal | None) -> SamplingRun:
+    if budget_usd is not None and budget_usd <= 0:
+        raise RunError("A budget must be more than $0, or left empty for none.")
+    with transaction.atomic():
+        run = _benchmark_run(run.pk)
+        run.budget_usd = budget_usd
+        run.save(update_fields=["budget_usd"])
+    return run
+
+
+def _move(run: SamplingRun, sources: set, target: str) -> SamplingRun:
+    with transaction.atomic():
+        run = _benchmark_run(run.pk)
+        if run.status not in sources:
+            raise RunError(
+                f"The run is {run.get_status_display().lower()}: it cannot be "
+                f"{RunStatus(target).label.lower()} now."
+            )
+        run.status = target
+        fields = ["status"]
+        if target == RunStatus.CANCELLED:
+            run.finished_at = timezone.now()
+            fields.append("finished_at")
+        run.save(update_fields=fields)
+    return run
+
+
+def responses_retry(*, run: SamplingRun, error_kind: str = "") -> int:
+    """Failed responses (all, or those that failed with `error_kind`) back to pending with
+    a fresh budget of attempts; a finished run runs again. How many."""
+    with transaction.atomic():
+        run = _benchmark_run(run.pk)
+        if run.status == RunStatus.CANCELLED:
+            raise RunError("The run was cancelled: nothing in it is called again.")
+        failed = run.responses.filter(status=ResponseStatus.FAILED)
+        if error_kind:
+            if error_kind not in CallStatus.values and error_kind != "worker":
+                raise RunError(f"Unknown kind of error: {error_kind!r}.")
+            failed = failed.filter(error_kind="" if error_kind == "worker" else error_kind)
+        count = failed.update(
+            status=ResponseStatus.PENDING, attempts=0, error="", error_kind="",
+            lease_owner="", lease_expires_at=None, reserved_usd=None, completed_at=None,
+        )  # fmt: skip
+        if count and run.status == RunStatus.FINISHED:
+            run.status, run.finished_at = RunStatus.RUNNING, None
+            run.save(update_fields=["status", "finished_at"])
+    return count
+
+
+class SampleWork(engine.Work):
+    """The engine's view of a benchmark run's responses."""
+
+    name = "runs.sample"
+    model = Response
+    states = LEASE_STATES
+    estimate_fields = ("pk", "model_id", "question_id", "run__prompt_id")
+
+    def rows(self, scope):
+        return Response.objects.filter(run_id=scope)
+
+    def scope_lock(self, scope):
+        run = (
+            SamplingRun.objects.select_for_update()
+            .filter(pk=scope, kind=RunKind.BENCHMARK)
+            .only("status", "budget_usd")
+            .first()
+        )
+        if run is None or run.status != RunStatus.RUNNING:
+            return False
+        if run.budget_usd is None:
+            return True
+        return engine.Budget(
+            limit=run.budget_usd, committed=engine.committed(self.rows(scope), states=self.states)
+        )
+
+    def budget_reached(self, scope):
+        SamplingRun.objects.filter(pk=scope, status=RunStatus.RUNNING).update(
+            status=RunStatus.BUDGET_REACHED
+        )
+
+    def estimate(self, rows):
+        models = ModelConfig.objects.in_bulk({r["model_id"] for r in rows})
+        prompts = PromptTemplate.objects.in_bulk({r["run__prompt_id"] for r in rows})
+        chars = dict(
+            Question.objects.filter(pk__in={r["question_id"] for r in rows})
+            .annotate(n=Length("text"))
+            .values_list("pk", "n")
+        )
+        prices = {pk: costs.price_per_mtok(m) for pk, m in models.items()}
+        out = {
+            pk: costs.typical_output_tokens(m, Purpose.SAMPLE, ceiling=True)
+            for pk, m in models.items()
+        }
+        estimates = []
+        for row in rows:
+            prompt = prompts[row["run__prompt_id"]]
+            tokens = costs.tokens_in(
+                chars[row["question_id"]] + len(prompt.system_text) + len(prompt.user_text)
+            )
+            cost = costs.call_cost(
+                prices[row["model_id"]], tokens_in=tokens, tokens_out=out[row["model_id"]]
+            )
+            estimates.append(cost or Decimal(0))
+        return estimates
+
+    def calls(self, ids):
+        calls, refused = [], []
+        responses = Response.objects.filter(pk__in=ids).select_related(
+            "model", "question", "run__prompt"
+        )
+        for response in responses:
+            try:
+                messages = prompt_render(
+                    template=response.run.prompt, variables={"question": response.question.text}
+                )
+            except PromptError as exc:
+                refused.append((response.pk, str(exc)))
+                continue
+            calls.append(
+                engine.Call(
+                    row_id=response.pk,
+                    model=response.model,
+                    messages=messages,
+                    purpose=Purpose.SAMPLE,
+                    params={**response.run.params, "seed": response.seed},
+                    prompt=response.run.prompt,
+                )
+            )
+        return calls, refused
+
+    def record(self, results, *, owner):
+        now = timezone.now()
+        with transaction.atomic():
+            mine = set(
+                engine.held(
+                    Response.objects.filter(pk__in=[r.call.row_id for r in results]),
+                    states=self.states,
+                    owner=owner,
+                )
+                .select_for_update()
+                .values_list("pk", flat=True)
+            )
+            rows = []
+            for result in results:
+                if result.call.row_id not in mine:
+                    continue  # presumed dead and taken over: the successor records it
+                row = Response(
+                    pk=result.call.row_id, lease_owner="", lease_expires_at=None,
+                    reserved_usd=None, completed_at=now,
+                )  # fmt: skip
+                if result.completion is not None:
+                    c = result.completion
+                    row.status, row.text, row.error, row.error_kind = (
+                        ResponseStatus.DONE,
+                        c.text,
+                        "",
+                        "",
+                    )
+                    row.input_tokens, row.output_tokens = c.input_tokens, c.output_tokens
+                    row.cost_usd, row.latency_ms = c.cost_usd, c.latency_ms
+                else:
+                    error = result.error
+                    row.status, row.text = ResponseStatus.FAILED, ""
+                    row.error, row.error_kind = str(error)[:MAX_ERROR_CHARS], error.status
+                    row.input_tokens = row.output_tokens = row.latency_ms = 0
+                    row.cost_usd = error.cost_usd
+                rows.append(row)
+            Response.objects.bulk_update(rows, RECORDED_FIELDS)
+
+    def refuse(self, failures, *, owner):
+        for pk, reason in failures:
+            leases.lease_end(
+                Response.objects.filter(pk=pk), states=self.states, owner=owner,
+                status=ResponseStatus.FAILED, error=reason[:MAX_ERROR_CHARS],
+                error_kind=CallStatus.BAD_REQUEST, reserved_usd=None, completed_at=timezone.now(),
+            )  # fmt: skip
+
+    def gave_up(self):
+        return {**super().gave_up(), "error_kind": "", "reserved_usd": None,
+                "completed_at": timezone.now()}  # fmt: skip
+
+    def active_scopes(self):
+        return SamplingRun.objects.filter(
+            kind=RunKind.BENCHMARK, status=RunStatus.RUNNING
+        ).values_list("pk", flat=True)
+
+    def settle(self, scope):
+        rows = self.rows(scope)
+        now = timezone.now()
+        if rows.filter(engine.claimable(self.states, now)).exists():
+            return 0
+        if rows.filter(status=self.states.running).exists():
+            return None  # their holders settle the run when they finish
+        with transaction.atomic():
+            SamplingRun.objects.filter(pk=scope, status=RunStatus.RUNNING).exclude(
+                responses__status__in=[ResponseStatus.PENDING, ResponseStatus.RUNNING]
+            ).update(status=RunStatus.FINISHED, finished_at=now)
+        return None
+
+
+RECORDED_FIELDS = [
+    "status", "text", "error", "error_kind", "input_tokens", "output_tokens", "cost_usd",
+    "latency_ms", "lease_owner", "lease_expires_at", "reserved_usd", "completed_at",
+]  # fmt: skip
+
+SAMPLE_WORK = engine.register(SampleWork())
