@@ -12,6 +12,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("llm/", include("apps.llm.urls")),
     path("rubrics/", include("apps.rubrics.urls")),
+    path("runs/", include("apps.runs.urls")),
+    path("grading/", include("apps.grading.urls")),
     path("", include("apps.surveys.urls")),
     path(
         "api/schema/",

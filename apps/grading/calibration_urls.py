@@ -1,0 +1,3 @@
+"""Calibration's routes, included by urls.py under calibration/ (namespace grading)."""
+
+urlpatterns = []

@@ -1,0 +1,2 @@
+"""Reads for the grading pages: grading runs and scores (`runs`), calibration
+(`calibration`)."""

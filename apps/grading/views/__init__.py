@@ -1,0 +1,1 @@
+"""The grading pages: grading runs (`runs`) and expert calibration (`calibration`)."""
