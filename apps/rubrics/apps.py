@@ -9,8 +9,20 @@ class RubricsConfig(AppConfig):
     verbose_name = "Rubrics"
 
     def ready(self):
+        from django.db.models import Exists, OuterRef
+
         from apps.accounts.home import home_panel_register
         from apps.accounts.roles import Role
+        from apps.runs.selection import question_condition_register
+
+        from .models import Rubric, RubricState
+
+        question_condition_register(
+            key="approved_rubric", label="With an approved rubric",
+            apply=lambda questions: questions.filter(
+                Exists(Rubric.objects.filter(question=OuterRef("pk"), state=RubricState.APPROVED))
+            ),
+        )  # fmt: skip
 
         home_panel_register(
             key="rubrics.expert", roles={Role.EXPERT},
