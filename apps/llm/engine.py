@@ -95,6 +95,7 @@ class Work:
     states: leases.LeaseStates
     policy: gateway.RetryPolicy = gateway.DEFAULT_POLICY
     batch_size: int = BATCH_SIZE
+    caller: str = ""  # how the ledger names a row's calls, "<caller>:<pk>"; default the name
 
     def rows(self, scope: int) -> QuerySet:
         """Every row of the scope."""
@@ -258,10 +259,15 @@ def batch_unclaim(work: Work, ids: list[int], *, owner: str) -> int:
     if not ids:
         return 0
     rows = work.model._default_manager.filter(pk__in=ids)
+    budgeted = {"reserved_usd": None} if _has_field(work.model, "reserved_usd") else {}
     return held(rows, states=work.states, owner=owner).update(
         status=work.states.waiting, lease_owner="", lease_expires_at=None,
-        attempts=F("attempts") - 1, reserved_usd=None,
+        attempts=F("attempts") - 1, **budgeted,
     )  # fmt: skip
+
+
+def _has_field(model, name: str) -> bool:
+    return any(f.name == name for f in model._meta.concrete_fields)
 
 
 @dataclass
@@ -329,7 +335,8 @@ async def _execute(work: Work, scope: int, calls: list[Call], owner: str) -> Bat
                 completion = await gateway.acomplete(
                     model=call.model, messages=call.messages, purpose=call.purpose,
                     params=call.params, schema=call.schema, check=call.check,
-                    caller=f"{work.name}:{call.row_id}", prompt=call.prompt, policy=work.policy,
+                    caller=f"{work.caller or work.name}:{call.row_id}", prompt=call.prompt,
+                    policy=work.policy,
                 )  # fmt: skip
             except LLMError as exc:
                 result = Result(call=call, error=exc)

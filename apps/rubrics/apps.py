@@ -16,6 +16,7 @@ class RubricsConfig(AppConfig):
         from apps.runs.selection import question_condition_register
 
         from .models import Rubric, RubricState
+        from .services import drafting  # noqa: F401  (registers the engine's work)
 
         question_condition_register(
             key="approved_rubric", label="With an approved rubric",

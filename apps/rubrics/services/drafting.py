@@ -9,8 +9,8 @@ worker died is taken over once its lease runs out.
 from django.db import transaction
 from django.utils import timezone
 
-from apps.llm import gateway, leases
-from apps.llm.errors import LLMError, PromptError
+from apps.llm import engine, gateway, leases
+from apps.llm.errors import PromptError
 from apps.llm.models import Purpose
 from apps.llm.selectors import prompt_current, prompt_render
 
@@ -97,37 +97,68 @@ def draft_job_request(*, rubric: Rubric, user) -> tuple[DraftJob, bool]:
     return job, True
 
 
+class DraftWork(engine.Work):
+    """The engine's view of one suggestion job: its scope is the job itself (an expert
+    waits for it). The per-kind sweep below requeues it (`draft_criteria_task`)."""
+
+    name = "rubrics.draft"
+    caller = "draftjob"
+    model = DraftJob
+    states = LEASE_STATES
+    policy = INTERACTIVE_POLICY
+
+    def rows(self, scope):
+        return DraftJob.objects.filter(pk=scope)
+
+    def calls(self, ids):
+        calls, refused = [], []
+        for job in DraftJob.objects.filter(pk__in=ids).select_related(
+            "rubric__question__topic", "model", "prompt"
+        ):
+            question = job.rubric.question
+            try:
+                messages = prompt_render(
+                    template=job.prompt,
+                    variables={"question": question.text, "topic": question.topic.name},
+                )
+            except PromptError as exc:
+                refused.append((job.pk, str(exc)))
+                continue
+            call = engine.Call(
+                row_id=job.pk, model=job.model, messages=messages, purpose=Purpose.RUBRIC_DRAFT,
+                schema=DRAFT_SCHEMA, prompt=job.prompt,
+            )  # fmt: skip
+            calls.append(call)
+        return calls, refused
+
+    def record(self, results, *, owner):
+        for result in results:
+            if result.completion is not None:
+                job = DraftJob.objects.select_related("rubric").get(pk=result.call.row_id)
+                _store(job, result.completion.data["criteria"], owner)
+            else:
+                self._fail(result.call.row_id, str(result.error), owner)
+
+    def refuse(self, failures, *, owner):
+        for pk, reason in failures:
+            self._fail(pk, reason, owner)
+
+    def _fail(self, pk: int, reason: str, owner: str) -> None:
+        leases.lease_end(
+            DraftJob.objects.filter(pk=pk), states=LEASE_STATES, owner=owner,
+            status=DraftStatus.FAILED, error=reason[:2000], finished_at=timezone.now(),
+        )  # fmt: skip
+
+
+DRAFT_WORK = engine.register(DraftWork())
+
+
 def draft_job_run(*, job_id: int) -> DraftJob | None:
-    """Make the job's model call and keep its suggestions. None: not ours to run (done,
-    failed, held by a live worker, or out of attempts)."""
-    owner = leases.lease_owner_name()
-    rows = DraftJob.objects.filter(pk=job_id)
-    if not leases.lease_claim(rows, states=LEASE_STATES, owner=owner, started_at=timezone.now()):
+    """Make the job's model call through the engine and keep its suggestions. None: not
+    ours to run (done, failed, held by a live worker, or out of attempts)."""
+    if not engine.batch_run(work=DRAFT_WORK.name, scope=job_id).claimed:
         return None
-    job = DraftJob.objects.select_related("rubric__question__topic", "model", "prompt").get(
-        pk=job_id
-    )
-    question = job.rubric.question
-    with leases.lease_kept(rows, states=LEASE_STATES, owner=owner):
-        try:
-            messages = prompt_render(
-                template=job.prompt,
-                variables={"question": question.text, "topic": question.topic.name},
-            )
-            completion = gateway.complete(
-                model=job.model, messages=messages, purpose=Purpose.RUBRIC_DRAFT,
-                schema=DRAFT_SCHEMA, caller=f"draftjob:{job.pk}", prompt=job.prompt,
-                policy=INTERACTIVE_POLICY,
-            )  # fmt: skip
-        except (LLMError, PromptError) as exc:
-            leases.lease_end(
-                rows, states=LEASE_STATES, owner=owner, status=DraftStatus.FAILED,
-                error=str(exc)[:2000], finished_at=timezone.now(),
-            )  # fmt: skip
-        else:
-            _store(job, completion.data["criteria"], owner)
-    job.refresh_from_db()
-    return job
+    return DraftJob.objects.get(pk=job_id)
 
 
 def draft_jobs_expired_requeue() -> list[int]:

@@ -1,8 +1,6 @@
-"""Sampling runs and their responses.
-
-For now this holds what the rubric editor needs: answers from a configured set of reference
+"""The rubric editor's reference answers: answers from a configured set of reference
 models, taken from a sampling run when one has them, otherwise generated on demand through
-the gateway and kept in the one reference run. The sampling engine builds on the same rows.
+the bulk engine, one at a time, and kept in the one reference run.
 """
 
 import random
@@ -11,22 +9,19 @@ from collections.abc import Iterable
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from apps.llm import gateway, leases
-from apps.llm.errors import LLMError, PromptError
+from apps.llm import engine, gateway, leases
+from apps.llm.errors import PromptError
 from apps.llm.models import ModelConfig, Purpose
-from apps.llm.selectors import prompt_current, prompt_render
+from apps.llm.selectors import prompt_current
 from apps.questions.models import Question
 
 from ..errors import RunError
 from ..models import Response, ResponseStatus, RunKind, RunStatus, SamplingRun
+from .sampling import LEASE_STATES, SampleWork, call_seed
 
 REFERENCE_RUN_NAME = "Reference answers (on demand)"
 # An expert is waiting for these answers: give up sooner than a batch run would.
 INTERACTIVE_POLICY = gateway.RetryPolicy(max_attempts=3, max_total_seconds=60.0)
-MAX_ERROR_CHARS = 2000
-LEASE_STATES = leases.LeaseStates(
-    waiting=ResponseStatus.PENDING, running=ResponseStatus.RUNNING, failed=ResponseStatus.FAILED
-)
 GAVE_UP = "The worker generating this answer stopped {attempts} times before it finished."
 
 
@@ -90,7 +85,8 @@ def _answer_for(run: SamplingRun, model: ModelConfig, question: Question, rng) -
         return rng.choice(from_runs or done)
     response, _created = Response.objects.get_or_create(
         run=run, model=model, question=question, sample_index=0,
-        defaults=leases.lease_waiting_fields(),
+        defaults={**leases.lease_waiting_fields(),
+                  "seed": call_seed(run.seed, model.pk, question.pk, 0)},
     )  # fmt: skip
     if response.status == ResponseStatus.FAILED:
         # Drawn again after a failure: try again rather than show the old error for ever,
@@ -102,45 +98,39 @@ def _answer_for(run: SamplingRun, model: ModelConfig, question: Question, rng) -
     return response
 
 
-def response_generate(*, response_id: int) -> Response | None:
-    """Claim a pending response, ask its model through the gateway, and record the answer.
+class ReferenceWork(SampleWork):
+    """The engine's view of one on-demand reference answer: its scope is the response
+    itself, because an expert waits for that one answer. The same calls and records as a
+    benchmark run's, with the interactive retry policy; the per-kind sweep below requeues
+    it (`sample_answer_task`), not the engine's."""
 
-    Returns None when the response was not ours to work on (done, failed, held by a live
-    worker, or out of attempts), so running this twice makes one call. The worker holds it
-    under a lease (apps/llm/leases.py), taken over when the worker dies. No transaction is
-    held while the model is called.
-    """
-    owner = leases.lease_owner_name()
-    rows = Response.objects.filter(pk=response_id)
-    if not leases.lease_claim(rows, states=LEASE_STATES, owner=owner, started_at=timezone.now()):
+    name = "runs.reference"
+    caller = "response"
+    policy = INTERACTIVE_POLICY
+
+    def rows(self, scope):
+        return Response.objects.filter(pk=scope, run__kind=RunKind.REFERENCE)
+
+    def scope_lock(self, scope):
+        return True
+
+    def active_scopes(self):
+        return ()
+
+    def settle(self, scope):
         return None
-    response = Response.objects.select_related("run__prompt", "model", "question").get(
-        pk=response_id
-    )
-    with leases.lease_kept(rows, states=LEASE_STATES, owner=owner):
-        try:
-            messages = prompt_render(
-                template=response.run.prompt, variables={"question": response.question.text}
-            )
-            completion = gateway.complete(
-                model=response.model, messages=messages, purpose=Purpose.SAMPLE,
-                caller=f"response:{response.pk}", prompt=response.run.prompt,
-                policy=INTERACTIVE_POLICY,
-            )  # fmt: skip
-        except (LLMError, PromptError) as exc:
-            leases.lease_end(
-                rows, states=LEASE_STATES, owner=owner, status=ResponseStatus.FAILED,
-                error=str(exc)[:MAX_ERROR_CHARS], completed_at=timezone.now(),
-            )  # fmt: skip
-        else:
-            leases.lease_end(
-                rows, states=LEASE_STATES, owner=owner, status=ResponseStatus.DONE,
-                text=completion.text, error="", input_tokens=completion.input_tokens,
-                output_tokens=completion.output_tokens, cost_usd=completion.cost_usd,
-                latency_ms=completion.latency_ms, completed_at=timezone.now(),
-            )  # fmt: skip
-    response.refresh_from_db()
-    return response
+
+
+REFERENCE_WORK = engine.register(ReferenceWork())
+
+
+def response_generate(*, response_id: int) -> Response | None:
+    """Claim a pending reference answer, ask its model through the engine, and record the
+    answer. None when it was not ours to work on (done, failed, held by a live worker, or
+    out of attempts), so running this twice makes one call."""
+    if not engine.batch_run(work=REFERENCE_WORK.name, scope=response_id).claimed:
+        return None
+    return Response.objects.select_related("model", "question").get(pk=response_id)
 
 
 def responses_expired_requeue() -> list[int]:
