@@ -272,16 +272,18 @@ def run() -> int:
         log("loading the demo")
         offline_port = os.environ.get("OFFLINE_LLM_PORT", "8089")
         stack.env.setdefault("OFFLINE_LLM_URL", f"http://127.0.0.1:{offline_port}/v1")
+        # The provider first: the demo's model runs call it while they load.
+        stack.spawn(
+            "offline-llm",
+            [PYTHON, "-m", "offline_llm", "--port", offline_port,
+             "--latency-ms", os.environ.get("OFFLINE_LLM_LATENCY_MS", "400"), "--jitter-ms", "300"],
+        )  # fmt: skip
+        wait_for_port("127.0.0.1", int(offline_port), 30, "The offline LLM provider")
         stack.manage("load_demo")
         stack.spawn(
             "web",
             [str(BIN / "gunicorn"), "config.wsgi", "--bind", f"{host}:{port}",
              "--workers", "2", "--threads", "4", "--access-logfile", "-"],
-        )  # fmt: skip
-        stack.spawn(
-            "offline-llm",
-            [PYTHON, "-m", "offline_llm", "--port", offline_port,
-             "--latency-ms", os.environ.get("OFFLINE_LLM_LATENCY_MS", "400"), "--jitter-ms", "300"],
         )  # fmt: skip
         for name, queue in WORKERS.items():
             stack.spawn(

@@ -8,6 +8,7 @@ from apps.accounts.models import User
 from apps.accounts.roles import Role
 from apps.accounts.services import user_create
 from apps.demo.rubrics import demo_rubrics_load
+from apps.demo.runs import demo_runs_load
 from apps.demo.surveys import PARTICIPANT_QUERY, demo_surveys_load
 from apps.llm.models import ModelConfig
 
@@ -56,6 +57,8 @@ class Command(BaseCommand):
                 },
             )  # fmt: skip
         self.stdout.write(f"Rubric demo: {demo_rubrics_load()}")
+        summary, _run, _grading = demo_runs_load()
+        self.stdout.write(f"Model-run demo: {summary}")
         study, state = demo_surveys_load()
         self.stdout.write(
             f"Survey demo ({state}): participants start at /s/{study.slug}/?{PARTICIPANT_QUERY}"
