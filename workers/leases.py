@@ -18,7 +18,6 @@ from celery import shared_task
 from apps.llm import engine
 from apps.rubrics.services import draft_jobs_expired_requeue
 from apps.runs.services import responses_expired_requeue
-from apps.surveys.services import response_generations_expired_requeue
 
 from .delivery import CappedRedeliveryTask
 from .drafting import draft_criteria_task, sample_answer_task
@@ -31,8 +30,12 @@ log = logging.getLogger(__name__)
 LEASED = (
     ("suggestion job", draft_jobs_expired_requeue, draft_criteria_task),
     ("reference answer", responses_expired_requeue, sample_answer_task),
-    ("response generation", response_generations_expired_requeue, generate_responses_task),
 )
+
+
+# Work on the engine whose scopes have a task of their own, and what the sweep calls it;
+# the rest is queued as `run_batch_task`.
+OWN_TASKS = {"surveys.scenario_response": ("response generation", generate_responses_task)}
 
 
 @shared_task(name="workers.leases.requeue_expired", base=CappedRedeliveryTask)
@@ -48,11 +51,17 @@ def requeue_expired() -> dict[str, int]:
         requeued[kind] = len(ids)
     for work in engine.works():
         scopes = engine.expired_requeue(work)
+        kind, task = OWN_TASKS.get(work.name, (work.name, None))
         for scope in scopes:
-            run_batch_task.delay(work.name, scope)
+            if task is None:
+                run_batch_task.delay(work.name, scope)
+            else:
+                task.delay(scope)
         if scopes:
-            log.warning("queued a batch of %s for %s run(s) nobody was working", work.name, scopes)
-        requeued[work.name] = len(scopes)
+            log.warning(
+                "queued %s for %s scope(s) nobody was working: %s", kind, len(scopes), scopes
+            )
+        requeued[kind] = len(scopes)
     return requeued
 
 

@@ -1,17 +1,16 @@
 """Survey tasks: freeing expired reservations (beat, every minute) and generating the
-responses participants rate (on the `llm` queue, beside the gateway's other model calls).
+responses participants rate (on the `llm` queue, on the bulk engine like every model call
+in bulk).
 
-Generating is services.scenario_responses_generate, which claims its generation row under
-a lease and makes no call twice, so a redelivered or repeated task is harmless; this task
-decides when to try again. How many times is the row's budget of attempts
-(apps/llm/leases.py MAX_ATTEMPTS), which counts a retry and a crash alike: Celery's own
-count is off (max_retries=None), so that there is one budget.
+Generating claims the generation's calls under a lease and makes no call twice, so a
+redelivered or repeated task is harmless. A call that failed after the gateway's bounded
+retries keeps its reason, and the study page offers to generate the missing responses
+again.
 """
 
 import logging
 
 from celery import shared_task
-from django.conf import settings
 
 from apps.surveys import services
 
@@ -28,24 +27,17 @@ def expire_reservations() -> int:
     return freed
 
 
-@shared_task(
-    name="workers.surveys.generate_responses", base=CappedRedeliveryTask, bind=True,
-    max_retries=None,
-)  # fmt: skip
-def generate_responses(self, generation_id: int) -> dict | str:
-    """Make the generation's missing responses (`services.scenario_responses_request`
-    makes the row). Calls that failed in a way worth retrying are retried, the whole
-    task, LLM_RETRY_SECONDS later, while the row has attempts left. Should the retry's
-    message be lost, the lease sweep (workers/leases.py) queues the task again."""
-    retry_seconds = settings.LLM_RETRY_SECONDS
-    outcome = services.scenario_responses_generate(
-        generation_id=generation_id, retry_seconds=retry_seconds
-    )
+@shared_task(name="workers.surveys.generate_responses", base=CappedRedeliveryTask)
+def generate_responses(generation_id: int) -> dict | str:
+    """Work a batch of the generation's calls on the bulk engine, and queue the next batch
+    while calls are left (`services.scenario_responses_request` makes the calls). Should a
+    message be lost or its worker die, the lease sweep (workers/leases.py) queues it again."""
+    outcome = services.scenario_responses_generate(generation_id=generation_id)
     if outcome is None:
         return "skipped"
-    if outcome.get("retry") and self.request.id and not self.request.is_eager:
-        raise self.retry(countdown=retry_seconds)
-    return outcome
+    if outcome.again_in is not None:
+        generate_responses.apply_async((generation_id,), countdown=outcome.again_in)
+    return {"claimed": outcome.claimed, "done": outcome.done, "failed": outcome.failed}
 
 
 expire_reservations_task = expire_reservations

@@ -30,6 +30,7 @@ provider's concurrency limit, not the loop, what binds.
 import asyncio
 import contextlib
 import datetime as dt
+import hashlib
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -49,6 +50,12 @@ log = logging.getLogger(__name__)
 BATCH_SIZE = 200
 STOP_POLL_SECONDS = 1.0
 FLUSH_MAX = 200
+# Calls one batch has in the gateway at once. Each holds at most one Redis connection at a
+# time (admission, the BLPOP wait for a free slot, release), and a loop's redis.asyncio
+# client opens at most 100 (redis-py's default pool) before it raises MaxConnectionsError:
+# a grader with a limit of 256 and a batch of 200 hit it. Below the pool, and above what
+# one process's CPU can use (about 80 calls/s at 300 ms latency: 24 in flight).
+IN_FLIGHT_MAX = 80
 GAVE_UP = "The worker making this call stopped {attempts} times before it finished."
 
 
@@ -165,6 +172,15 @@ def work_for(name: str) -> Work:
 
 def works() -> list[Work]:
     return list(_registry.values())
+
+
+def call_seed(run_seed: int, *parts: int) -> int:
+    """The seed a row's call carries: a hash of the run's seed and the row's identity, so
+    that every sample is a distinct call and a rerun repeats each one (as far as the
+    provider honours seeds; litellm drops it for providers without one). 31 bits: the
+    widest that every provider that takes a seed accepts."""
+    digest = hashlib.blake2b(":".join(map(str, (run_seed, *parts))).encode(), digest_size=8)
+    return int.from_bytes(digest.digest(), "big") % 2**31
 
 
 def claimable(states: leases.LeaseStates, now: dt.datetime) -> Q:
@@ -305,6 +321,8 @@ async def _execute(work: Work, scope: int, calls: list[Call], owner: str) -> Bat
     outcome = BatchOutcome()
     models = {call.model.pk: call.model for call in calls}
     local = {pk: asyncio.Semaphore(m.max_concurrent) for pk, m in models.items()}
+    # Taken after the model's own, so a call waiting for a busy model holds no place here.
+    in_flight = asyncio.Semaphore(IN_FLIGHT_MAX)
     recorder = _Recorder(work, owner)
     stopping = asyncio.Event()
     unstarted: list[int] = []
@@ -313,21 +331,24 @@ async def _execute(work: Work, scope: int, calls: list[Call], owner: str) -> Bat
     renew = sync_to_async(_renew)
 
     async def watch() -> None:
-        # Pause or cancel takes effect within a poll; the lease is renewed every third of it.
+        # Pause or cancel takes effect within a poll; the lease is renewed every third of it,
+        # by the clock: a poll waits behind the batch's writes in the connection's thread and
+        # can take seconds on a loaded machine, so counting polls let leases lapse (15 s
+        # leases, benchmarks/run_at_scale.py: a batch's last calls were made twice).
+        loop = asyncio.get_running_loop()
         renew_every = leases.lease_duration().total_seconds() / 3
-        since_renewal = 0.0
+        renewed = loop.time()
         while True:
             await asyncio.sleep(STOP_POLL_SECONDS)
-            since_renewal += STOP_POLL_SECONDS
             if await stopped(work, scope):
                 stopping.set()
                 return
-            if since_renewal >= renew_every:
-                since_renewal = 0.0
+            if loop.time() - renewed >= renew_every:
+                renewed = loop.time()
                 await renew(work, ids, owner)
 
     async def one(call: Call) -> None:
-        async with local[call.model.pk]:
+        async with local[call.model.pk], in_flight:
             if stopping.is_set():
                 unstarted.append(call.row_id)
                 return
@@ -396,7 +417,8 @@ def expired_requeue(work: Work) -> list[int]:
     """The sweep for one kind of work: rows whose lease ran out go back to waiting (their
     worker died), rows out of attempts fail; the scopes that now have work to do, for the
     caller to queue a batch for each. A scope that takes calls and has claimable rows but
-    no live holder is returned too (its batch message was lost)."""
+    no live holder is returned too (its batch message was lost); one with neither is
+    settled (its last rows may have failed here, with no batch left to finish it)."""
     now = timezone.now()
     scopes = []
     for scope in work.active_scopes():
@@ -405,6 +427,14 @@ def expired_requeue(work: Work) -> list[int]:
         if expired.exists():
             leases.leases_expire(expired, states=work.states, gave_up=work.gave_up())
         live = rows.filter(status=work.states.running, lease_expires_at__gte=now).exists()
-        if not live and rows.filter(claimable(work.states, now)).exists():
+        if live:
+            continue
+        if rows.filter(claimable(work.states, now)).exists():
             scopes.append(scope)
+        else:
+            # Nothing to claim and nobody working: if its last rows failed here (out of
+            # attempts), no batch will come to settle the scope, so settle it here; queue
+            # one if that finds work due now (grading: answers with no rows yet).
+            if work.settle(scope) == 0:
+                scopes.append(scope)
     return scopes

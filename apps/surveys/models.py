@@ -189,12 +189,17 @@ ACTIVE_GENERATION = [GenerationStatus.QUEUED, GenerationStatus.RUNNING]
 
 
 class ResponseGeneration(Leased):
-    """One "generate the missing responses" request: `model` asked for a response to every
-    scenario of the study that has none. A worker holds it under a lease
-    (apps/llm/leases.py); how far it got is counted from the study's scenarios."""
+    """One "generate the missing responses" request: `model` asked, with one pinned prompt
+    version, for a response to every scenario of the study that had none. Each of those is
+    a `ScenarioResponseCall` that the bulk engine claims (apps/llm/engine.py); this row says
+    how the request ended. (Its lease fields date from when it was itself the unit of work.)"""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="generations")
     model = models.ForeignKey(ModelConfig, on_delete=models.PROTECT, related_name="+")
+    prompt = models.ForeignKey(
+        PromptTemplate, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    seed = models.BigIntegerField(default=0, help_text="Each call's seed is derived from it.")
     go_live = models.BooleanField(
         default=False, help_text="Put the draft study live once every scenario has a response."
     )
@@ -222,6 +227,48 @@ class ResponseGeneration(Leased):
 
     def __str__(self):
         return f"Responses from {self.model_id} for study {self.study_id} ({self.status})"
+
+
+class ScenarioCallStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class ScenarioResponseCall(Leased):
+    """One call of a generation: the model asked for its response to one of the study's
+    scenarios. A worker holds it under a lease while it asks."""
+
+    generation = models.ForeignKey(
+        ResponseGeneration, on_delete=models.CASCADE, related_name="calls"
+    )
+    study_scenario = models.ForeignKey(StudyScenario, on_delete=models.CASCADE, related_name="+")
+    status = models.CharField(
+        max_length=10,
+        choices=ScenarioCallStatus.choices,
+        default=ScenarioCallStatus.PENDING,
+    )
+    seed = models.BigIntegerField(null=True, blank=True)
+    response = models.ForeignKey(
+        ScenarioResponse, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    error_kind = models.CharField(max_length=20, blank=True)
+    error = models.TextField(blank=True)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["generation", "study_scenario"], name="one_call_per_generation_scenario"
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.generation} / {self.study_scenario_id} ({self.status})"
 
 
 class ItemKind(models.TextChoices):

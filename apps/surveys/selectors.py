@@ -26,6 +26,7 @@ from .models import (
     ResponseGeneration,
     ReviewStatus,
     Scenario,
+    ScenarioCallStatus,
     ScenarioResponse,
     Study,
     StudyScenario,
@@ -83,9 +84,21 @@ def study_progress(*, study: Study, rows=None) -> Progress:
 
 
 def study_generation_latest(*, study: Study) -> ResponseGeneration | None:
-    """The study's latest request for generated responses, with its model: the study page
-    says whether it waits, runs, has stalled (its worker stopped) or failed."""
-    return study.generations.select_related("model").first()
+    """The study's latest request for generated responses, with its model and its calls
+    counted (`calls_pending`, `calls_running`, `calls_done`, `calls_failed`, and
+    `calls_stalled`: running under a lease that ran out, so its worker stopped): the study
+    page says whether it waits, runs, has stalled or failed."""
+    now = timezone.now()
+    counts = {
+        f"calls_{state}": Count("calls", filter=Q(calls__status=state))
+        for state in ScenarioCallStatus.values
+    }
+    stalled = Q(calls__status=ScenarioCallStatus.RUNNING, calls__lease_expires_at__lt=now)
+    return (
+        study.generations.select_related("model")
+        .annotate(**counts, calls_stalled=Count("calls", filter=stalled))
+        .first()
+    )
 
 
 def study_items_frozen(*, study: Study) -> bool:

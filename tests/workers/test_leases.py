@@ -25,7 +25,12 @@ from apps.runs.models import Response, ResponseStatus
 from apps.runs.services import reference_models_set, sample_answers_draw
 from apps.surveys import services as survey_services
 from apps.surveys.forms import DEFAULT_TEXTS
-from apps.surveys.models import GenerationStatus, ResponseGeneration
+from apps.surveys.models import (
+    GenerationStatus,
+    ResponseGeneration,
+    ScenarioCallStatus,
+    ScenarioResponseCall,
+)
 from config.celery import TASK_MODULES, app
 from tests.conftest import wait_until
 from tests.factories import CODES, offline_model, question_assigned
@@ -44,6 +49,10 @@ class Kind:
     task: object
     running: str
     done: str
+    scope_of: object = None  # the task's argument for a row, when it is not the row's pk
+
+    def scope(self, pk: int) -> int:
+        return self.scope_of(pk) if self.scope_of else pk
 
 
 KINDS = {
@@ -51,11 +60,13 @@ KINDS = {
     "reference answer": Kind(
         Response, sample_answer_task, ResponseStatus.RUNNING, ResponseStatus.DONE
     ),
+    # The generation's calls are the leased rows; its task takes the generation.
     "scenario responses": Kind(
-        ResponseGeneration,
+        ScenarioResponseCall,
         generate_responses_task,
-        GenerationStatus.RUNNING,
-        GenerationStatus.DONE,
+        ScenarioCallStatus.RUNNING,
+        ScenarioCallStatus.DONE,
+        scope_of=lambda pk: ScenarioResponseCall.objects.get(pk=pk).generation_id,
     ),
 }
 
@@ -77,7 +88,7 @@ def job_make(kind: str, url: str, expert, scenarios) -> int:
         scenarios=scenarios[:6], name="killed", **DEFAULT_TEXTS, **CODES
     )
     generation, _to_enqueue = survey_services.scenario_responses_request(study=study, model=model)
-    return generation.pk
+    return generation.calls.order_by("pk").first().pk
 
 
 @pytest.fixture
@@ -111,7 +122,7 @@ def test_a_job_whose_worker_was_killed_is_taken_over_and_finishes(
     pool = "prefork" if killed == "pool child" else "solo"
     queue, worker = start_worker(env=WORKER_ENV, pool=pool)
     routed(kind.task, queue)
-    kind.task.delay(pk)
+    kind.task.delay(kind.scope(pk))
 
     pid = wait_until(lambda: holder_pid(kind, pk), timeout=60)
     assert pid is not None
@@ -141,18 +152,22 @@ def test_the_study_page_shows_a_stalled_generation_its_takeover_and_a_late_messa
 ):  # fmt: skip
     settings.LLM_LEASE_SECONDS = LEASE_SECONDS
     kind = KINDS["scenario responses"]
-    pk = job_make("scenario responses", offline_provider(latency_ms=LATENCY_MS), None, scenarios)
+    call = job_make("scenario responses", offline_provider(latency_ms=LATENCY_MS), None, scenarios)
+    pk = kind.scope(call)
     generation = ResponseGeneration.objects.get(pk=pk)
     page_url = f"/studies/{generation.study_id}/"
     client.force_login(researcher)
     queue, worker = start_worker(env=WORKER_ENV)
     routed(generate_responses_task, queue)
     generate_responses_task.delay(pk)
-    assert wait_until(lambda: holder_pid(kind, pk), timeout=60) == worker.pid
+    assert wait_until(lambda: holder_pid(kind, call), timeout=60) == worker.pid
     worker.kill()
     worker.wait()
 
-    assert wait_until(lambda: ResponseGeneration.objects.get(pk=pk).lease_ran_out, timeout=30)
+    stalled = ScenarioResponseCall.objects.filter(
+        generation_id=pk, status=ScenarioCallStatus.RUNNING
+    )
+    assert wait_until(lambda: all(c.lease_ran_out for c in stalled), timeout=30)
     page = client.get(page_url).content.decode()
     assert "the worker generating them stopped" in page
     assert "6 of 6 scenario(s) without a response" in page
@@ -173,29 +188,32 @@ def test_the_study_page_shows_a_stalled_generation_its_takeover_and_a_late_messa
 
 
 @pytest.mark.worker
-def test_retryable_failures_spend_the_one_budget_of_attempts_and_the_page_shows_the_failure(
+def test_calls_that_keep_failing_keep_their_reason_and_the_page_shows_the_failure(
     start_worker, routed, migrated_rows, offline_provider, researcher, scenarios, client
 ):
-    # Every call is rate limited, so each attempt fails in a way worth retrying.
-    pk = job_make(
+    # Every call is rate limited: the gateway's bounded retries are spent on each, and the
+    # call fails with its reason, for the researcher to generate the missing ones again.
+    call = job_make(
         "scenario responses", offline_provider(rate_429=1, retry_after=0), None, scenarios
     )
-    queue, _worker = start_worker(env={**WORKER_ENV, "LLM_RETRY_SECONDS": "1"})
+    pk = KINDS["scenario responses"].scope(call)
+    queue, _worker = start_worker(env=WORKER_ENV)
     routed(generate_responses_task, queue)
     generate_responses_task.delay(pk)
 
     failed = lambda: ResponseGeneration.objects.get(pk=pk).status == GenerationStatus.FAILED  # noqa: E731
     assert wait_until(failed, timeout=180, interval=0.5)
     generation = ResponseGeneration.objects.get(pk=pk)
-    assert generation.attempts == leases.MAX_ATTEMPTS
-    # Each attempt asked for all six responses, each with the gateway's own bounded retries.
-    asked = LLMCall.objects.filter(caller__startswith="study_scenario:")
-    assert asked.count() == leases.MAX_ATTEMPTS * 6 * DEFAULT_POLICY.max_attempts
+    calls = generation.calls.all()
+    assert {(c.status, c.error_kind, c.attempts) for c in calls} == {
+        (ScenarioCallStatus.FAILED, CallStatus.RATE_LIMITED, 1)
+    }
+    # Each of the six calls was asked with the gateway's own bounded retries, once.
+    asked = LLMCall.objects.filter(caller__startswith="scenario_response_call:")
+    assert asked.count() == 6 * DEFAULT_POLICY.max_attempts
     client.force_login(researcher)
     page = client.get(f"/studies/{generation.study_id}/").content.decode()
-    assert (
-        f"failed: 6 scenario(s) still have no response after attempt {leases.MAX_ATTEMPTS}" in page
-    )
+    assert "failed: 6 scenario(s) still have no response: 6 call(s) failed" in page
 
 
 def test_a_job_whose_worker_keeps_dying_fails_with_a_message_after_its_attempts(

@@ -17,6 +17,8 @@ from apps.surveys.models import (
     AssignmentStatus,
     GenerationStatus,
     ResponseSource,
+    ScenarioCallStatus,
+    ScenarioResponseCall,
     StudyStatus,
 )
 from tests.conftest import ROOT, live_database_url, wait_until
@@ -82,7 +84,9 @@ def test_worker_generates_responses_with_provenance_and_the_study_goes_live(
             True,
         )
         assert response.prompt_version == "scenario_response v1"
-        call = LLMCall.objects.get(caller=f"study_scenario:{ss.pk}", status=CallStatus.OK)
+        row = ScenarioResponseCall.objects.get(study_scenario=ss)
+        assert (row.status, row.response_id) == (ScenarioCallStatus.DONE, response.pk)
+        call = LLMCall.objects.get(caller=f"scenario_response_call:{row.pk}", status=CallStatus.OK)
         # The call saw the scenario's own task and context, through the versioned prompt.
         assert call.prompt_template_id == response.prompt_id
 
@@ -104,8 +108,9 @@ def test_generating_twice_makes_no_call_twice(
     )  # asked again: nothing missing
     other = draft_study(scenarios, count=3)  # same scenarios in a new study: reused, not re-asked
     third = generate_responses_task.run(generation_of(other, model))
-    assert again == "skipped"
-    assert (first["ok"], second["ok"], third["ok"], third["reused"]) == (3, 0, 0, 3)
+    assert first["done"] == 3
+    assert again == second == third == "skipped"  # nothing left to call
+    assert other.study_scenarios.filter(response__isnull=True).count() == 0  # reused
     assert LLMCall.objects.count() == calls == 3
 
 

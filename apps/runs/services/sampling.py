@@ -8,7 +8,6 @@ resuming and cancelling only move the run's status; the engine (apps/llm/engine.
 `SampleWork` below) takes calls only while the run is running.
 """
 
-import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -35,13 +34,8 @@ LEASE_STATES = leases.LeaseStates(
 )
 
 
-def call_seed(run_seed: int, *parts: int) -> int:
-    """The seed a row's call carries: a hash of the run's seed and the row's identity, so
-    that every sample is a distinct call and a rerun repeats each one (as far as the
-    provider honours seeds; litellm drops it for providers without one). 31 bits: the
-    widest that every provider that takes a seed accepts."""
-    digest = hashlib.blake2b(":".join(map(str, (run_seed, *parts))).encode(), digest_size=8)
-    return int.from_bytes(digest.digest(), "big") % 2**31
+# Every call's seed: a hash of its run's seed and the row (apps/llm/engine.py).
+call_seed = engine.call_seed
 
 
 def params_check(params: object) -> dict:

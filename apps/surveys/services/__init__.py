@@ -26,8 +26,8 @@ from .review import (
     participants_approve,
 )
 from .scenarios import (
+    SCENARIO_RESPONSE_WORK,
     ImportSummary,
-    response_generations_expired_requeue,
     response_import_csv,
     scenario_import_json,
     scenario_response_record,
@@ -40,6 +40,7 @@ from .studies import study_create, study_set_status, study_update, survey_item_s
 __all__ = [
     "MAX_EXPLANATION",
     "MIN_REJECTION_MESSAGE",
+    "SCENARIO_RESPONSE_WORK",
     "ImportSummary",
     "ProlificParams",
     "answer_save",
@@ -58,7 +59,6 @@ __all__ = [
     "participant_reject",
     "participants_approve",
     "prolific_params_parse",
-    "response_generations_expired_requeue",
     "response_import_csv",
     "scenario_import_json",
     "scenario_response_record",

@@ -1,27 +1,26 @@
 """Scenarios and the responses participants rate: PrivacyLens records imported, responses
 imported from CSV or generated through the gateway.
 
-Generation follows the gateway's rules (DESIGN.md, "Work that survives failure"): the model
-is called outside any transaction and each answer is saved in its own short one; a scenario
-that already has a response from this model and prompt version is not asked again, so a
-redelivered or repeated task makes no call twice. Each request is a `ResponseGeneration`
-row that a worker holds under a lease (apps/llm/leases.py): when the worker dies, another
-takes it over and goes on from the scenarios still missing a response.
+Generation runs on the bulk engine (apps/llm/engine.py): a request is a
+`ResponseGeneration` with one `ScenarioResponseCall` per scenario still missing a response,
+each claimed under a lease, called with no transaction open and recorded in a short one; a
+scenario that already has a response from this model and prompt version is not asked
+again, so a redelivered or repeated task makes no call twice, and a dead worker's calls
+are taken over once their lease runs out.
 """
 
-import asyncio
 import functools
 import hashlib
 import json
+import secrets
 from dataclasses import dataclass
 
-from asgiref.sync import async_to_sync, sync_to_async
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from apps.console.uploads import UploadRefused, csv_rows, json_parse, shown, text_decode
-from apps.llm import gateway, leases
-from apps.llm.errors import PermanentLLMError, RetryableLLMError
+from apps.llm import engine, leases
+from apps.llm.errors import PromptError
 from apps.llm.models import ModelConfig, PromptTemplate, Purpose
 from apps.llm.selectors import prompt_current
 
@@ -32,7 +31,9 @@ from ..models import (
     ResponseGeneration,
     ResponseSource,
     Scenario,
+    ScenarioCallStatus,
     ScenarioResponse,
+    ScenarioResponseCall,
     Study,
     StudyScenario,
     StudyStatus,
@@ -218,49 +219,17 @@ def study_scenario_record_error(*, study_scenario: StudyScenario, error: str) ->
     )
 
 
-async def _responses_generate(
-    pending: list[tuple[StudyScenario, list[dict]]], model: ModelConfig, prompt: PromptTemplate
-) -> dict:
-    gate = asyncio.Semaphore(model.max_concurrent)
-    outcome = {"ok": 0, "failed": 0, "retryable": 0}
-    record = sync_to_async(scenario_response_record)
-    record_error = sync_to_async(study_scenario_record_error)
-
-    async def one(study_scenario: StudyScenario, messages: list[dict]) -> None:
-        async with gate:
-            try:
-                completion = await gateway.acomplete(
-                    model=model, messages=messages, purpose=Purpose.SCENARIO_RESPONSE,
-                    caller=f"study_scenario:{study_scenario.pk}", prompt=prompt,
-                )  # fmt: skip
-            except RetryableLLMError as exc:
-                outcome["retryable"] += 1
-                await record_error(study_scenario=study_scenario, error=str(exc))
-                return
-            except PermanentLLMError as exc:
-                outcome["failed"] += 1
-                await record_error(study_scenario=study_scenario, error=str(exc))
-                return
-        await record(
-            study_scenario=study_scenario, model=model, prompt=prompt, completion=completion
-        )
-        outcome["ok"] += 1
-
-    try:
-        await asyncio.gather(*(one(ss, messages) for ss, messages in pending))
-    finally:
-        await gateway.aclose_redis()
-    return outcome
-
-
-GENERATION_STATES = leases.LeaseStates(
-    waiting=GenerationStatus.QUEUED, running=GenerationStatus.RUNNING,
-    failed=GenerationStatus.FAILED,
-)  # fmt: skip
 GENERATION_GAVE_UP = (
     "The worker generating these responses stopped {attempts} times before it finished; "
     "generate the missing responses again."
 )
+
+
+CALL_STATES = leases.LeaseStates(
+    waiting=ScenarioCallStatus.PENDING, running=ScenarioCallStatus.RUNNING,
+    failed=ScenarioCallStatus.FAILED,
+)  # fmt: skip
+MAX_ERROR_CHARS = 2000
 
 
 def scenario_responses_request(
@@ -268,114 +237,165 @@ def scenario_responses_request(
 ) -> tuple[ResponseGeneration, bool]:
     """(generation, to_enqueue): a new request for `model`'s responses to the study's
     scenarios that have none, or the one still queued or running; `to_enqueue` when the
-    caller should queue its task (new, or its worker's lease ran out)."""
+    caller should queue its task (new; asking again while one runs queues nothing, since
+    the lease sweep resumes a generation whose worker died).
+
+    A scenario that already has a response from this model and prompt version gets it at
+    once; each other one becomes a call for the engine, with a seed of its own."""
     active = ResponseGeneration.objects.filter(
         study=study, model=model, status__in=ACTIVE_GENERATION
     )
     generation = active.first()
     if generation is not None:
-        return generation, generation.lease_ran_out
+        return generation, False
+    try:
+        prompt = prompt_current(purpose=Purpose.SCENARIO_RESPONSE)
+    except PromptError as exc:
+        raise SurveyError(str(exc)) from exc
     try:
         with transaction.atomic():
             generation = ResponseGeneration.objects.create(
-                study=study, model=model, go_live=go_live, requested_by=user,
-                **leases.lease_waiting_fields(),
+                study=study, model=model, prompt=prompt, seed=secrets.randbelow(2**31),
+                go_live=go_live, requested_by=user,
             )  # fmt: skip
+            missing = list(study.study_scenarios.filter(response__isnull=True))
+            made = ScenarioResponse.objects.filter(
+                scenario_id__in=[ss.scenario_id for ss in missing], model=model, prompt=prompt,
+                source=ResponseSource.GENERATED,
+            )  # fmt: skip
+            existing = {r.scenario_id: r for r in made}
+            calls = []
+            for ss in missing:
+                if ss.scenario_id in existing:
+                    StudyScenario.objects.filter(pk=ss.pk, response__isnull=True).update(
+                        response=existing[ss.scenario_id], response_error=""
+                    )
+                else:
+                    seed = engine.call_seed(generation.seed, ss.pk)
+                    calls.append(
+                        ScenarioResponseCall(generation=generation, study_scenario=ss, seed=seed)
+                    )
+            ScenarioResponseCall.objects.bulk_create(calls)
     except IntegrityError:  # a concurrent request made it first
         return active.get(), False
     return generation, True
 
 
-def scenario_responses_generate(*, generation_id: int, retry_seconds: float = 0) -> dict | None:
-    """Give every scenario of the generation's study that has none a response from its
-    model; a draft study asked to go live does so once every scenario has one.
+class ScenarioResponseWork(engine.Work):
+    """The engine's view of a generation's calls (scope: the generation)."""
 
-    None when the generation was not ours to work on (finished, held by a live worker, or
-    out of attempts). Otherwise counts of what happened: "ok", "failed" and "retryable"
-    calls, "reused" responses (made before by the same model and prompt version), "live"
-    when the study went live, and "retry" when the generation went back to the queue, to be
-    claimed again after `retry_seconds`, because calls failed in a way worth retrying and it
-    has attempts left (apps/llm/leases.py MAX_ATTEMPTS)."""
-    owner = leases.lease_owner_name()
-    rows = ResponseGeneration.objects.filter(pk=generation_id)
-    states = GENERATION_STATES
-    if not leases.lease_claim(rows, states=states, owner=owner, started_at=timezone.now()):
+    name = "surveys.scenario_response"
+    caller = "scenario_response_call"
+    model = ScenarioResponseCall
+    states = CALL_STATES
+
+    def rows(self, scope):
+        return ScenarioResponseCall.objects.filter(generation_id=scope)
+
+    def scope_lock(self, scope):
+        generation = (
+            ResponseGeneration.objects.select_for_update().filter(pk=scope).only("status").first()
+        )
+        return generation is not None and generation.status in ACTIVE_GENERATION
+
+    def prepare(self, scope):
+        ResponseGeneration.objects.filter(pk=scope, status=GenerationStatus.QUEUED).update(
+            status=GenerationStatus.RUNNING, started_at=timezone.now()
+        )
+
+    def calls(self, ids):
+        calls = []
+        for call in ScenarioResponseCall.objects.filter(pk__in=ids).select_related(
+            "generation__model", "generation__prompt", "study_scenario__scenario"
+        ):
+            generation = call.generation
+            messages = scenario_response_messages(
+                scenario=call.study_scenario.scenario, prompt=generation.prompt
+            )
+            item = engine.Call(
+                row_id=call.pk, model=generation.model, messages=messages,
+                purpose=Purpose.SCENARIO_RESPONSE, params={"seed": call.seed},
+                prompt=generation.prompt,
+            )  # fmt: skip
+            calls.append(item)
+        return calls, []
+
+    def record(self, results, *, owner):
+        now = timezone.now()
+        with transaction.atomic():
+            ids = [r.call.row_id for r in results]
+            mine = engine.held(
+                ScenarioResponseCall.objects.filter(pk__in=ids), states=self.states, owner=owner
+            )
+            held = {
+                c.pk: c
+                for c in mine.select_for_update(of=("self",)).select_related(
+                    "generation__model", "generation__prompt", "study_scenario"
+                )
+            }
+            for result in results:
+                call = held.get(result.call.row_id)
+                if call is None:
+                    continue  # presumed dead and taken over: the successor records it
+                changes = {"lease_owner": "", "lease_expires_at": None, "completed_at": now}
+                if result.completion is not None:
+                    response = scenario_response_record(
+                        study_scenario=call.study_scenario, model=call.generation.model,
+                        prompt=call.generation.prompt, completion=result.completion,
+                    )  # fmt: skip
+                    changes.update(status=ScenarioCallStatus.DONE, response=response, error="",
+                                   error_kind="", cost_usd=result.completion.cost_usd)  # fmt: skip
+                else:
+                    error = str(result.error)[:MAX_ERROR_CHARS]
+                    study_scenario_record_error(study_scenario=call.study_scenario, error=error)
+                    changes.update(status=ScenarioCallStatus.FAILED, error=error,
+                                   error_kind=result.error.status)  # fmt: skip
+                ScenarioResponseCall.objects.filter(pk=call.pk).update(**changes)
+
+    def gave_up(self):
+        return {"error": GENERATION_GAVE_UP.format(attempts=leases.MAX_ATTEMPTS),
+                "completed_at": timezone.now()}  # fmt: skip
+
+    def active_scopes(self):
+        return ResponseGeneration.objects.filter(status__in=ACTIVE_GENERATION).values_list(
+            "pk", flat=True
+        )
+
+    def settle(self, scope):
+        """When no call is left, end the generation: done when every scenario of the study
+        has a response (and then a draft asked to go live does), failed otherwise."""
+        rows = self.rows(scope)
+        if rows.filter(engine.claimable(self.states, timezone.now())).exists():
+            return 0
+        if rows.filter(status=self.states.running).exists():
+            return None  # their holders settle it when they finish
+        with transaction.atomic():
+            generation = ResponseGeneration.objects.select_for_update().get(pk=scope)
+            if generation.status not in ACTIVE_GENERATION:
+                return None
+            study = Study.objects.get(pk=generation.study_id)
+            missing = study.study_scenarios.filter(response__isnull=True).count()
+            failed = rows.filter(status=ScenarioCallStatus.FAILED).count()
+            generation.finished_at = timezone.now()
+            if missing:
+                generation.status = GenerationStatus.FAILED
+                generation.error = (
+                    f"{missing} scenario(s) still have no response: {failed} call(s) failed "
+                    "(see each scenario's error); generate the missing responses again."
+                )
+            else:
+                generation.status, generation.error = GenerationStatus.DONE, ""
+            generation.save(update_fields=["status", "error", "finished_at"])
+            if not missing and generation.go_live and study.status == StudyStatus.DRAFT:
+                study_set_status(study=study, status=StudyStatus.LIVE)
         return None
-    generation = ResponseGeneration.objects.select_related("model").get(pk=generation_id)
-    with leases.lease_kept(rows, states=states, owner=owner):
-        outcome = _missing_responses_generate(study_id=generation.study_id, model=generation.model)
-    study = Study.objects.get(pk=generation.study_id)
-    missing = study.study_scenarios.filter(response__isnull=True).count()
-    if outcome["retryable"] and generation.attempts < leases.MAX_ATTEMPTS:
-        error = (
-            f"Attempt {generation.attempts} of {leases.MAX_ATTEMPTS} left {missing} "
-            "scenario(s) without a response (see each one's error); trying again."
-        )
-        released = leases.lease_release(
-            rows, states=states, owner=owner, delay_seconds=retry_seconds, error=error
-        )
-        outcome["retry"] = bool(released)
-        return outcome
-    if missing:
-        leases.lease_end(
-            rows, states=states, owner=owner, status=GenerationStatus.FAILED,
-            error=f"{missing} scenario(s) still have no response after attempt "
-            f"{generation.attempts} (see each one's error).",
-            finished_at=timezone.now(),
-        )  # fmt: skip
-        return outcome
-    ended = leases.lease_end(
-        rows, states=states, owner=owner, status=GenerationStatus.DONE, error="",
-        finished_at=timezone.now(),
-    )  # fmt: skip
-    if ended and generation.go_live and study.status == StudyStatus.DRAFT:
-        study_set_status(study=study, status=StudyStatus.LIVE)
-        outcome["live"] = True
-    return outcome
 
 
-def response_generations_expired_requeue() -> list[int]:
-    """The generations whose worker died or never came (their lease ran out), back to
-    queued: the caller queues their task. One out of attempts fails instead, saying so."""
-    return leases.leases_expire(
-        ResponseGeneration.objects.all(), states=GENERATION_STATES,
-        gave_up={"error": GENERATION_GAVE_UP.format(attempts=leases.MAX_ATTEMPTS),
-                 "finished_at": timezone.now()},
-    )  # fmt: skip
+SCENARIO_RESPONSE_WORK = engine.register(ScenarioResponseWork())
 
 
-def _missing_responses_generate(*, study_id: int, model: ModelConfig) -> dict:
-    prompt = prompt_current(purpose=Purpose.SCENARIO_RESPONSE)
-    missing = list(
-        StudyScenario.objects.filter(study_id=study_id, response__isnull=True).select_related(
-            "scenario"
-        )
-    )
-    existing = {
-        r.scenario_id: r
-        for r in ScenarioResponse.objects.filter(
-            scenario_id__in=[ss.scenario_id for ss in missing],
-            model=model,
-            prompt=prompt,
-            source=ResponseSource.GENERATED,
-        )
-    }
-    reused = 0
-    for ss in [ss for ss in missing if ss.scenario_id in existing]:
-        StudyScenario.objects.filter(pk=ss.pk, response__isnull=True).update(
-            response=existing[ss.scenario_id], response_error=""
-        )
-        reused += 1
-    pending = [
-        (ss, scenario_response_messages(scenario=ss.scenario, prompt=prompt))
-        for ss in missing
-        if ss.scenario_id not in existing
-    ]
-    # async_to_sync, not asyncio.run (as apps/llm/bulk.py): the database writes come back to
-    # this thread and its connection, which Celery closes after the task. With asyncio.run they
-    # ran on asgiref's shared thread, whose connection stayed open for good.
-    outcome = async_to_sync(_responses_generate)(pending, model, prompt) if pending else {
-        "ok": 0, "failed": 0, "retryable": 0,
-    }  # fmt: skip
-    outcome["reused"] = reused
-    return outcome
+def scenario_responses_generate(*, generation_id: int) -> engine.BatchOutcome | None:
+    """Work a batch of the generation's calls; None when none was ours to work on (the
+    generation ended, or every call is held by a live worker or done)."""
+    outcome = engine.batch_run(work=SCENARIO_RESPONSE_WORK.name, scope=generation_id)
+    return outcome if outcome.claimed else None
