@@ -1,10 +1,28 @@
+import datetime as dt
 import random
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from decimal import Decimal
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import (
+    Avg,
+    Count,
+    DecimalField,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+)
+from django.db.models.functions import Coalesce
+from django.utils import timezone
 
-from apps.questions.models import Question
+from apps.llm.models import CallStatus, ModelConfig
+from apps.questions.models import LengthBucket, NeedType, Question, Topic
 
 from .models import Response, ResponseStatus, RunKind, SamplingRun
+from .selection import question_conditions
 
 
 def reference_model_ids() -> list[int]:
@@ -47,3 +65,231 @@ def runs_overview(*, limit: int = 10) -> QuerySet[SamplingRun]:
             responses_done=Count("responses", filter=Q(responses__status=ResponseStatus.DONE)),
         )[:limit]
     )
+
+
+# --- the sampling-run pages -----------------------------------------------------------------
+
+# The question condition the rubrics app registers (apps/runs/selection.py): runs sample
+# the questions that can be graded unless the researcher says otherwise.
+APPROVED_RUBRIC = "approved_rubric"
+RATE_WINDOW_SECONDS = 60
+GAVE_UP_LABEL = "The worker stopped repeatedly"
+# The `error_kind` a retry form sends for rows a worker gave up on (stored as ""): what
+# `responses_retry` takes for them.
+GAVE_UP_KEY = "worker"
+
+
+def _through_count(name: str) -> Coalesce:
+    """How many rows a run has in one of its many-to-many tables, without joining the two
+    tables into one product (18 models x 450 questions per run)."""
+    through = SamplingRun._meta.get_field(name).remote_field.through
+    counted = (
+        through.objects.filter(samplingrun_id=OuterRef("pk"))
+        .values("samplingrun_id")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
+
+
+def sampling_runs() -> QuerySet[SamplingRun]:
+    """Benchmark runs, newest first, with `models_count` and `questions_count`."""
+    return (
+        SamplingRun.objects.filter(kind=RunKind.BENCHMARK)
+        .order_by("-created_at", "-pk")
+        .annotate(models_count=_through_count("model_configs"),
+                  questions_count=_through_count("questions"))
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RunCounts:
+    total: int = 0
+    done: int = 0
+    failed: int = 0
+    pending: int = 0
+    running: int = 0
+    cost_usd: Decimal = Decimal(0)
+
+    @property
+    def finished(self) -> int:
+        return self.done + self.failed
+
+    @property
+    def percent(self) -> float:
+        return 100 * self.finished / self.total if self.total else 0.0
+
+
+def _counted(**extra) -> dict:
+    return {
+        "total": Count("pk"),
+        "done": Count("pk", filter=Q(status=ResponseStatus.DONE)),
+        "failed": Count("pk", filter=Q(status=ResponseStatus.FAILED)),
+        "pending": Count("pk", filter=Q(status=ResponseStatus.PENDING)),
+        "running": Count("pk", filter=Q(status=ResponseStatus.RUNNING)),
+        "cost_usd": Coalesce(Sum("cost_usd"), Decimal(0), output_field=DecimalField()),
+        **extra,
+    }
+
+
+def runs_counts(*, run_ids: Iterable[int]) -> dict[int, RunCounts]:
+    """Each run's response counts and cost so far, in one query (a page of the run list)."""
+    rows = (
+        Response.objects.filter(run_id__in=list(run_ids))
+        .values("run_id")
+        .order_by()
+        .annotate(**_counted())
+    )
+    return {row.pop("run_id"): RunCounts(**row) for row in rows}
+
+
+@dataclass(frozen=True)
+class ModelProgress:
+    model: ModelConfig
+    counts: RunCounts
+    mean_latency_ms: float | None
+
+
+@dataclass(frozen=True)
+class ErrorKind:
+    key: str  # what the retry form sends
+    label: str
+    count: int
+
+
+@dataclass(frozen=True)
+class RunProgress:
+    counts: RunCounts
+    calls_per_second: float
+    eta_seconds: float | None  # None: nothing is being answered to measure by
+    errors: list[ErrorKind] = field(default_factory=list)
+    models: list[ModelProgress] = field(default_factory=list)
+    measured_at: dt.datetime | None = None
+
+    @property
+    def eta_at(self) -> dt.datetime | None:
+        if self.eta_seconds is None or self.measured_at is None:
+            return None
+        return self.measured_at + dt.timedelta(seconds=self.eta_seconds)
+
+
+def run_progress(*, run: SamplingRun, now: dt.datetime | None = None) -> RunProgress:
+    """Where a run stands, counted from its rows in two aggregate queries (one grouped by
+    model, one by kind of error), whatever the run's size: the page polls this."""
+    now = now or timezone.now()
+    since = now - dt.timedelta(seconds=RATE_WINDOW_SECONDS)
+    rows = list(
+        Response.objects.filter(run=run)
+        .values("model_id")
+        .order_by()
+        .annotate(**_counted(
+            recent=Count("pk", filter=Q(completed_at__gte=since)),
+            latency=Avg("latency_ms", filter=Q(status=ResponseStatus.DONE)),
+        ))
+    )  # fmt: skip
+    models = ModelConfig.objects.in_bulk([row["model_id"] for row in rows])
+    per_model, recent = [], 0
+    for row in rows:
+        recent += row.pop("recent")
+        latency = row.pop("latency")
+        model = models[row.pop("model_id")]
+        per_model.append(ModelProgress(model=model, counts=RunCounts(**row),
+                                       mean_latency_ms=latency))  # fmt: skip
+    per_model.sort(key=lambda m: m.model.display_name)
+    counts = RunCounts(**{
+        name: sum((getattr(m.counts, name) for m in per_model), start)
+        for name, start in (("total", 0), ("done", 0), ("failed", 0), ("pending", 0),
+                            ("running", 0), ("cost_usd", Decimal(0)))
+    })  # fmt: skip
+    # Over the last minute, or since launch when the run is younger than that.
+    window = RATE_WINDOW_SECONDS
+    if run.launched_at is not None:
+        window = max(1.0, min(window, (now - run.launched_at).total_seconds()))
+    rate = recent / window
+    left = counts.pending + counts.running
+    eta = left / rate if rate and left else None
+    return RunProgress(
+        counts=counts, calls_per_second=rate, eta_seconds=eta,
+        errors=run_errors(run=run), models=per_model, measured_at=now,
+    )  # fmt: skip
+
+
+def run_errors(*, run: SamplingRun) -> list[ErrorKind]:
+    """Failed responses by kind of error, most first."""
+    rows = (
+        Response.objects.filter(run=run, status=ResponseStatus.FAILED)
+        .values("error_kind")
+        .order_by()
+        .annotate(n=Count("pk"))
+    )
+    labels = dict(CallStatus.choices)
+    errors = [
+        ErrorKind(
+            key=row["error_kind"] or GAVE_UP_KEY,
+            label=labels.get(row["error_kind"], row["error_kind"]) if row["error_kind"]
+            else GAVE_UP_LABEL,
+            count=row["n"],
+        )
+        for row in rows
+    ]  # fmt: skip
+    return sorted(errors, key=lambda e: (-e.count, e.label))
+
+
+def run_responses(
+    *, run: SamplingRun, model_id: int | None = None, status: str = "", question: str = ""
+) -> QuerySet[Response]:
+    """A run's responses for browsing, filtered by model, status and question (its
+    external id, or a part of its text)."""
+    responses = Response.objects.filter(run=run).select_related("model", "question__topic")
+    if model_id:
+        responses = responses.filter(model_id=model_id)
+    if status:
+        responses = responses.filter(status=status)
+    if question := question.strip():
+        responses = responses.filter(
+            Q(question__external_id__iexact=question) | Q(question__text__icontains=question)
+        )
+    return responses.order_by("question__external_id", "model__display_name", "sample_index", "pk")
+
+
+RESPONSE_EXPORT_HEADER = (
+    "run", "question", "topic", "model", "litellm_model", "offline", "sample_index", "seed",
+    "status", "error_kind", "error", "text", "input_tokens", "output_tokens", "cost_usd",
+    "latency_ms", "attempts", "completed_at",
+)  # fmt: skip
+RESPONSE_EXPORT_FIELDS = (
+    "run__name", "question__external_id", "question__topic__name", "model__display_name",
+    "model__litellm_model", "sample_index", "seed", "status", "error_kind", "error", "text",
+    "input_tokens", "output_tokens", "cost_usd", "latency_ms", "attempts", "completed_at",
+)  # fmt: skip
+
+
+def responses_export_rows(*, responses: QuerySet[Response]) -> Iterator[tuple]:
+    """One row per response, in RESPONSE_EXPORT_HEADER's order, read with a server-side
+    cursor so that a 40,500-row run streams in flat memory."""
+    rows = responses.order_by("pk").values_list(*RESPONSE_EXPORT_FIELDS)
+    offline: dict[str, bool] = {}
+    for row in rows.iterator(chunk_size=2000):
+        run, question, topic, display, litellm_model, *rest = row
+        if litellm_model not in offline:
+            offline[litellm_model] = ModelConfig(litellm_model=litellm_model).is_offline
+        yield (run, question, topic, display, litellm_model, offline[litellm_model], *rest)
+
+
+def selection_described(*, selection: dict) -> list[str]:
+    """A run's stored `selection` in words, for its page."""
+    labels = {c.key: c.label.lower() for c in question_conditions()}
+    parts = [labels.get(key, key) for key in selection.get("conditions", [])]
+    if topics := selection.get("topics"):
+        names = Topic.objects.filter(pk__in=topics).values_list("name", flat=True)
+        parts.append("topics: " + ", ".join(names))
+    buckets = dict(LengthBucket.choices)
+    if lengths := selection.get("length_buckets"):
+        parts.append("length: " + ", ".join(buckets.get(b, b).lower() for b in lengths))
+    needs = dict(NeedType.choices)
+    if need_types := selection.get("need_types"):
+        parts.append("need: " + ", ".join(needs.get(n, n).lower() for n in need_types))
+    prior = selection.get("prior_attempt")
+    if prior is not None:
+        parts.append("mentions a prior attempt" if prior else "mentions no prior attempt")
+    return parts

@@ -1,0 +1,142 @@
+import json
+from decimal import Decimal
+
+from django import forms
+from django.db.models import QuerySet
+
+from apps.llm.models import ModelConfig, PromptTemplate, Purpose
+from apps.questions.models import LengthBucket, NeedType, Question, Topic
+
+from .models import ResponseStatus, SamplingRun
+from .selection import question_conditions, questions_select
+from .selectors import APPROVED_RUBRIC
+from .services.sampling import MAX_SAMPLES
+
+PRIOR_ATTEMPT = [("", "Either"), ("yes", "Mentions one"), ("no", "Mentions none")]
+
+
+class ModelChoices(forms.ModelMultipleChoiceField):
+    def label_from_instance(self, model):
+        # The page adds the "offline demo model" badge beside the offline provider's models.
+        return model.display_name
+
+
+class SelectionForm(forms.Form):
+    """Which questions a run answers: registered conditions, topic and strata."""
+
+    conditions = forms.MultipleChoiceField(
+        required=False, widget=forms.CheckboxSelectMultiple, label="Only questions",
+    )  # fmt: skip
+    topics = forms.ModelMultipleChoiceField(
+        queryset=Topic.objects.all(), required=False, widget=forms.CheckboxSelectMultiple,
+        help_text="None ticked: every topic.",
+    )  # fmt: skip
+    length_buckets = forms.MultipleChoiceField(
+        choices=LengthBucket.choices, required=False, widget=forms.CheckboxSelectMultiple,
+        label="Length", help_text="None ticked: every length.",
+    )  # fmt: skip
+    need_types = forms.MultipleChoiceField(
+        choices=NeedType.choices, required=False, widget=forms.CheckboxSelectMultiple,
+        label="Need", help_text="None ticked: both.",
+    )  # fmt: skip
+    prior_attempt = forms.ChoiceField(
+        choices=PRIOR_ATTEMPT, required=False, label="A prior attempt to solve it",
+    )  # fmt: skip
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        conditions = question_conditions()
+        self.fields["conditions"].choices = [(c.key, c.label) for c in conditions]
+        if any(c.key == APPROVED_RUBRIC for c in conditions):
+            self.fields["conditions"].initial = [APPROVED_RUBRIC]
+
+    def selection(self) -> dict:
+        """The filters as stored on the run (`SamplingRun.selection`)."""
+        data = self.cleaned_data
+        return {
+            "conditions": list(data["conditions"]),
+            "topics": sorted(t.pk for t in data["topics"]),
+            "length_buckets": list(data["length_buckets"]),
+            "need_types": list(data["need_types"]),
+            "prior_attempt": {"yes": True, "no": False}.get(data["prior_attempt"]),
+        }
+
+    def questions(self) -> QuerySet[Question]:
+        return questions_select(**self.selection())
+
+
+class RunForm(SelectionForm):
+    name = forms.CharField(max_length=SamplingRun._meta.get_field("name").max_length)
+    models = ModelChoices(
+        queryset=ModelConfig.objects.filter(active=True).order_by("display_name"),
+        widget=forms.CheckboxSelectMultiple,
+        error_messages={"required": "Choose at least one model."},
+    )  # fmt: skip
+    samples_per_item = forms.IntegerField(
+        label="Answers per question", min_value=1, max_value=MAX_SAMPLES, initial=5,
+        help_text="Each answer is a separate call with its own seed.",
+    )  # fmt: skip
+    prompt = forms.ModelChoiceField(
+        queryset=PromptTemplate.objects.filter(purpose=Purpose.SAMPLE).order_by("-version"),
+        empty_label=None, label="Prompt version",
+        help_text="The newest is chosen unless you pick another.",
+    )  # fmt: skip
+    params = forms.CharField(
+        label="Parameters (JSON)", required=False,
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": '{"temperature": 0.7}'}),
+        help_text="Sent with every call, over each model's own. Leave empty to use the "
+        "providers' defaults (the published benchmark did).",
+    )  # fmt: skip
+    budget_usd = forms.DecimalField(
+        label="Budget (USD)", required=False, min_value=Decimal("0.01"), max_digits=10,
+        decimal_places=2, help_text="Optional. The run stops before it would spend more.",
+    )  # fmt: skip
+    seed = forms.IntegerField(
+        required=False, min_value=0, max_value=2**63 - 1,
+        help_text="Optional. Blank: a random seed. The same seed asks every model the same "
+        "calls again, as far as the provider honours seeds.",
+    )  # fmt: skip
+
+    field_order = ["name"]
+
+    def clean_params(self) -> dict:
+        text = self.cleaned_data["params"].strip()
+        if not text:
+            return {}
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise forms.ValidationError(f"This is not valid JSON ({exc.msg}).") from exc
+
+
+def data_as_initial(form_class: type[forms.Form], data) -> dict:
+    """A submitted form's values as `initial` for a fresh form of `form_class`, so that the
+    page can be shown again (after counting the questions) without showing errors for
+    fields not filled in yet. An unticked box is absent from the data: an empty list."""
+    initial = {}
+    for name, field in form_class.base_fields.items():
+        if isinstance(field, forms.MultipleChoiceField):
+            initial[name] = data.getlist(name)
+        elif name in data:
+            initial[name] = data.get(name)
+    return initial
+
+
+class BudgetForm(forms.Form):
+    budget_usd = forms.DecimalField(
+        label="Budget (USD)", required=False, min_value=Decimal("0.01"), max_digits=10,
+        decimal_places=2, help_text="Leave empty for no budget.",
+    )  # fmt: skip
+
+
+class ResponseFilterForm(forms.Form):
+    model = forms.ModelChoiceField(queryset=ModelConfig.objects.none(), required=False,
+                                   empty_label="Every model")  # fmt: skip
+    status = forms.ChoiceField(required=False)
+    question = forms.CharField(required=False, label="Question (id or words in it)")
+
+    def __init__(self, *args, run: SamplingRun, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["model"].queryset = run.model_configs.order_by("display_name")
+        self.fields["model"].label_from_instance = str
+        self.fields["status"].choices = [("", "Any status"), *ResponseStatus.choices]

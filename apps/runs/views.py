@@ -1,0 +1,230 @@
+"""The researcher's sampling-run pages (role_required(RESEARCHER), under /runs/): the list,
+a new run, a run's page (the estimate before launch, live progress after), its responses
+and their CSV.
+
+Every action is a POST through one service. Whatever makes a run take calls again
+(launch, resume, retry) queues the engine's batches after its transaction commits
+(`scope_start`); the services never queue anything themselves.
+"""
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from apps.accounts.roles import Role, role_required
+from apps.console.csv_export import csv_rows
+from workers.engine import scope_start
+
+from . import selectors, services
+from .errors import RunError
+from .forms import BudgetForm, ResponseFilterForm, RunForm, SelectionForm, data_as_initial
+from .models import RunKind, RunStatus, SamplingRun
+
+researcher = role_required(Role.RESEARCHER)
+RUNS_PER_PAGE = 25
+RESPONSES_PER_PAGE = 50
+
+
+def _run(run_id: int) -> SamplingRun:
+    # The reference run is the rubric editor's store of answers, not a researcher's run.
+    runs = SamplingRun.objects.filter(kind=RunKind.BENCHMARK).select_related("prompt")
+    return get_object_or_404(runs, pk=run_id)
+
+
+@researcher
+@require_GET
+def run_list(request):
+    page = Paginator(selectors.sampling_runs(), RUNS_PER_PAGE).get_page(request.GET.get("page"))
+    counts = selectors.runs_counts(run_ids=[run.pk for run in page])
+    rows = [(run, counts.get(run.pk, selectors.RunCounts())) for run in page]
+    return render(request, "runs/list.html", {"page": page, "rows": rows})
+
+
+@researcher
+def run_new(request):
+    """The form; a POST with action=count only counts the questions the filters select
+    (htmx on every change, or the "Count" button without JavaScript)."""
+    status, data = 200, request.POST if request.method == "POST" else None
+    if data is not None and data.get("action") == "count":
+        form = RunForm(initial=data_as_initial(RunForm, data))
+        if request.htmx:
+            return render(request, "runs/new.html#selected-count", _count_context(data))
+    elif data is not None:
+        form = RunForm(data)
+        if form.is_valid():
+            try:
+                run = _create(request, form)
+            except RunError as exc:
+                form.add_error(None, str(exc))
+            else:
+                messages.success(request, "Draft saved. Check the estimate, then launch it.")
+                return redirect("runs:detail", run.pk)
+        status = 400
+    else:
+        form = RunForm()
+    context = {"form": form, **_count_context(data or _initial_data(form))}
+    return render(request, "runs/new.html", context, status=status)
+
+
+def _initial_data(form: RunForm) -> dict:
+    return {"conditions": form.fields["conditions"].initial or []}
+
+
+def _count_context(data) -> dict:
+    selection = SelectionForm(data)
+    count = selection.questions().count() if selection.is_valid() else None
+    return {"selected_count": count}
+
+
+def _create(request, form: RunForm) -> SamplingRun:
+    data = form.cleaned_data
+    return services.sampling_run_create(
+        name=data["name"], questions=form.questions(), models=data["models"],
+        samples_per_item=data["samples_per_item"], prompt=data["prompt"], params=data["params"],
+        budget_usd=data["budget_usd"], seed=data["seed"], selection=form.selection(),
+        user=request.user,
+    )  # fmt: skip
+
+
+@researcher
+@require_GET
+def run_detail(request, run_id: int):
+    """The run's settings and, before launch, its estimate; after, its progress, which the
+    page polls (the `progress` partial alone, for an htmx request) while the run runs."""
+    run = _run(run_id)
+    if request.htmx:  # the poll: the status badge in the heading comes along, out of band
+        context = _progress_context(run) | {"oob": True}
+        return render(request, "runs/detail.html#progress", context)
+    models = list(run.model_configs.order_by("display_name"))
+    context = {
+        "run": run, "models": models, "questions_count": run.questions.count(),
+        "selection": selectors.selection_described(selection=run.selection),
+        "budget_form": BudgetForm(initial={"budget_usd": run.budget_usd}),
+    }  # fmt: skip
+    if run.status == RunStatus.DRAFT:
+        context["estimate"] = services.sampling_estimate(
+            questions=run.questions.only("pk"), models=models,
+            samples_per_item=run.samples_per_item, prompt=run.prompt,
+        )  # fmt: skip
+    else:
+        context |= _progress_context(run)
+    return render(request, "runs/detail.html", context)
+
+
+def _progress_context(run: SamplingRun) -> dict:
+    return {"run": run, "progress": selectors.run_progress(run=run)}
+
+
+def _moved(request, run_id: int, move, done: str, *, start: bool = False):
+    run = _run(run_id)
+    try:
+        run = move(run=run)
+    except RunError as exc:
+        messages.error(request, str(exc))
+    else:
+        if start:
+            scope_start(services.SAMPLE_WORK.name, run.pk)
+        messages.success(request, done)
+    return redirect("runs:detail", run.pk)
+
+
+@researcher
+@require_POST
+def run_launch(request, run_id: int):
+    done = "Launched: the workers are asking the models."
+    return _moved(request, run_id, services.sampling_run_launch, done, start=True)
+
+
+@researcher
+@require_POST
+def run_pause(request, run_id: int):
+    done = "Paused: no new calls are made; the calls in flight finish and are kept."
+    return _moved(request, run_id, services.sampling_run_pause, done)
+
+
+@researcher
+@require_POST
+def run_resume(request, run_id: int):
+    done = "Resumed: only the answers not yet done are asked for."
+    return _moved(request, run_id, services.sampling_run_resume, done, start=True)
+
+
+@researcher
+@require_POST
+def run_cancel(request, run_id: int):
+    run = _run(run_id)
+    if request.POST.get("confirmed") != "yes":
+        context = {"run": run, "back": reverse("runs:detail", args=[run.pk])}
+        return render(request, "runs/cancel_confirm.html", context)
+    done = "Cancelled: nothing more is called. The answers already made are kept."
+    return _moved(request, run_id, services.sampling_run_cancel, done)
+
+
+@researcher
+@require_POST
+def run_budget(request, run_id: int):
+    run = _run(run_id)
+    form = BudgetForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Budget: " + " ".join(form.errors["budget_usd"]))
+        return redirect("runs:detail", run.pk)
+    try:
+        run = services.sampling_run_budget_set(run=run, budget_usd=form.cleaned_data["budget_usd"])
+    except RunError as exc:
+        messages.error(request, str(exc))
+        return redirect("runs:detail", run.pk)
+    budget = f"${run.budget_usd:,.2f}" if run.budget_usd is not None else "none"
+    after = " Resume the run to go on." if run.status == RunStatus.BUDGET_REACHED else ""
+    messages.success(request, f"Budget: {budget}.{after}")
+    return redirect("runs:detail", run.pk)
+
+
+@researcher
+@require_POST
+def run_retry(request, run_id: int):
+    """Failed answers (all, or of one kind of error) back to pending."""
+    run = _run(run_id)
+    try:
+        count = services.responses_retry(run=run, error_kind=request.POST.get("error_kind", ""))
+    except RunError as exc:
+        messages.error(request, str(exc))
+        return redirect("runs:detail", run.pk)
+    run.refresh_from_db(fields=["status"])
+    if count and run.status == RunStatus.RUNNING:
+        scope_start(services.SAMPLE_WORK.name, run.pk)
+    waiting = "" if run.status == RunStatus.RUNNING else " They are asked for when you resume."
+    messages.success(request, f"{count} failed answer{'s' * (count != 1)} to ask again.{waiting}")
+    return redirect("runs:detail", run.pk)
+
+
+@researcher
+@require_GET
+def run_responses(request, run_id: int):
+    run = _run(run_id)
+    form = ResponseFilterForm(request.GET or None, run=run)
+    filters = form.cleaned_data if form.is_valid() else {}
+    responses = selectors.run_responses(
+        run=run, model_id=getattr(filters.get("model"), "pk", None),
+        status=filters.get("status", ""), question=filters.get("question", ""),
+    )  # fmt: skip
+    page = Paginator(responses, RESPONSES_PER_PAGE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {"run": run, "form": form, "page": page, "query": query.urlencode()}
+    template = "runs/responses.html#table" if request.htmx else "runs/responses.html"
+    return render(request, template, context)
+
+
+@researcher
+@require_GET
+def export_responses(request, run_id: int):
+    run = _run(run_id)
+    rows = selectors.responses_export_rows(responses=run.responses.all())
+    response = StreamingHttpResponse(
+        csv_rows(selectors.RESPONSE_EXPORT_HEADER, rows), content_type="text/csv; charset=utf-8"
+    )
+    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-responses.csv"'
+    return response
