@@ -1,8 +1,22 @@
 from django.urls import include, path
 
+from .views import runs
+
 app_name = "grading"
 
 # Grading runs' routes are below; calibration's live in calibration_urls.py.
 urlpatterns = [
     path("calibration/", include("apps.grading.calibration_urls")),
+    path("", runs.run_list, name="list"),
+    path("new/", runs.run_new, name="run_new"),
+    path("<int:pk>/", runs.run_detail, name="run_detail"),
+    path("<int:pk>/judgments/", runs.judgments, name="judgments"),
+    path("<int:pk>/budget/", runs.run_budget, name="run_budget"),
+    path("<int:pk>/retry/", runs.errors_retry, name="errors_retry"),
+    path("<int:pk>/export/judgments.csv", runs.export_judgments, name="export_judgments"),
+    path("<int:pk>/export/scores.csv", runs.export_scores, name="export_scores"),
+    *[
+        path(f"<int:pk>/{action}/", runs.run_action, {"action": action}, name=f"run_{action}")
+        for action in runs.ACTIONS
+    ],
 ]

@@ -1,0 +1,91 @@
+import json
+from decimal import Decimal
+
+from django import forms
+
+from apps.llm.models import ModelConfig, PromptTemplate, Purpose
+from apps.runs.models import RunKind, SamplingRun
+
+from .models import GradingMode
+
+MODE_CHOICES = [
+    (GradingMode.CHECKLIST, GradingMode.CHECKLIST.label),
+    (GradingMode.PER_CRITERION, GradingMode.PER_CRITERION.label),
+]
+
+
+class PromptChoice(forms.ModelChoiceField):
+    def label_from_instance(self, obj):
+        label = f"{obj.get_purpose_display()}, version {obj.version}"
+        return f"{label}: {obj.notes}" if obj.notes else label
+
+
+class GradingRunForm(forms.Form):
+    sampling_run = forms.ModelChoiceField(
+        queryset=SamplingRun.objects.filter(kind=RunKind.BENCHMARK).order_by("-created_at"),
+        help_text="Its answers are graded; a run still sampling is graded as its answers come.",
+    )
+    grader = forms.ModelChoiceField(
+        queryset=ModelConfig.objects.filter(active=True), label="Grader model"
+    )
+    mode = forms.ChoiceField(
+        choices=MODE_CHOICES, initial=GradingMode.CHECKLIST, widget=forms.RadioSelect
+    )
+    prompt = PromptChoice(
+        queryset=PromptTemplate.objects.filter(
+            purpose__in=[Purpose.GRADE_CHECKLIST, Purpose.GRADE_CRITERION]
+        ).order_by("purpose", "-version"),
+        required=False, label="Prompt version", empty_label="The newest for the mode",
+        help_text="It must be a prompt for the mode chosen. Version 2 asks for the "
+        "explanation before the verdict, as the published rater was asked.",
+    )  # fmt: skip
+    temperature = forms.DecimalField(
+        initial=0, min_value=0, max_value=2, decimal_places=2,
+        help_text="The published auto-rater graded at temperature 0.",
+    )  # fmt: skip
+    params = forms.CharField(
+        required=False, label="Other parameters (JSON)",
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": '{"max_tokens": 2000}'}),
+        help_text="litellm parameters sent with every grader call; empty: none.",
+    )  # fmt: skip
+    budget_usd = forms.DecimalField(
+        required=False, min_value=Decimal("0.01"), decimal_places=2, label="Budget (USD)",
+        help_text="Calls stop before the run spends more; empty: no budget.",
+    )  # fmt: skip
+    name = forms.CharField(
+        required=False, max_length=200, help_text="Empty: named after the runs and the grader."
+    )
+
+    def clean_params(self):
+        text = self.cleaned_data["params"].strip()
+        if not text:
+            return {}
+        try:
+            params = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise forms.ValidationError(f"Not valid JSON: {exc.msg}.") from exc
+        if not isinstance(params, dict):
+            raise forms.ValidationError('Parameters must be a JSON object, such as {"top_p": 1}.')
+        if "temperature" in params:
+            raise forms.ValidationError("Set the temperature in its own field.")
+        return params
+
+    def service_arguments(self) -> dict:
+        data = self.cleaned_data
+        temperature = data["temperature"]
+        return {
+            "sampling_run": data["sampling_run"], "grader": data["grader"], "mode": data["mode"],
+            "prompt": data["prompt"], "name": data["name"], "budget_usd": data["budget_usd"],
+            "params": {**data["params"], "temperature": _number(temperature)},
+        }  # fmt: skip
+
+
+def _number(value: Decimal):
+    """JSON keeps a float (or an int for a whole number): what litellm sends."""
+    return int(value) if value == value.to_integral_value() else float(value)
+
+
+class BudgetForm(forms.Form):
+    budget_usd = forms.DecimalField(
+        required=False, min_value=Decimal("0.01"), decimal_places=2, label="Budget (USD)"
+    )

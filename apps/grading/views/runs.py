@@ -1,0 +1,165 @@
+"""Grading runs' pages: the list, the form, a run's page (estimate and launch for a draft;
+live progress, controls and scores after), its judgments, and its CSV exports."""
+
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from apps.accounts.roles import Role, role_required
+from apps.console.csv_export import csv_rows
+from apps.rubrics.models import Kind, Polarity
+from apps.runs.models import RunStatus
+from workers.engine import scope_start
+
+from .. import services
+from ..errors import GradingError
+from ..forms import BudgetForm, GradingRunForm
+from ..models import CallState, GradingRun
+from ..selectors import runs as selectors
+
+PAGE_SIZE = 50
+
+
+def _run(pk: int) -> GradingRun:
+    return get_object_or_404(
+        GradingRun.objects.select_related("sampling_run", "grader", "prompt", "created_by"), pk=pk
+    )
+
+
+@role_required(Role.RESEARCHER)
+def run_list(request):
+    page = Paginator(selectors.grading_runs_list(), PAGE_SIZE).get_page(request.GET.get("page"))
+    progress = selectors.runs_progress(runs=page.object_list)
+    rows = [(run, progress.get(run.pk)) for run in page.object_list]
+    return render(request, "grading/list.html", {"page": page, "rows": rows})
+
+
+@role_required(Role.RESEARCHER)
+def run_new(request):
+    initial = {"sampling_run": request.GET.get("sampling_run")}
+    form = GradingRunForm(request.POST or None, initial=initial)
+    notes = []
+    if request.method == "POST" and form.is_valid():
+        arguments = form.service_arguments()
+        notes = selectors.fidelity_notes(
+            temperature=form.cleaned_data["temperature"], prompt=arguments["prompt"]
+        )
+        try:
+            run = services.grading_run_create(**arguments, user=request.user)
+            return redirect("grading:run_detail", pk=run.pk)
+        except GradingError as exc:
+            form.add_error(None, str(exc))
+    status = 422 if request.method == "POST" else 200
+    return render(request, "grading/run_new.html", {"form": form, "notes": notes}, status=status)
+
+
+@role_required(Role.RESEARCHER)
+def run_detail(request, pk: int):
+    run = _run(pk)
+    context = {"run": run, "progress": selectors.grading_progress(run=run)}
+    if request.htmx:  # the progress poll: only its partial
+        return render(request, "grading/run_detail.html#progress", context)
+    by_model = selectors.scores_by_model(run=run)
+    context |= {
+        "notes": selectors.run_fidelity_notes(run), "by_model": by_model,
+        "totals": selectors.scores_totals(by_model), "scoring_rule": selectors.SCORING_RULE,
+        "by_topic": selectors.scores_by_topic_model(run=run), "budget_form": BudgetForm(
+            initial={"budget_usd": run.budget_usd}),
+        "estimate": selectors.grading_estimate(run=run) if run.status == RunStatus.DRAFT else None,
+    }  # fmt: skip
+    return render(request, "grading/run_detail.html", context)
+
+
+ACTIONS = {
+    "launch": (services.grading_run_launch, "Launched: grading has started.", True),
+    "pause": (services.grading_run_pause, "Paused: no new calls until you resume.", False),
+    "resume": (services.grading_run_resume, "Resumed: finished calls are not repeated.", True),
+    "cancel": (services.grading_run_cancel, "Cancelled: no further calls are made.", False),
+}
+
+
+@role_required(Role.RESEARCHER)
+@require_POST
+def run_action(request, pk: int, action: str):
+    run = _run(pk)
+    service, done, start = ACTIONS[action]
+    try:
+        run = service(run=run)
+        if start:
+            scope_start(services.work_for_run(run).name, run.pk)
+        messages.success(request, done)
+    except GradingError as exc:
+        messages.error(request, str(exc))
+    return redirect("grading:run_detail", pk=run.pk)
+
+
+@role_required(Role.RESEARCHER)
+@require_POST
+def run_budget(request, pk: int):
+    run = _run(pk)
+    form = BudgetForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "A budget is an amount in USD of at least $0.01, or empty.")
+        return redirect("grading:run_detail", pk=run.pk)
+    try:
+        services.grading_run_budget_set(run=run, budget_usd=form.cleaned_data["budget_usd"])
+        messages.success(request, "Budget saved.")
+    except GradingError as exc:
+        messages.error(request, str(exc))
+    return redirect("grading:run_detail", pk=run.pk)
+
+
+@role_required(Role.RESEARCHER)
+@require_POST
+def errors_retry(request, pk: int):
+    run = _run(pk)
+    kind = request.POST.get("error_kind", "")
+    try:
+        count = services.grading_errors_retry(run=run, error_kind=kind)
+        run.refresh_from_db()
+        if count and run.status == RunStatus.RUNNING:
+            scope_start(services.work_for_run(run).name, run.pk)
+        messages.success(request, f"{count} call(s) will be made again.")
+    except GradingError as exc:
+        messages.error(request, str(exc))
+    return redirect(reverse("grading:run_detail", args=[run.pk]) + "#progress")
+
+
+@role_required(Role.RESEARCHER)
+def judgments(request, pk: int):
+    run = _run(pk)
+    filters = {k: request.GET.get(k, "") for k in selectors.JUDGMENT_FILTERS}
+    rows = selectors.judgments_list(run=run, filters=filters)
+    page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
+    query = urlencode({k: v for k, v in filters.items() if v})
+    context = {
+        "run": run, "page": page, "filters": filters, "query": query,
+        "statuses": CallState.choices, "kinds": Kind.choices, "polarities": Polarity.choices,
+        "models": run.sampling_run.model_configs.all(),
+    }  # fmt: skip
+    return render(request, "grading/run_judgments.html", context)
+
+
+def _csv(header, rows, filename: str) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(csv_rows(header, rows), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@role_required(Role.RESEARCHER)
+def export_judgments(request, pk: int):
+    run = _run(pk)
+    header, rows = selectors.judgments_export(run=run)
+    return _csv(header, rows, f"grading-{run.pk}-judgments.csv")
+
+
+@role_required(Role.RESEARCHER)
+def export_scores(request, pk: int):
+    run = _run(pk)
+    header, rows = selectors.scores_export(run=run)
+    return _csv(header, rows, f"grading-{run.pk}-scores.csv")
