@@ -1,0 +1,292 @@
+"""Calibration's pages: sets (list, form, progress), an expert's queue, the blind grading
+page, the adjudication page and the report of a grading run against the final labels.
+
+Who may see what follows the protocol: researchers make sets and read reports; an answer
+is graded only by its rubric's author (first) and its set's second grader; its
+disagreements are settled by those two. The grading and adjudication pages never show an
+auto-rater's judgment, and the grading page never shows the other grader's labels.
+"""
+
+from django import forms
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from apps.accounts.models import User
+from apps.accounts.roles import Role, role_required
+from apps.llm.models import ModelConfig
+from apps.rubrics.models import Kind, Polarity
+from apps.runs.models import RunKind, SamplingRun
+
+from ..errors import GradingError
+from ..models import CalibrationSample
+from ..selectors import calibration as selectors
+from ..services import calibration as services
+
+ANY_ROLE = (Role.EXPERT, Role.REVIEWER, Role.RESEARCHER)
+PAGE_SIZE = 25
+
+
+class CalibrationSetForm(forms.Form):
+    name = forms.CharField(max_length=200, required=False)
+    sampling_run = forms.ModelChoiceField(
+        SamplingRun.objects.filter(kind=RunKind.BENCHMARK), empty_label=None
+    )
+    models = forms.ModelMultipleChoiceField(
+        ModelConfig.objects.order_by("display_name"),
+        help_text="One answer per question is drawn from these models' answers.",
+    )
+    seed = forms.IntegerField(
+        required=False, help_text="Leave blank for a random seed; the same seed redraws the same."
+    )
+    second_grader = forms.ModelChoiceField(
+        User.objects.filter(groups__name=Role.RESEARCHER, is_active=True).order_by("username"),
+        help_text="The researcher who grades every answer after its author, and adjudicates.",
+    )
+
+
+def home_panel_context(request) -> dict:
+    """The context of grading/calibration_home_panel.html."""
+    return {"calibration": selectors.expert_queue(user=request.user)}
+
+
+@role_required(Role.RESEARCHER)
+def calibration_sets(request):
+    form = CalibrationSetForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            made = services.calibration_set_create(**form.cleaned_data, user=request.user)
+        except GradingError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"{made.samples.count()} answers drawn for {made}.")
+            return redirect("grading:calibration_set", pk=made.pk)
+    page = Paginator(selectors.calibration_sets_list(), PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "grading/calibration_sets.html",
+        {"form": form, "page": page},
+        status=422 if form.errors else 200,
+    )
+
+
+def _set(pk: int):
+    found = selectors.calibration_set_get(pk=pk)
+    if found is None:
+        raise Http404("No such calibration set.")
+    return found
+
+
+@role_required(Role.RESEARCHER)
+def calibration_set(request, pk: int):
+    calibration_set = _set(pk)
+    page = Paginator(selectors.set_samples(calibration_set=calibration_set), 50).get_page(
+        request.GET.get("page")
+    )
+    context = {
+        "set": calibration_set,
+        "page": page,
+        "runs": selectors.gradable_runs(calibration_set=calibration_set),
+        "calibrations": calibration_set.calibrations.select_related("grading_run"),
+    }
+    return render(request, "grading/calibration_set.html", context)
+
+
+@role_required(Role.RESEARCHER)
+@require_POST
+def calibration_open(request, pk: int):
+    """ "Calibrate this grading run against this set": make (or find) the calibration."""
+    calibration_set = _set(pk)
+    run = selectors.gradable_runs(calibration_set=calibration_set).filter(
+        pk=request.POST.get("grading_run") or 0
+    )
+    if not run:
+        messages.error(request, "Choose one of this sampling run's grading runs.")
+        return redirect("grading:calibration_set", pk=pk)
+    try:
+        made = services.calibration_create(
+            calibration_set=calibration_set, grading_run=run.get(), user=request.user
+        )
+    except GradingError as exc:
+        messages.error(request, str(exc))
+        return redirect("grading:calibration_set", pk=pk)
+    return redirect("grading:calibration_report", pk=made.pk)
+
+
+@role_required(*ANY_ROLE)
+def calibration_queue(request):
+    context = selectors.expert_queue(user=request.user)
+    return render(request, "grading/calibration_queue.html", context)
+
+
+def _sample(request, pk: int) -> tuple[CalibrationSample, str]:
+    sample = selectors.sample_get(pk=pk)
+    if sample is None:
+        raise Http404("No such calibration answer.")
+    turn = services.grader_turn(sample=sample, user=request.user)
+    if turn is None:
+        raise PermissionDenied("Only the answer's rubric author and second grader open it.")
+    return sample, turn
+
+
+def _labels(post, sample: CalibrationSample) -> tuple[dict[int, bool], dict[int, str]]:
+    labels, notes = {}, {}
+    for criterion_id in sample.judgments.values_list("criterion_id", flat=True):
+        value = post.get(f"met-{criterion_id}", "")
+        if value in ("1", "0"):
+            labels[criterion_id] = value == "1"
+        if f"note-{criterion_id}" in post:
+            notes[criterion_id] = post[f"note-{criterion_id}"]
+    return labels, notes
+
+
+@role_required(*ANY_ROLE)
+def calibration_grade(request, pk: int):
+    """The blind grading page: the question, the answer and the criteria, nothing else."""
+    sample, turn = _sample(request, pk)
+    status = 200
+    if request.method == "POST":
+        labels, notes = _labels(request.POST, sample)
+        try:
+            sample = services.expert_grade_save(
+                sample=sample, user=request.user, labels=labels, notes=notes
+            )
+        except GradingError as exc:
+            messages.error(request, str(exc))
+            status = 422
+        else:
+            return _after_grading(request, sample, turn)
+    rows = selectors.grading_rows(sample=sample, turn=turn)
+    context = {
+        "sample": sample,
+        "turn": turn,
+        "rows": rows,
+        "marked": sum(r["met"] is not None for r in rows),
+        "closed": bool(sample.first_done_at and sample.second_done_at),
+    }
+    return render(request, "grading/calibration_grade.html", context, status=status)
+
+
+def _after_grading(request, sample: CalibrationSample, turn: str):
+    if getattr(sample, f"{turn}_done_at") is None:
+        left = sample.judgments.filter(**{f"{turn}_met__isnull": True}).count()
+        messages.warning(request, f"Saved. {left} criteria are still to mark.")
+        return redirect("grading:calibration_grade", pk=sample.pk)
+    messages.success(request, f"Your grade of {sample.question.external_id} is saved.")
+    following = selectors.queue_next(user=request.user, after=sample)
+    if following is not None:
+        return redirect("grading:calibration_grade", pk=following.pk)
+    return redirect("grading:calibration_queue")
+
+
+@role_required(*ANY_ROLE)
+def calibration_adjudicate(request, pk: int):
+    """Both expert grades side by side; the two graders give the final label of each
+    criterion they graded differently."""
+    sample, turn = _sample(request, pk)
+    error, row_id = "", None
+    if request.method == "POST":
+        row_id = int(request.POST.get("criterion") or 0)
+        try:
+            services.disagreement_resolve(
+                sample=sample,
+                user=request.user,
+                criterion_id=row_id,
+                final_met=request.POST.get("final") == "1",
+                note=request.POST.get("note", ""),
+            )
+        except GradingError as exc:
+            error = str(exc)
+        if not request.htmx:
+            messages.add_message(
+                request, messages.ERROR if error else messages.SUCCESS, error or "Saved."
+            )
+            return redirect("grading:calibration_adjudicate", pk=sample.pk)
+    sample = selectors.sample_get(pk=sample.pk)
+    rows = selectors.adjudication_rows(sample=sample)
+    context = {"sample": sample, "turn": turn, "error": error, **rows}
+    if request.htmx and row_id:
+        context["row"] = next((r for r in rows["disagreements"] if r.criterion_id == row_id), None)
+        if context["row"] is None:
+            raise Http404("That criterion is not a disagreement of this answer.")
+        return render(
+            request,
+            "grading/calibration_adjudicate.html#disagreement",
+            context,
+            status=422 if error else 200,
+        )
+    return render(request, "grading/calibration_adjudicate.html", context)
+
+
+def _calibration(request, pk: int):
+    calibration = selectors.calibration_get(pk=pk)
+    if calibration is None:
+        raise Http404("No such calibration.")
+    cset = calibration.calibration_set
+    if (
+        cset.second_grader_id == request.user.pk
+        and cset.samples.filter(second_done_at__isnull=True).exists()
+    ):
+        # The second grader must stay blind to the auto-rater until their grades are in.
+        raise PermissionDenied(
+            "You are this set's second grader: its reports open once you have graded every "
+            "answer, so that your grades stay blind to the auto-rater."
+        )
+    return calibration
+
+
+def _filters(request, calibration_set) -> dict:
+    get = request.GET
+    model_ids = {m.pk for m in calibration_set.model_configs.all()}
+    model, direction = get.get("model", ""), get.get("direction", "")
+    return {
+        "kind": get.get("kind") if get.get("kind") in Kind.values else "",
+        "polarity": get.get("polarity") if get.get("polarity") in Polarity.values else "",
+        "model_id": int(model) if model.isdigit() and int(model) in model_ids else None,
+        "direction": direction if direction in dict(selectors.DIRECTIONS) else "",
+    }
+
+
+@role_required(Role.RESEARCHER)
+def calibration_report(request, pk: int):
+    calibration = _calibration(request, pk)
+    cset, run = calibration.calibration_set, calibration.grading_run
+    others = selectors.gradable_runs(calibration_set=cset).exclude(pk=run.pk)
+    compare = others.filter(pk=request.GET.get("compare") or 0).first()
+    columns = [
+        selectors.run_statistics(calibration_set=cset, grading_run=r)
+        for r in (run, compare)
+        if r is not None
+    ]
+    filters = _filters(request, cset)
+    found = selectors.disagreements(columns[0].pairs, **filters)
+    page = Paginator(found, PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {
+        "calibration": calibration,
+        "set": cset,
+        "run": run,
+        "columns": columns,
+        "others": others,
+        "compare": compare,
+        "filters": filters,
+        "page": page,
+        "changes": selectors.calibration_changes(calibration=calibration),
+        "query": _query(request),
+        "directions": selectors.DIRECTIONS,
+        "kinds": Kind.choices,
+        "polarities": Polarity.choices,
+        "models": cset.model_configs.all(),
+        **selectors.side_by_side(columns),
+    }
+    template = "grading/calibration_report.html"
+    return render(request, f"{template}#disagreements" if request.htmx else template, context)
+
+
+def _query(request) -> str:
+    """The report's query string without its page, for the pager's links."""
+    query = request.GET.copy()
+    query.pop("page", None)
+    return query.urlencode()
