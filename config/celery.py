@@ -19,7 +19,6 @@ from django.conf import settings
 # Tasks are listed here, not discovered, so that a worker's queue contents are explicit.
 TASK_MODULES = [
     "workers.ops",
-    "workers.llm",
     "workers.engine",
     "workers.drafting",
     "workers.surveys",
@@ -42,9 +41,8 @@ app.conf.update(
     task_time_limit=settings.CELERY_TASK_TIME_LIMIT,
     task_soft_time_limit=settings.CELERY_TASK_SOFT_TIME_LIMIT,
     task_default_queue="default",
-    # Model calls have their own queue and workers (see workers/llm.py for why).
+    # Model calls have their own queue and workers (apps/llm/engine.py says why).
     task_routes={
-        "workers.llm.*": {"queue": "llm"},
         "workers.engine.*": {"queue": "llm"},
         "workers.drafting.*": {"queue": "llm"},
         "workers.surveys.generate_responses": {"queue": "llm"},

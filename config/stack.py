@@ -29,7 +29,7 @@ BIN = Path(PYTHON).parent
 PG_SYSTEM_USER = "assay_postgres"  # postgres refuses to run as root
 # A Celery worker per queue that config/celery.py routes to (tests/test_queues.py checks it).
 # Model calls get their own: one process per core, each running batches of calls on asyncio
-# (apps/llm/bulk.py says why).
+# (apps/llm/engine.py says why).
 WORKERS = {"worker": "default", "worker-llm": "llm"}
 
 

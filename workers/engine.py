@@ -9,14 +9,12 @@ puts its rows back and queues a batch for any run left with nobody working it.
 """
 
 from celery import shared_task
+from celery.signals import worker_init
 from django.conf import settings
 
 from apps.llm import engine, gateway
 
 from .delivery import CappedRedeliveryTask
-
-# Import litellm (seconds of CPU) once in the worker's parent, before the pool forks.
-gateway.litellm_module()
 
 
 @shared_task(name="workers.engine.run_batch", base=CappedRedeliveryTask)
@@ -37,6 +35,15 @@ def scope_start(work: str, scope: int, *, chains: int | None = None) -> None:
     engine.work_for(work)  # a typo fails here, in the caller, not later in a worker
     for _ in range(chains or settings.LLM_ENGINE_CHAINS):
         transaction.on_commit(lambda: run_batch.delay(work, scope))
+
+
+@worker_init.connect
+def litellm_import(**_kwargs):
+    """Import litellm (seconds of CPU, ~200 MB) once in a worker's main process, before its
+    pool forks, rather than in every child on its first call; and not in web processes,
+    which import this module only to queue tasks. (Celery imports task modules before it
+    sends `worker_init`.)"""
+    gateway.litellm_module()
 
 
 run_batch_task = run_batch
