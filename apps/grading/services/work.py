@@ -281,7 +281,7 @@ class CriterionWork(_GradingWork):
                 else:
                     row.met, row.explanation = None, ""
                 rows.append(row)
-            Judgment.objects.bulk_update(rows, [*CALL_FIELDS, "met", "explanation"])
+            engine.rows_write(rows, [*CALL_FIELDS, "met", "explanation"])
             for grading_run_id, response_id in Judgment.objects.filter(
                 pk__in=[r.pk for r in rows]
             ).values_list("grading_run_id", "response_id"):
@@ -380,7 +380,7 @@ class ChecklistWork(_GradingWork):
                             completed_at=now,
                         )
                     )
-            ChecklistCall.objects.bulk_update(rows, CALL_FIELDS)
+            engine.rows_write(rows, CALL_FIELDS)
             Judgment.objects.bulk_create(judgments, ignore_conflicts=True)
             if rows:
                 scores_compute(

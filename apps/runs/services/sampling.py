@@ -368,7 +368,7 @@ class SampleWork(engine.Work):
                     row.input_tokens = row.output_tokens = row.latency_ms = 0
                     row.cost_usd = error.cost_usd
                 rows.append(row)
-            Response.objects.bulk_update(rows, RECORDED_FIELDS)
+            engine.rows_write(rows, RECORDED_FIELDS)
 
     def refuse(self, failures, *, owner):
         for pk, reason in failures:
