@@ -315,6 +315,14 @@ def grade(
                 has, evidence = _presentation_verdict(feature, facts)
                 met = has != negative
                 verdict = "Met" if met else "Not met"
+                # Graders other than offline-grader read presentation a little differently,
+                # as two people would: the further their threshold from the default, the
+                # more often they judge the other way.
+                strictness = abs(threshold - DEFAULT_THRESHOLD)
+                if strictness and rng.random() < strictness:
+                    met = not met
+                    verdict = "Met" if met else "Not met"
+                    return met, f"{verdict}, on balance, although {evidence}."
                 return met, f"{verdict}: {evidence}."
     if not terms:
         return False, "Not met: the criterion has no key terms to look for in the response."

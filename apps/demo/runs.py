@@ -1,6 +1,12 @@
 """The model-run demo: a finished sampling run over the demo questions that have an approved
-rubric, answered five times each by the three offline answerers, and a checklist grading
-run over it by the offline grader, so that a newcomer sees every run page with data.
+rubric, answered five times each by the three offline answerers, a checklist grading run
+over it by the offline grader, and a calibration of that grading run against expert grades,
+so that a newcomer sees every run, grading and calibration page with data.
+
+The demo has no real experts: its expert grades are simulated, by two more offline graders
+("Offline Expert A/B (demo)", switched off so that nobody picks them for a run) that judge a
+little more strictly or leniently than the auto-rater, as two people would; the calibration
+set's name says so. Disagreements are settled for the author's reading.
 
 The calls are real: the offline provider that `make run` starts before `load_demo`, over
 HTTP through the gateway, worked by the bulk engine in this process (about 300 calls, a few
@@ -8,14 +14,29 @@ seconds). Without the provider the demo says so and leaves the runs out. Safe to
 a run already loaded is left as it is.
 """
 
+import json
+
 import httpx
 from django.conf import settings
 
 from apps.accounts.models import User
-from apps.grading.models import GradingMode, GradingRun
-from apps.grading.services import grading_run_create, grading_run_launch, work_for_run
-from apps.llm import engine
-from apps.llm.models import ModelConfig
+from apps.grading.models import CalibrationSet, GradingMode, GradingRun
+from apps.grading.services import (
+    CHECKLIST_SCHEMA,
+    criteria_of,
+    grading_run_create,
+    grading_run_launch,
+    work_for_run,
+)
+from apps.grading.services.calibration import (
+    calibration_create,
+    calibration_set_create,
+    disagreement_resolve,
+    expert_grade_save,
+)
+from apps.llm import engine, gateway
+from apps.llm.models import ModelConfig, Purpose
+from apps.llm.selectors import prompt_current, prompt_render
 from apps.runs.models import RunKind, RunStatus, SamplingRun
 from apps.runs.selection import questions_select
 from apps.runs.services import SAMPLE_WORK, sampling_run_create, sampling_run_launch
@@ -24,6 +45,8 @@ SAMPLING_RUN = "Demo: offline answerers on the approved questions"
 GRADING_RUN = "Demo: offline grader, checklist"
 ANSWERERS = ["Offline Terse (demo)", "Offline Thorough (demo)", "Offline Friendly (demo)"]
 GRADER = "Offline Grader (demo)"
+CALIBRATION_SET = "Demo: calibration (expert grades simulated by offline models)"
+SIMULATED_EXPERTS = {"first": "Offline Expert A (demo)", "second": "Offline Expert B (demo)"}
 SEED = 20261201
 MAX_BATCHES = 200
 
@@ -76,8 +99,69 @@ def demo_runs_load() -> tuple[str, SamplingRun | None, GradingRun | None]:
     grading.refresh_from_db()
     done = run.responses.filter(status="done").count()
     state = "finished" if grading.status == RunStatus.FINISHED else grading.get_status_display()
+    calibrated = demo_calibration_load(run=run, grading=grading, researcher=researcher)
     return (
-        f"{done} answers sampled, graded by the offline grader ({state})",
+        f"{done} answers sampled, graded by the offline grader ({state}); {calibrated}",
         run,
         grading,
     )
+
+
+def _simulated_expert(name: str, like: ModelConfig) -> ModelConfig:
+    served_as = "offline-" + name.split("(")[0].strip().lower().replace(" ", "-")
+    model, _created = ModelConfig.objects.update_or_create(
+        display_name=name,
+        defaults={
+            "family": "Offline demo", "version": "1", "active": False,
+            "litellm_model": f"openai/{served_as}", "api_base": like.api_base,
+            "max_concurrent": 4, "timeout_seconds": 30,
+        },
+    )  # fmt: skip
+    return model
+
+
+def _simulated_labels(model: ModelConfig, sample, criteria) -> dict[int, bool]:
+    """A simulated expert's label for each criterion: a checklist graded by an offline
+    model, as the auto-rater grades, but by a grader of its own."""
+    items = [
+        {"id": n, "text": c.text, "polarity": c.polarity, "kind": c.kind}
+        for n, c in enumerate(criteria, 1)
+    ]
+    messages = prompt_render(
+        template=prompt_current(purpose=Purpose.GRADE_CHECKLIST),
+        variables={
+            "question": sample.question.text, "response": sample.response.text,
+            "criteria": json.dumps(items, ensure_ascii=False),
+        },
+    )  # fmt: skip
+    completion = gateway.complete(
+        model=model, messages=messages, purpose=Purpose.GRADE_CHECKLIST, schema=CHECKLIST_SCHEMA,
+        params={"temperature": 0}, caller=f"demo-expert:{sample.pk}",
+    )  # fmt: skip
+    verdicts = {v["id"]: v["met"] for v in completion.data["verdicts"]}
+    return {c.pk: verdicts[n] for n, c in enumerate(criteria, 1) if n in verdicts}
+
+
+def demo_calibration_load(*, run: SamplingRun, grading: GradingRun, researcher) -> str:
+    if CalibrationSet.objects.filter(name=CALIBRATION_SET).exists():
+        return "calibration already loaded"
+    grader = grading.grader
+    experts = {turn: _simulated_expert(name, grader) for turn, name in SIMULATED_EXPERTS.items()}
+    calibration_set = calibration_set_create(
+        sampling_run=run, models=run.model_configs.filter(display_name__in=ANSWERERS),
+        second_grader=researcher, user=researcher, name=CALIBRATION_SET, seed=SEED,
+    )  # fmt: skip
+    samples = calibration_set.samples.select_related("question", "response", "author")
+    criteria = criteria_of(s.rubric_id for s in samples)
+    for sample in samples:
+        listed = criteria[sample.rubric_id]
+        for turn, grader_user in (("first", sample.author), ("second", researcher)):
+            labels = _simulated_labels(experts[turn], sample, listed)
+            expert_grade_save(sample=sample, user=grader_user, labels=labels)
+        for judgment in sample.judgments.filter(final_met__isnull=True):
+            disagreement_resolve(
+                sample=sample, user=sample.author, criterion_id=judgment.criterion_id,
+                final_met=judgment.first_met, note="Demo: settled for the author's reading.",
+            )  # fmt: skip
+    calibration_create(calibration_set=calibration_set, grading_run=grading, user=researcher)
+    return f"{samples.count()} answers calibrated against simulated expert grades"
