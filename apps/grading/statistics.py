@@ -19,6 +19,7 @@ from scipy import stats
 from sklearn.metrics import cohen_kappa_score, f1_score
 
 MIN_N = 3  # below this, neither r nor an agreement says anything
+MIN_N_INTERVAL = 4  # Fisher's z interval needs n - 3 > 0
 LABELS = [True, False]
 
 
@@ -27,8 +28,8 @@ class Correlation:
     r: float
     p: float
     n: int
-    low: float
-    high: float
+    low: float | None  # the 95% interval; None under four pairs, where it is undefined
+    high: float | None
 
 
 @dataclass(frozen=True)
@@ -53,11 +54,14 @@ def score_correlation(xs: Sequence[float], ys: Sequence[float]) -> Correlation |
     if n < MIN_N or len(set(xs)) < 2 or len(set(ys)) < 2:
         return None
     result = stats.pearsonr(xs, ys)
-    interval = result.confidence_interval(0.95)
     r, p = _number(result.statistic), _number(result.pvalue)
     if r is None or p is None:
         return None
-    return Correlation(r=r, p=p, n=n, low=float(interval.low), high=float(interval.high))
+    low = high = None
+    if n >= MIN_N_INTERVAL:
+        interval = result.confidence_interval(0.95)
+        low, high = _number(interval.low), _number(interval.high)
+    return Correlation(r=r, p=p, n=n, low=low, high=high)
 
 
 def label_agreement(rater: Sequence[bool], expert: Sequence[bool]) -> Agreement | None:

@@ -1,12 +1,17 @@
 """axe-core in Chromium over the pages people depend on: a participant's whole path, the
-rubric editor and the researcher's study pages. No serious or critical violation, on a
-phone and on a desktop."""
+rubric editor, the researcher's study pages, and the model-run pages (sampling, grading,
+calibration). No serious or critical violation, on a phone and on a desktop."""
+
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
+from django.db import connection
 from playwright.sync_api import expect
 
 from apps.accounts.roles import Role
+from apps.grading.services.calibration import calibration_create
+from apps.runs.services import sampling_run_create
 from tests.browser.sessions import signed_in
 from tests.browser.test_mobile import answer
 from tests.browser.test_survey_participant import fake_prolific, link
@@ -17,6 +22,7 @@ from tests.factories import (
     question_make,
     user_with_role,
 )
+from tests.grading.calibration_builders import graded, grader_model, set_make, world_make
 
 AXE = Axe()
 BLOCKING = {"serious", "critical"}
@@ -116,4 +122,52 @@ def test_the_study_pages_have_no_serious_accessibility_violations(
     ):
         page.goto(url)
         found[name] = violations(page)
+    assert {name: lines for name, lines in found.items() if lines} == {}
+
+
+def model_runs_made(url):
+    """A finished sampling run graded in checklist mode, a calibration of it, and a draft
+    run, made in a thread of its own: the engine's async_to_sync cannot run in the test's
+    thread, where Playwright keeps its event loop (tests/browser/test_calibration.py)."""
+    try:
+        world = world_make(url, questions=2, samples=1)
+        grading = graded(world.run, grader_model(url))
+        calibration_set = set_make(world)
+        calibration = calibration_create(
+            calibration_set=calibration_set, grading_run=grading, user=world.researcher
+        )
+        draft = sampling_run_create(
+            name="Draft run", questions=world.questions, models=world.models[:1],
+            samples_per_item=2,
+        )  # fmt: skip
+        sample = calibration_set.samples.order_by("question_id").first()
+        return world, draft, grading, calibration, sample
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_the_model_run_pages_have_no_serious_accessibility_violations(
+    new_context, live_server, transactional_db, offline_provider_url, size
+):
+    made = ThreadPoolExecutor(1).submit(model_runs_made, offline_provider_url).result()
+    world, draft, grading, calibration, sample = made
+    page = signed_in(new_context, live_server, world.researcher, viewport=SIZES[size]).new_page()
+    found = {}
+    for name, url in (
+        ("sampling runs", "/runs/"),
+        ("new sampling run", "/runs/new/"),
+        ("draft run", f"/runs/{draft.pk}/"),
+        ("finished run", f"/runs/{world.run.pk}/"),
+        ("grading runs", "/grading/"),
+        ("grading run", f"/grading/{grading.pk}/"),
+        ("calibration report", f"/grading/calibration/reports/{calibration.pk}/"),
+    ):
+        page.goto(url)
+        found[name] = violations(page)
+    expect(page.get_by_test_id("score-row").first).to_be_visible()
+    author = signed_in(new_context, live_server, world.author, viewport=SIZES[size]).new_page()
+    author.goto(f"/grading/calibration/answers/{sample.pk}/")
+    expect(author.get_by_test_id("criterion").first).to_be_focused()
+    found["calibration grading (author)"] = violations(author)
     assert {name: lines for name, lines in found.items() if lines} == {}

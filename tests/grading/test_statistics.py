@@ -28,6 +28,13 @@ def test_correlation_of_four_pairs_computed_by_hand():
     assert found.p == pytest.approx(0.4)
 
 
+def test_three_pairs_have_an_r_but_no_interval():
+    # Fisher's interval has a standard error of 1 / sqrt(n - 3): undefined for n = 3.
+    found = score_correlation([1, 2, 3], [1, 3, 2])
+    assert found.r == pytest.approx(0.5)
+    assert (found.low, found.high) == (None, None)
+
+
 def test_correlation_equals_scipy_on_the_same_data():
     rng = random.Random(3)
     xs = [rng.random() for _ in range(40)]

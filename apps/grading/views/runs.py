@@ -63,7 +63,11 @@ def run_detail(request, pk: int):
     run = _run(pk)
     context = {"run": run, "progress": selectors.grading_progress(run=run)}
     if request.htmx:  # the progress poll: only its partial
-        return render(request, "grading/run_detail.html#progress", context)
+        response = render(request, "grading/run_detail.html#progress", context)
+        if run.status != RunStatus.RUNNING:
+            # The run stopped: reload the page once, so that its scores are the final ones.
+            response["HX-Refresh"] = "true"
+        return response
     by_model = selectors.scores_by_model(run=run)
     context |= {
         "notes": selectors.run_fidelity_notes(run), "by_model": by_model,
