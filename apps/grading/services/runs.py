@@ -23,7 +23,7 @@ from apps.llm.selectors import prompt_current
 from apps.rubrics import scoring
 from apps.rubrics.models import Criterion, Rubric, RubricState
 from apps.runs.models import STOPPED_STATES, Response, ResponseStatus, RunStatus, SamplingRun
-from apps.runs.services import params_check
+from apps.runs.services import params_check, run_status_move
 
 from ..errors import GradingError
 from ..models import CallState, ChecklistCall, GradingMode, GradingRun, Judgment, ResponseScore
@@ -80,19 +80,9 @@ def grading_run_launch(*, run: GradingRun) -> GradingRun:
 
 def _move(run: GradingRun, sources: Iterable[str], target: str) -> GradingRun:
     with transaction.atomic():
-        run = _locked(run)
-        if run.status not in set(sources):
-            raise GradingError(
-                f"The grading run is {run.get_status_display().lower()}: it cannot be "
-                f"{RunStatus(target).label.lower()} now."
-            )
-        run.status = target
-        fields = ["status"]
-        if target == RunStatus.CANCELLED:
-            run.finished_at = timezone.now()
-            fields.append("finished_at")
-        run.save(update_fields=fields)
-    return run
+        return run_status_move(
+            _locked(run), sources=sources, target=target, error=GradingError, noun="grading run"
+        )
 
 
 def grading_run_pause(*, run: GradingRun) -> GradingRun:

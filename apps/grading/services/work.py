@@ -21,7 +21,7 @@ from apps.llm.errors import PromptError
 from apps.llm.models import CallStatus
 from apps.llm.selectors import prompt_render
 from apps.runs.models import RunStatus
-from apps.runs.services import call_seed
+from apps.runs.services import RunWork, call_seed
 
 from ..models import CallState, ChecklistCall, GradingMode, GradingRun, Judgment
 from .runs import PURPOSE, criteria_of, grading_rows_make, scores_compute
@@ -81,33 +81,13 @@ def checklist_check(count: int):
     return check
 
 
-class _GradingWork(engine.Work):
+class _GradingWork(RunWork):
     states = STATES
     mode: str
     estimate_fields = ("pk", "response_id", "rubric_id")
 
     def rows(self, scope):
         return self.model.objects.filter(grading_run_id=scope)
-
-    def scope_lock(self, scope):
-        run = (
-            GradingRun.objects.select_for_update()
-            .filter(pk=scope, mode=self.mode)
-            .only("status", "budget_usd")
-            .first()
-        )
-        if run is None or run.status != RunStatus.RUNNING:
-            return False
-        if run.budget_usd is None:
-            return True
-        return engine.Budget(
-            limit=run.budget_usd, committed=engine.committed(self.rows(scope), states=self.states)
-        )
-
-    def budget_reached(self, scope):
-        GradingRun.objects.filter(pk=scope, status=RunStatus.RUNNING).update(
-            status=RunStatus.BUDGET_REACHED
-        )
 
     def estimate(self, rows):
         run = GradingRun.objects.select_related("grader", "prompt").get(
@@ -130,10 +110,8 @@ class _GradingWork(engine.Work):
             for r in rows
         ]  # fmt: skip
 
-    def active_scopes(self):
-        return GradingRun.objects.filter(mode=self.mode, status=RunStatus.RUNNING).values_list(
-            "pk", flat=True
-        )
+    def runs(self):
+        return GradingRun.objects.filter(mode=self.mode)
 
     def prepare(self, scope):
         run = GradingRun.objects.filter(pk=scope, status=RunStatus.RUNNING).first()

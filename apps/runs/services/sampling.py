@@ -213,19 +213,9 @@ def sampling_run_budget_set(*, run: SamplingRun, budget_usd: Decimal | None) -> 
 
 def _move(run: SamplingRun, sources: set, target: str) -> SamplingRun:
     with transaction.atomic():
-        run = _benchmark_run(run.pk)
-        if run.status not in sources:
-            raise RunError(
-                f"The run is {run.get_status_display().lower()}: it cannot be "
-                f"{RunStatus(target).label.lower()} now."
-            )
-        run.status = target
-        fields = ["status"]
-        if target == RunStatus.CANCELLED:
-            run.finished_at = timezone.now()
-            fields.append("finished_at")
-        run.save(update_fields=fields)
-    return run
+        return run_status_move(
+            _benchmark_run(run.pk), sources=sources, target=target, error=RunError
+        )
 
 
 def responses_retry(*, run: SamplingRun, error_kind: str = "") -> int:
@@ -250,7 +240,51 @@ def responses_retry(*, run: SamplingRun, error_kind: str = "") -> int:
     return count
 
 
-class SampleWork(engine.Work):
+class RunWork(engine.Work):
+    """The engine's view of rows whose scope is a run with a `RunStatus` and an optional
+    budget: a sampling run's responses here, a grading run's calls in apps/grading."""
+
+    def runs(self):
+        """The runs this work takes calls for."""
+        raise NotImplementedError
+
+    def scope_lock(self, scope):
+        run = self.runs().select_for_update().filter(pk=scope).only("status", "budget_usd").first()
+        if run is None or run.status != RunStatus.RUNNING:
+            return False
+        if run.budget_usd is None:
+            return True
+        return engine.Budget(
+            limit=run.budget_usd, committed=engine.committed(self.rows(scope), states=self.states)
+        )
+
+    def budget_reached(self, scope):
+        self.runs().filter(pk=scope, status=RunStatus.RUNNING).update(
+            status=RunStatus.BUDGET_REACHED
+        )
+
+    def active_scopes(self):
+        return self.runs().filter(status=RunStatus.RUNNING).values_list("pk", flat=True)
+
+
+def run_status_move(run, *, sources, target: str, error: type[Exception], noun: str = "run"):
+    """Move a run (sampling or grading, locked by the caller's transaction) from one of
+    `sources` to `target`, or raise `error` saying why it cannot."""
+    if run.status not in set(sources):
+        raise error(
+            f"The {noun} is {run.get_status_display().lower()}: it cannot be "
+            f"{RunStatus(target).label.lower()} now."
+        )
+    run.status = target
+    fields = ["status"]
+    if target == RunStatus.CANCELLED:
+        run.finished_at = timezone.now()
+        fields.append("finished_at")
+    run.save(update_fields=fields)
+    return run
+
+
+class SampleWork(RunWork):
     """The engine's view of a benchmark run's responses."""
 
     name = "runs.sample"
@@ -261,25 +295,8 @@ class SampleWork(engine.Work):
     def rows(self, scope):
         return Response.objects.filter(run_id=scope)
 
-    def scope_lock(self, scope):
-        run = (
-            SamplingRun.objects.select_for_update()
-            .filter(pk=scope, kind=RunKind.BENCHMARK)
-            .only("status", "budget_usd")
-            .first()
-        )
-        if run is None or run.status != RunStatus.RUNNING:
-            return False
-        if run.budget_usd is None:
-            return True
-        return engine.Budget(
-            limit=run.budget_usd, committed=engine.committed(self.rows(scope), states=self.states)
-        )
-
-    def budget_reached(self, scope):
-        SamplingRun.objects.filter(pk=scope, status=RunStatus.RUNNING).update(
-            status=RunStatus.BUDGET_REACHED
-        )
+    def runs(self):
+        return SamplingRun.objects.filter(kind=RunKind.BENCHMARK)
 
     def estimate(self, rows):
         models = ModelConfig.objects.in_bulk({r["model_id"] for r in rows})
@@ -381,11 +398,6 @@ class SampleWork(engine.Work):
     def gave_up(self):
         return {**super().gave_up(), "error_kind": "", "reserved_usd": None,
                 "completed_at": timezone.now()}  # fmt: skip
-
-    def active_scopes(self):
-        return SamplingRun.objects.filter(
-            kind=RunKind.BENCHMARK, status=RunStatus.RUNNING
-        ).values_list("pk", flat=True)
 
     def settle(self, scope):
         rows = self.rows(scope)
