@@ -43,7 +43,7 @@ from django.utils import timezone
 
 from . import gateway, leases
 from .errors import LLMError
-from .models import ModelConfig, PromptTemplate
+from .models import CallStatus, ModelConfig, PromptTemplate
 
 log = logging.getLogger(__name__)
 
@@ -391,6 +391,13 @@ async def _execute(work: Work, scope: int, calls: list[Call], owner: str) -> Bat
             except LLMError as exc:
                 result = Result(call=call, error=exc)
                 outcome.failed += 1
+            except Exception as exc:
+                # Not the provider's doing (our Redis, a bug): this row fails with the
+                # reason, to be retried from its page, and the rest of the batch goes on.
+                log.exception("call for %s:%s failed outside the gateway", work.name, call.row_id)
+                error = LLMError(f"{type(exc).__name__}: {exc}"[:2000], status=CallStatus.OTHER)
+                result = Result(call=call, error=error)
+                outcome.failed += 1
             else:
                 result = Result(call=call, completion=completion)
                 outcome.done += 1
@@ -403,7 +410,7 @@ async def _execute(work: Work, scope: int, calls: list[Call], owner: str) -> Bat
         watcher.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await watcher
-        await gateway.aclose_redis()
+        await gateway.aclose_loop()
     if unstarted:
         outcome.unstarted = await sync_to_async(batch_unclaim)(work, unstarted, owner=owner)
     return outcome

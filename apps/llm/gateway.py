@@ -10,7 +10,9 @@ It never returns a default in place of an answer: it returns a `Completion` or r
 
 import asyncio
 import concurrent.futures
+import contextlib
 import email.utils
+import inspect
 import json
 import os
 import random
@@ -33,6 +35,7 @@ from .services import llm_calls_record
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 OFFLINE_API_KEY = "offline-demo"  # the offline provider accepts any key
 MAX_ERROR_CHARS = 2000
+REDIS_CONNECTIONS = 100  # per event loop
 
 
 @dataclass(frozen=True)
@@ -138,17 +141,46 @@ def _redis() -> aioredis.Redis:
     loop = asyncio.get_running_loop()
     client = _clients.get(loop)
     if client is None:
-        client = aioredis.Redis.from_url(settings.REDIS_URL)
+        # A blocking pool: past its size a call waits for a connection instead of failing
+        # with MaxConnectionsError (each call in flight holds at most one at a time).
+        pool = aioredis.BlockingConnectionPool.from_url(
+            settings.REDIS_URL, max_connections=REDIS_CONNECTIONS, timeout=None
+        )
+        client = aioredis.Redis(connection_pool=pool)
         _clients[loop] = client
     return client
 
 
-async def aclose_redis() -> None:
-    """Close this loop's Redis client; call before the loop ends (asyncio.run in a task)."""
-    _ledgers.pop(asyncio.get_running_loop(), None)
-    client = _clients.pop(asyncio.get_running_loop(), None)
+async def aclose_loop() -> None:
+    """Close what this event loop opened: its Redis client and the HTTP clients litellm made
+    for it. Call it before the loop ends (each batch and each `complete` runs a loop of its
+    own). litellm caches its clients per event loop and keeps them for ten minutes, so
+    without this every batch would leave its keep-alive connections to the provider open
+    after its loop ended: thousands of sockets per worker process over a long run
+    (benchmarks/run_at_scale.py ran out of file descriptors)."""
+    loop = asyncio.get_running_loop()
+    _ledgers.pop(loop, None)
+    client = _clients.pop(loop, None)
     if client is not None:
         await client.aclose()
+    await _aclose_litellm_clients()
+
+
+async def _aclose_litellm_clients() -> None:
+    from litellm.caching.evicted_client_closer import running_loop_token
+
+    cache = litellm_module().in_memory_llm_clients_cache
+    suffix = f"-{running_loop_token()}"  # how litellm scopes a cached client to its loop
+    for key in [k for k in list(cache.cache_dict) if str(k).endswith(suffix)]:
+        held = cache.cache_dict.pop(key, None)
+        cache.ttl_dict.pop(key, None)
+        close = getattr(held, "aclose", None) or getattr(held, "close", None)
+        if close is None:
+            continue
+        with contextlib.suppress(Exception):  # a client that cannot close holds nothing open
+            result = close()
+            if inspect.isawaitable(result):
+                await result
 
 
 def limits_for(model: ModelConfig) -> Limits:
@@ -448,7 +480,7 @@ def complete(**kwargs) -> Completion:
         try:
             return await acomplete(**kwargs)
         finally:
-            await aclose_redis()
+            await aclose_loop()
 
     try:
         asyncio.get_running_loop()

@@ -2,6 +2,7 @@
 
 from decimal import Decimal
 
+import psutil
 import pytest
 
 from apps.llm import engine
@@ -136,3 +137,25 @@ def test_failed_responses_keep_their_reason_and_are_retried_by_kind(offline_prov
     assert responses_retry(run=run, error_kind="timeout") == 0
     assert responses_retry(run=run, error_kind="auth_error") == 2
     assert run.responses.filter(status=ResponseStatus.PENDING, attempts=0).count() == 2
+
+
+def test_batches_leave_no_connection_to_the_provider_open(offline_provider_url, models):
+    """Each batch runs on an event loop of its own; litellm caches an HTTP client per loop
+    and keeps it for minutes, so a batch must close its clients (gateway.aclose_loop) or a
+    long run leaks a keep-alive connection per call slot per batch."""
+    port = int(offline_provider_url.rsplit(":", 1)[1].split("/")[0])
+
+    def open_to_provider() -> int:
+        return sum(
+            1
+            for c in psutil.Process().net_connections(kind="tcp")
+            if c.raddr and c.raddr.port == port and c.status == psutil.CONN_ESTABLISHED
+        )
+
+    run = sampling_run_create(name="Leak", questions=[question_make() for _ in range(3)],
+                              models=models, samples_per_item=4)  # fmt: skip
+    sampling_run_launch(run=run)
+    for _ in range(4):
+        engine.batch_run(work=SAMPLE_WORK.name, scope=run.pk, limit=6)
+        assert open_to_provider() == 0
+    assert run.responses.filter(status=ResponseStatus.DONE).count() == 24
