@@ -224,8 +224,6 @@ if not 3 <= LLM_LEASE_SECONDS < CELERY_TASK_TIME_LIMIT:
     raise ImproperlyConfigured(
         "LLM_LEASE_SECONDS must be at least 3 and less than CELERY_TASK_TIME_LIMIT"
     )
-# How long a task waits before trying again after a retryable model error.
-LLM_RETRY_SECONDS = env_int("LLM_RETRY_SECONDS", 60)
 # How many batch chains work one run at once (workers/engine.py): at least the number of
 # worker processes on the `llm` queue that should share it.
 LLM_ENGINE_CHAINS = env_int("LLM_ENGINE_CHAINS", 4)
