@@ -16,14 +16,13 @@ from django.db import transaction
 from django.db.models import Count, Exists, OuterRef
 from django.utils import timezone
 
-from apps.llm import engine
 from apps.llm.errors import PromptError
 from apps.llm.models import ModelConfig, PromptTemplate, Purpose
 from apps.llm.selectors import prompt_current
 from apps.rubrics import scoring
 from apps.rubrics.models import Criterion, Rubric, RubricState
 from apps.runs.models import STOPPED_STATES, Response, ResponseStatus, RunStatus, SamplingRun
-from apps.runs.services import params_check, run_status_move
+from apps.runs.services import params_check, run_budget_check, run_status_move
 
 from ..errors import GradingError
 from ..models import CallState, ChecklistCall, GradingMode, GradingRun, Judgment, ResponseScore
@@ -94,13 +93,7 @@ def grading_run_resume(*, run: GradingRun) -> GradingRun:
 
     with transaction.atomic():
         run = _locked(run)
-        if run.status == RunStatus.BUDGET_REACHED and run.budget_usd is not None:
-            spent = engine.budget_short(work_for_run(run), run.pk, limit=run.budget_usd)
-            if spent is not None:
-                raise GradingError(
-                    f"The grading run has spent ${spent:.2f} of its ${run.budget_usd:.2f} "
-                    "budget, too little is left for its next call: raise the budget first."
-                )
+        run_budget_check(run, work=work_for_run(run), error=GradingError, noun="grading run")
     return _move(run, {RunStatus.PAUSED, RunStatus.BUDGET_REACHED}, RunStatus.RUNNING)
 
 

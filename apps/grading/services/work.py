@@ -84,14 +84,15 @@ def checklist_check(count: int):
 class _GradingWork(RunWork):
     states = STATES
     mode: str
-    estimate_fields = ("pk", "response_id", "rubric_id")
+    estimate_fields = ("pk", "grading_run_id")
 
     def rows(self, scope):
         return self.model.objects.filter(grading_run_id=scope)
 
     def estimate(self, rows):
+        # The rows of one claim are one scope's: one grading run.
         run = GradingRun.objects.select_related("grader", "prompt").get(
-            pk=self.model.objects.get(pk=rows[0]["pk"]).grading_run_id
+            pk=rows[0]["grading_run_id"]
         )
         lengths = dict(
             self.model.objects.filter(pk__in=[r["pk"] for r in rows])

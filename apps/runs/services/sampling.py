@@ -182,14 +182,7 @@ def sampling_run_resume(*, run: SamplingRun) -> SamplingRun:
     """Go on from where it stopped: only rows not done are called. After the budget was
     reached, raise the budget first."""
     with transaction.atomic():
-        run = _benchmark_run(run.pk)
-        if run.status == RunStatus.BUDGET_REACHED and run.budget_usd is not None:
-            spent = engine.budget_short(SAMPLE_WORK, run.pk, limit=run.budget_usd)
-            if spent is not None:
-                raise RunError(
-                    f"The run has spent ${spent:.2f} of its ${run.budget_usd:.2f} budget, "
-                    "too little is left for its next call: raise the budget before resuming."
-                )
+        run_budget_check(_benchmark_run(run.pk), work=SAMPLE_WORK, error=RunError)
     return _move(run, {RunStatus.PAUSED, RunStatus.BUDGET_REACHED}, RunStatus.RUNNING)
 
 
@@ -282,6 +275,19 @@ def run_status_move(run, *, sources, target: str, error: type[Exception], noun: 
         fields.append("finished_at")
     run.save(update_fields=fields)
     return run
+
+
+def run_budget_check(run, *, work: engine.Work, error: type[Exception], noun: str = "run"):
+    """Before a run stopped by its budget resumes: refuse, with `error`, while what is left
+    would not cover its next call (it would stop again at once)."""
+    if run.status != RunStatus.BUDGET_REACHED or run.budget_usd is None:
+        return
+    spent = engine.budget_short(work, run.pk, limit=run.budget_usd)
+    if spent is not None:
+        raise error(
+            f"The {noun} has spent ${spent:.2f} of its ${run.budget_usd:.2f} budget, too "
+            "little is left for its next call: raise the budget before resuming."
+        )
 
 
 class SampleWork(RunWork):
