@@ -15,8 +15,9 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scipy import stats
-from sklearn.metrics import cohen_kappa_score, f1_score
+# scipy and scikit-learn are imported where they are used: this module is loaded wherever
+# the grading app is (every worker process), and the two weigh about 100 MB of memory in
+# each process that never computes a statistic.
 
 MIN_N = 3  # below this, neither r nor an agreement says anything
 MIN_N_INTERVAL = 4  # Fisher's z interval needs n - 3 > 0
@@ -53,6 +54,8 @@ def score_correlation(xs: Sequence[float], ys: Sequence[float]) -> Correlation |
     n = len(xs)
     if n < MIN_N or len(set(xs)) < 2 or len(set(ys)) < 2:
         return None
+    from scipy import stats
+
     result = stats.pearsonr(xs, ys)
     r, p = _number(result.statistic), _number(result.pvalue)
     if r is None or p is None:
@@ -71,6 +74,8 @@ def label_agreement(rater: Sequence[bool], expert: Sequence[bool]) -> Agreement 
     n = len(rater)
     if n < MIN_N:
         return None
+    from sklearn.metrics import cohen_kappa_score, f1_score
+
     rater, expert = [bool(v) for v in rater], [bool(v) for v in expert]
     accuracy = sum(a == b for a, b in zip(rater, expert, strict=True)) / n
     with warnings.catch_warnings():
