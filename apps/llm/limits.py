@@ -16,15 +16,21 @@ Redis's clock is used throughout, so machines with skewed clocks agree.
 A waiter for a concurrency slot blocks on a wake-up list (BLPOP) that every release pushes
 to, instead of polling: a freed slot is taken within a round trip, not a polling interval,
 which is what keeps a small limit saturated (a 50 ms poll costs a sixth of a 300 ms call).
+Within one event loop, a finished call passes its slot straight to the next waiting call
+(`Limits`), which saves the release, the wake-up and the admission in between.
 """
 
 import asyncio
+import collections
 import random
 import uuid
+import weakref
 
 import redis.asyncio as aioredis
 
 RPM_WINDOW_MS = 60_000 + 2_000  # a minute, plus the margin explained above
+WAITED_TOO_LONG = "waited too long for the model's shared rate limits"
+HANDOVER_MARGIN_SECONDS = 10.0  # what a passed-on slot's lease keeps beyond a call's timeout
 
 ACQUIRE = """
 local conc_key, rpm_key, tpm_prefix = KEYS[1], KEYS[2], KEYS[3]
@@ -88,8 +94,41 @@ return 1
 """
 
 
+class _Local:
+    """What one event loop's calls know of a model's concurrency slots: the calls waiting
+    for one, in order, and whether one of them is waiting on Redis for all of them."""
+
+    def __init__(self):
+        # (future, estimated tokens, deadline by the loop's clock), first come first served
+        self.waiters: collections.deque[tuple[asyncio.Future, int, float]] = collections.deque()
+        self.pump: asyncio.Task | None = None
+
+
+_locals: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _Local]]" = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _local(key: str) -> _Local:
+    per_loop = _locals.setdefault(asyncio.get_running_loop(), {})
+    local = per_loop.get(key)
+    if local is None:
+        local = per_loop[key] = _Local()
+    return local
+
+
 class Limits:
-    """A model's shared limits. None or 0 means no limit of that kind."""
+    """A model's shared limits. None or 0 means no limit of that kind.
+
+    A call that finds the concurrency full waits in its loop's queue for the model; one
+    task per loop waits on Redis for the queue. A call that ends while others of its loop
+    wait hands its slot straight to the first of them, without a round trip: the slot
+    stays taken in Redis, so the limit holds across processes as before. That is done only
+    where concurrency is the model's one limit (a request per minute must be counted at
+    admission) and while the slot's lease outlasts one more call's timeout by
+    HANDOVER_MARGIN_SECONDS; otherwise the slot goes back to Redis and the next call takes
+    it there. A loop with calls waiting keeps the slots it has, so another process gets one
+    as this one's batch ends, or when a slot's lease is too old to pass on."""
 
     def __init__(
         self,
@@ -100,6 +139,7 @@ class Limits:
         requests_per_minute: int | None,
         tokens_per_minute: int | None,
         lease_seconds: float,
+        call_seconds: float | None = None,
     ):
         self.client = client
         self.key = key
@@ -107,6 +147,9 @@ class Limits:
         self.rpm = requests_per_minute or 0
         self.tpm = tokens_per_minute or 0
         self.lease_ms = int(lease_seconds * 1000)
+        # A slot can be passed on while its lease outlasts one more call by the margin.
+        call_seconds = lease_seconds if call_seconds is None else call_seconds
+        self.handover_age = lease_seconds - call_seconds - HANDOVER_MARGIN_SECONDS
         self._acquire = client.register_script(ACQUIRE)
         self._settle = client.register_script(SETTLE)
 
@@ -118,44 +161,128 @@ class Limits:
     def keys(self) -> list[str]:
         return [f"{self.key}:conc", f"{self.key}:rpm", f"{self.key}:tpm:"]
 
+    @property
+    def hands_over(self) -> bool:
+        return self.max_concurrent > 0 and not self.rpm and not self.tpm
+
+    async def _try(self, token: str, estimate_tokens: int) -> tuple[int, int]:
+        admitted, detail = await self._acquire(
+            keys=self.keys,
+            args=[token, self.max_concurrent, self.lease_ms, self.rpm, self.tpm,
+                  estimate_tokens if self.tpm else 0, RPM_WINDOW_MS],
+        )  # fmt: skip
+        return int(admitted), int(detail)
+
     async def acquire(self, *, estimate_tokens: int, deadline: float) -> "Slot":
-        token = uuid.uuid4().hex
         loop = asyncio.get_running_loop()
-        while True:
-            admitted, detail = await self._acquire(
-                keys=self.keys,
-                args=[token, self.max_concurrent, self.lease_ms, self.rpm, self.tpm,
-                      estimate_tokens if self.tpm else 0, RPM_WINDOW_MS],
-            )  # fmt: skip
+        local = _local(self.key)
+        if not local.waiters:
+            token = uuid.uuid4().hex
+            admitted, detail = await self._try(token, estimate_tokens)
             if admitted:
-                return Slot(self, token, minute=int(detail), reserved=estimate_tokens)
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                raise TimeoutError("waited too long for the model's shared rate limits")
-            if int(detail) < 0:
-                # Concurrency is full: sleep until a release wakes us. The timeout bounds
-                # the wait when a slot frees by lease expiry (a dead worker) instead.
-                await self.client.blpop([self.wake_key], timeout=min(1.0, remaining))
-                continue
-            wait = max(int(detail), 5) / 1000
-            if wait > remaining:
-                raise TimeoutError("waited too long for the model's shared rate limits")
-            # Jitter spreads waiters so they do not all retry in the same millisecond.
-            await asyncio.sleep(wait * random.uniform(0.8, 1.2))
+                return Slot(self, token, minute=detail, reserved=estimate_tokens)
+        if loop.time() >= deadline:
+            raise TimeoutError(WAITED_TOO_LONG)
+        waiter = loop.create_future()
+        local.waiters.append((waiter, estimate_tokens, deadline))
+        if local.pump is None:
+            local.pump = loop.create_task(self._pump(local))
+        try:
+            async with asyncio.timeout_at(deadline):
+                return await asyncio.shield(waiter)
+        except TimeoutError:
+            if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
+                return waiter.result()  # it came as the wait ran out: use it
+            waiter.cancel()
+            raise TimeoutError(WAITED_TOO_LONG) from None
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
+                await waiter.result().release()  # given to a call that is going away
+            else:
+                waiter.cancel()
+            raise
+
+    async def _pump(self, local: _Local) -> None:
+        """Take slots from Redis for the loop's waiting calls, first come first served."""
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                while local.waiters and local.waiters[0][0].done():
+                    local.waiters.popleft()  # gave up waiting
+                if not local.waiters:
+                    return
+                entry = local.waiters[0]
+                waiter, estimate, deadline = entry
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    local.waiters.remove(entry)
+                    waiter.set_exception(TimeoutError(WAITED_TOO_LONG))
+                    continue
+                token = uuid.uuid4().hex
+                admitted, detail = await self._try(token, estimate)
+                if admitted:
+                    slot = Slot(self, token, minute=detail, reserved=estimate)
+                    if waiter.done():  # a finished call handed it one meanwhile
+                        await slot.release()
+                    else:
+                        local.waiters.remove(entry)
+                        waiter.set_result(slot)
+                    continue
+                if detail < 0:
+                    # Concurrency is full: sleep until a release wakes us. The timeout bounds
+                    # the wait when a slot frees by lease expiry (a dead worker) instead.
+                    await self.client.blpop([self.wake_key], timeout=min(1.0, remaining))
+                    continue
+                wait = max(detail, 5) / 1000
+                # Jitter spreads processes so they do not all retry in the same millisecond.
+                await asyncio.sleep(min(wait, remaining) * random.uniform(0.8, 1.2))
+        except Exception as exc:
+            # Redis failed us: every waiting call fails with the reason, none waits it out.
+            while local.waiters:
+                waiter = local.waiters.popleft()[0]
+                if not waiter.done():
+                    waiter.set_exception(exc)
+        finally:
+            local.pump = None
+
+    def _hand_over(self, slot: "Slot") -> bool:
+        """Give `slot` to the loop's first waiting call, if it may be passed on."""
+        if not self.hands_over:
+            return False
+        loop = asyncio.get_running_loop()
+        if loop.time() - slot.taken_at > self.handover_age:
+            return False
+        local = _local(self.key)
+        while local.waiters:
+            waiter, _estimate, _deadline = local.waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(Slot(self, slot.token, minute=slot.minute, reserved=0,
+                                       taken_at=slot.taken_at))  # fmt: skip
+                return True
+        return False
 
 
 class Slot:
-    def __init__(self, limits: Limits, token: str, *, minute: int, reserved: int):
+    def __init__(self, limits: Limits, token: str, *, minute: int, reserved: int,
+                 taken_at: float | None = None):  # fmt: skip
         self.limits = limits
         self.token = token
         self.minute = minute
         self.reserved = reserved
+        # When Redis admitted the token, by this loop's clock: its lease runs from then.
+        self.taken_at = asyncio.get_running_loop().time() if taken_at is None else taken_at
+        self.released = False
 
     async def release(self, *, actual_tokens: int | None = None) -> None:
-        delta = 0
-        if self.limits.tpm and actual_tokens is not None:
-            delta = actual_tokens - self.reserved
+        if self.released:
+            return
+        self.released = True
         limits = self.limits
+        if limits._hand_over(self):
+            return
+        delta = 0
+        if limits.tpm and actual_tokens is not None:
+            delta = actual_tokens - self.reserved
         await limits._settle(
             keys=[f"{limits.key}:conc", f"{limits.key}:tpm:{self.minute}", limits.wake_key],
             args=[self.token, delta, max(limits.max_concurrent, 1)],

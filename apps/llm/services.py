@@ -15,14 +15,20 @@ def llm_calls_record(*, calls: list[LLMCall]) -> list[LLMCall]:
     rendered, so that reading a prompt never writes."""
     for call in calls:
         call.error_class = call.error_class[:200]
+    prompt_ids = {call.prompt_template_id for call in calls if call.prompt_template_id}
+    prompt_ids -= _prompts_used  # a used version stays used: no need to write it again
     with transaction.atomic():
         stored = LLMCall.objects.bulk_create(calls)
-        prompt_ids = {call.prompt_template_id for call in calls if call.prompt_template_id}
         if prompt_ids:
             PromptTemplate.objects.filter(pk__in=prompt_ids, used_at__isnull=True).update(
                 used_at=timezone.now()
             )
+            # Remembered once it is committed: a rolled-back mark must be written again.
+            transaction.on_commit(lambda: _prompts_used.update(prompt_ids))
     return stored
+
+
+_prompts_used: set[int] = set()  # prompt versions this process has marked as used
 
 
 @transaction.atomic

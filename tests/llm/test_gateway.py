@@ -276,3 +276,69 @@ def test_a_provider_that_echoes_the_key_leaves_it_nowhere_in_the_raised_chain(
     assert secret not in "".join(traceback.format_exception(raised.value))
     assert LLMCall.objects.exists()
     assert not LLMCall.objects.filter(error_message__contains=secret).exists()
+
+
+def test_litellm_builds_requests_on_the_loop_and_everything_else_runs_in_threads(monkeypatch):
+    import contextvars
+    import functools
+    import threading
+
+    import litellm.main
+
+    from apps.llm import gateway
+
+    context = contextvars.copy_context()
+    seen = []
+
+    def completion(**keywords):  # stands for litellm's, which would build a request
+        seen.append(threading.get_ident())
+        if keywords.get("fail"):
+            raise ValueError("bad request")
+        return "built"
+
+    monkeypatch.setattr(litellm.main, "completion", completion)
+
+    def submitted(**keywords):  # what litellm's acompletion hands the loop's executor
+        return functools.partial(context.run, functools.partial(completion, **keywords))
+
+    assert gateway._builds_request(submitted(model="openai/offline-terse"))
+    assert gateway._builds_request(submitted(model="x", custom_llm_provider="anthropic"))
+    # Providers that refresh credentials over the network while building a request, and
+    # anything that is not litellm's request building (a DNS lookup), keep their threads.
+    assert not gateway._builds_request(submitted(model="vertex_ai/gemini-2.5-pro"))
+    assert not gateway._builds_request(submitted(model="bedrock/anthropic.claude"))
+    assert not gateway._builds_request(functools.partial(context.run, threading.get_ident))
+
+    executor = gateway._InlineExecutor(max_workers=1)
+    try:
+        here = threading.get_ident()
+        assert executor.submit(submitted(model="openai/offline-terse")).result(0) == "built"
+        failing = executor.submit(submitted(model="openai/offline-terse", fail=True))
+        assert failing.done()  # run inline: its outcome is there at once, an error included
+        with pytest.raises(ValueError, match="bad request"):
+            failing.result()
+        assert seen == [here, here]
+        assert executor.submit(threading.get_ident).result(5) != here
+    finally:
+        executor.shutdown()
+
+
+def test_a_model_unknown_to_litellm_is_priced_by_litellm_as_ours_and_no_other(db, offline_provider):
+    from apps.llm import gateway
+
+    url = offline_provider()
+    name = "offline-terse"
+    priced = offline_model(url, name=name)  # $2.50 / $10 per Mtok by default
+    result = complete(model=priced, messages=QUESTION, purpose="sample")
+    lt = gateway.litellm_module()
+    info = lt.get_model_info(priced.litellm_model)
+    assert info["input_cost_per_token"] == pytest.approx(float(priced.input_price_per_mtok) / 1e6)
+    expected = (
+        priced.input_price_per_mtok * result.input_tokens
+        + priced.output_price_per_mtok * result.output_tokens
+    ) / Decimal(1_000_000)
+    assert result.cost_usd == expected
+    # The same litellm model string with no price of its own stays unknown, not the first's.
+    unpriced = offline_model(url, name=name, input_price_per_mtok=None, output_price_per_mtok=None)
+    assert unpriced.litellm_model == priced.litellm_model
+    assert complete(model=unpriced, messages=QUESTION, purpose="sample").cost_usd is None
