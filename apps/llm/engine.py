@@ -22,9 +22,10 @@ A worker that dies loses what was in flight: its rows' lease runs out and `expir
 Progress is read from the rows, never from counters.
 
 Why batches on asyncio, one per process: benchmarks/run_at_scale.py (figures in
-benchmarks/RESULTS.md). litellm costs ~12 ms of CPU per call and ~200 MB per process, so a
-process per concurrent call is out; a batch of about 200 calls per process keeps the
-provider's concurrency limit, not the loop, what binds.
+benchmarks/RESULTS.md). litellm costs ~12 ms of CPU per call and ~150 MB per process, so a
+process per concurrent call is out; a batch of about 200 calls per process, claiming more
+as its calls start for about half a minute, keeps the provider's concurrency limit, not the
+loop or the gaps between batches, what binds.
 """
 
 import asyncio
@@ -32,6 +33,7 @@ import contextlib
 import datetime as dt
 import hashlib
 import logging
+import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -48,8 +50,15 @@ from .models import CallStatus, ModelConfig, PromptTemplate
 log = logging.getLogger(__name__)
 
 BATCH_SIZE = 200
+# A batch claims BATCH_SIZE rows, and more as its calls start, for this long: ending a batch
+# costs a tail of calls with nothing behind them and a new loop, clients and claim, and at
+# a provider's concurrency limit two processes ending theirs together left the limit a
+# third unused for a second (benchmarks/run_at_scale.py, one model at a limit of 16).
+BATCH_SECONDS = 30.0
+REFILL_BELOW = 80  # claim more when fewer of the batch's calls than this wait for a place
 STOP_POLL_SECONDS = 1.0
 FLUSH_MAX = 200
+RECORD_LINGER_SECONDS = 0.05
 # Calls one batch has in the gateway at once. Each holds at most one Redis connection at a
 # time (admission, the BLPOP wait for a free slot, release), and a loop's redis.asyncio
 # client opens at most 100 (redis-py's default pool) before it raises MaxConnectionsError:
@@ -212,9 +221,14 @@ def budget_short(work: Work, scope: int, *, limit: Decimal) -> Decimal | None:
     return spent if spent + cost > limit else None
 
 
-def batch_claim(work: Work, scope: int, *, owner: str, limit: int) -> list[int]:
+def batch_claim(
+    work: Work, scope: int, *, owner: str, limit: int, budget_final: bool = True
+) -> list[int]:
     """Claim up to `limit` of the scope's rows for `owner`; the ids claimed (none when the
-    scope takes no calls, or its budget is spent)."""
+    scope takes no calls, or its budget is spent). A batch refilling itself passes
+    `budget_final=False`: its own calls in flight still hold reservations that may come back
+    (a reservation is the longest answer; most cost less), so a budget short now is not
+    recorded as reached; its next batch claims after they have settled."""
     now = timezone.now()
     rows = work.rows(scope)
     table = rows.model._meta.db_table
@@ -239,7 +253,8 @@ def batch_claim(work: Work, scope: int, *, owner: str, limit: int) -> list[int]:
                 left -= cost
                 taken.setdefault(cost, []).append(row["pk"])
             if not taken:
-                work.budget_reached(scope)
+                if budget_final:
+                    work.budget_reached(scope)
                 return []
             ids = []
             for cost, group in taken.items():
@@ -339,6 +354,11 @@ class _Recorder:
             return
         self.writing = True
         try:
+            # Let the results of the next few milliseconds join this write: a write's fixed
+            # cost (its transaction, the held check, the queries a domain's record makes)
+            # then falls on several results, not on one (grading: 12 judgments and a score
+            # per answer, benchmarks/run_at_scale.py).
+            await asyncio.sleep(RECORD_LINGER_SECONDS)
             while self.pending:
                 batch, self.pending = self.pending[:FLUSH_MAX], self.pending[FLUSH_MAX:]
                 await self.write(batch, owner=self.owner)
@@ -346,38 +366,55 @@ class _Recorder:
             self.writing = False
 
 
-async def _execute(work: Work, scope: int, calls: list[Call], owner: str) -> BatchOutcome:
+async def _execute(
+    work: Work, scope: int, calls: list[Call], owner: str, more=None
+) -> BatchOutcome:
+    """Make the batch's calls. `more()` (sync, in the connection's thread) claims more rows
+    and returns their calls: it is called whenever fewer than REFILL_BELOW calls wait for a
+    place, until the batch has run about BATCH_SECONDS, so that a process never idles at the
+    end of a batch while the scope has rows to claim."""
+    gateway.loop_setup()  # this loop is the batch's own, closed by aclose_loop below
+    loop = asyncio.get_running_loop()
+    # Spread, so that processes which started together do not all end their batches at once.
+    ends = loop.time() + BATCH_SECONDS * random.uniform(0.75, 1.25)
     outcome = BatchOutcome()
-    models = {call.model.pk: call.model for call in calls}
-    local = {pk: asyncio.Semaphore(m.max_concurrent) for pk, m in models.items()}
+    models: dict[int, ModelConfig] = {}
+    local: dict[int, asyncio.Semaphore] = {}
     # Taken after the model's own, so a call waiting for a busy model holds no place here.
     in_flight = asyncio.Semaphore(IN_FLIGHT_MAX)
     recorder = _Recorder(work, owner)
     stopping = asyncio.Event()
     unstarted: list[int] = []
-    ids = [call.row_id for call in calls]
+    ids: list[int] = []
+    waiting = 0  # calls of the batch not yet in the gateway
+    low = asyncio.Event()  # set when `waiting` falls below REFILL_BELOW
     stopped = sync_to_async(_scope_stopped)
     renew = sync_to_async(_renew)
+    claim = sync_to_async(more) if more is not None else None
 
     async def watch() -> None:
         # Pause or cancel takes effect within a poll; the lease is renewed every third of it,
         # by the clock: a poll waits behind the batch's writes in the connection's thread and
         # can take seconds on a loaded machine, so counting polls let leases lapse (15 s
         # leases, benchmarks/run_at_scale.py: a batch's last calls were made twice).
-        loop = asyncio.get_running_loop()
         renew_every = leases.lease_duration().total_seconds() / 3
         renewed = loop.time()
         while True:
             await asyncio.sleep(STOP_POLL_SECONDS)
             if await stopped(work, scope):
                 stopping.set()
+                low.set()
                 return
             if loop.time() - renewed >= renew_every:
                 renewed = loop.time()
-                await renew(work, ids, owner)
+                await renew(work, list(ids), owner)
 
     async def one(call: Call) -> None:
+        nonlocal waiting
         async with local[call.model.pk], in_flight:
+            waiting -= 1
+            if waiting < REFILL_BELOW:
+                low.set()
             if stopping.is_set():
                 unstarted.append(call.row_id)
                 return
@@ -403,9 +440,44 @@ async def _execute(work: Work, scope: int, calls: list[Call], owner: str) -> Bat
                 outcome.done += 1
         await recorder.add(result)
 
+    def start(group: asyncio.TaskGroup, batch: list[Call]) -> None:
+        nonlocal waiting
+        for call in batch:
+            if call.model.pk not in models:
+                models[call.model.pk] = call.model
+                local[call.model.pk] = asyncio.Semaphore(call.model.max_concurrent)
+            ids.append(call.row_id)
+        waiting += len(batch)
+        if waiting >= REFILL_BELOW:
+            low.clear()
+        for call in batch:
+            group.create_task(one(call))
+
+    async def refill(group: asyncio.TaskGroup) -> None:
+        while True:
+            await low.wait()
+            if stopping.is_set() or loop.time() >= ends:
+                return
+            part, batch = await claim()
+            outcome.claimed += part.claimed
+            outcome.failed += part.failed
+            if not part.claimed:
+                return  # nothing left to claim (or the scope stopped taking calls)
+            start(group, batch)
+            if waiting < REFILL_BELOW:
+                low.clear()  # all refused, or a small claim: look again when a call starts
+
     watcher = asyncio.create_task(watch())
     try:
-        await asyncio.gather(*(one(call) for call in calls))
+        try:
+            async with asyncio.TaskGroup() as group:
+                start(group, calls)
+                if claim is not None:
+                    group.create_task(refill(group))
+        except BaseExceptionGroup as failed:
+            # A write failed (the calls' own errors are results): the batch ends with it, as
+            # the task's error; its rows' leases run out and the sweep puts them back.
+            raise failed.exceptions[0] from None
     finally:
         watcher.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -428,29 +500,46 @@ def _renew(work: Work, ids: list[int], owner: str) -> None:
 
 
 def batch_run(*, work: str, scope: int, limit: int | None = None) -> BatchOutcome:
-    """Claim a batch of the scope's rows, make their calls and record the results."""
+    """Claim a batch of the scope's rows, make their calls and record the results. Without
+    a `limit`, the batch claims more as its calls start, for up to BATCH_SECONDS."""
     job = work_for(work)
     owner = leases.lease_owner_name()
-    job.prepare(scope)
-    ids = batch_claim(job, scope, owner=owner, limit=limit or job.batch_size)
-    outcome = BatchOutcome(claimed=len(ids))
-    if ids:
-        calls, refused = job.calls(ids)
-        if refused:
-            job.refuse(refused, owner=owner)
-            outcome.failed += len(refused)
-        if calls:
-            # async_to_sync, not asyncio.run: the writes come back to this thread and its
-            # database connection, which Celery's Django integration manages between tasks.
-            ran = async_to_sync(_execute)(job, scope, calls, owner)
-            outcome.done, outcome.unstarted = ran.done, ran.unstarted
-            outcome.failed += ran.failed
+    outcome = BatchOutcome()
+    calls = _claim_calls(job, scope, owner, limit or job.batch_size, outcome)
+    if calls:
+
+        def more() -> tuple[BatchOutcome, list[Call]]:
+            part = BatchOutcome()
+            return part, _claim_calls(job, scope, owner, job.batch_size, part, refill=True)
+
+        # async_to_sync, not asyncio.run: the writes come back to this thread and its
+        # database connection, which Celery's Django integration manages between tasks.
+        ran = async_to_sync(_execute)(job, scope, calls, owner, None if limit else more)
+        outcome.claimed += ran.claimed
+        outcome.done, outcome.unstarted = ran.done, ran.unstarted
+        outcome.failed += ran.failed
     again = job.settle(scope)
     # A scope that takes no calls (paused, cancelled, out of budget) ends its chains here:
     # resuming queues new ones (scope_start), and the sweep queues one for any running scope
     # with rows to claim and nobody holding them.
     outcome.again_in = None if again is not None and _scope_stopped(job, scope) else again
     return outcome
+
+
+def _claim_calls(
+    job: Work, scope: int, owner: str, limit: int, outcome: BatchOutcome, *, refill=False
+) -> list:
+    """Claim up to `limit` rows and build their calls; rows that cannot be built fail."""
+    job.prepare(scope)
+    ids = batch_claim(job, scope, owner=owner, limit=limit, budget_final=not refill)
+    outcome.claimed += len(ids)
+    if not ids:
+        return []
+    calls, refused = job.calls(ids)
+    if refused:
+        job.refuse(refused, owner=owner)
+        outcome.failed += len(refused)
+    return calls
 
 
 def expired_requeue(work: Work) -> list[int]:

@@ -76,6 +76,31 @@ def test_a_batch_claimed_twice_does_the_work_once(models):
     assert len(first) == 3 and second == []
 
 
+def test_a_batch_claims_more_as_its_calls_start_until_its_time_is_up(models, monkeypatch):
+    # Batches of 4, refilled whenever fewer than 3 calls wait: one batch works the whole
+    # run, claim after claim, with no gap between batches for its process.
+    monkeypatch.setattr(SAMPLE_WORK, "batch_size", 4)
+    monkeypatch.setattr(engine, "REFILL_BELOW", 3)
+    run = sampling_run_create(
+        name="Refill", questions=[question_make() for _ in range(3)], models=models,
+        samples_per_item=3,
+    )  # fmt: skip
+    sampling_run_launch(run=run)
+    outcome = engine.batch_run(work=SAMPLE_WORK.name, scope=run.pk)
+    assert (outcome.claimed, outcome.done, outcome.failed) == (18, 18, 0)
+    assert run.responses.filter(status=ResponseStatus.DONE).count() == 18
+    assert LLMCall.objects.filter(caller__startswith="runs.sample:").count() == 18
+
+    # Out of time, a batch takes only its first claim; a limit (as here) never refills.
+    later = sampling_run_create(name="Timed", questions=[question_make()], models=models,
+                                samples_per_item=5)  # fmt: skip
+    sampling_run_launch(run=later)
+    monkeypatch.setattr(engine, "BATCH_SECONDS", 0.0)
+    assert engine.batch_run(work=SAMPLE_WORK.name, scope=later.pk).claimed == 4
+    assert engine.batch_run(work=SAMPLE_WORK.name, scope=later.pk, limit=2).claimed == 2
+    assert later.responses.filter(status=ResponseStatus.DONE).count() == 6
+
+
 def test_a_paused_run_takes_no_calls_and_resumes_where_it_stopped(models):
     run = sampling_run_create(
         name="P", questions=[question_make()], models=models, samples_per_item=2

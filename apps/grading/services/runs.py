@@ -262,13 +262,13 @@ def scores_compute(*, grading_run_id: int, response_ids: Iterable[int]) -> int:
     against the rubric version graded: a score for every answer whose judgments are all
     done, none for one with any pending or errored. Deterministic; how many scored."""
     response_ids = list(set(response_ids))
-    by_response: dict[int, list] = defaultdict(list)
     judgments = Judgment.objects.filter(
         grading_run_id=grading_run_id, response_id__in=response_ids
     ).values_list(
         "response_id", "rubric_id", "criterion_id", "status", "met", "criterion__polarity",
         "criterion__kind", "criterion__points",
     )  # fmt: skip
+    by_response: dict[int, list] = defaultdict(list)
     for row in judgments:
         by_response[row[0]].append(row)
     expected = dict(
@@ -276,6 +276,26 @@ def scores_compute(*, grading_run_id: int, response_ids: Iterable[int]) -> int:
         .annotate(n=Count("criteria"))
         .values_list("pk", "n")
     )
+    return _scores_store(grading_run_id, response_ids, by_response, expected)
+
+
+def scores_record(*, grading_run_id: int, judgments: list[Judgment], criteria: dict) -> int:
+    """The same as `scores_compute`, from judgments just written (with their criteria, and
+    `criteria`, each rubric's whole list, at hand), without reading them back: a checklist
+    call's record scores its answers this way."""
+    by_response: dict[int, list] = defaultdict(list)
+    for j in judgments:
+        c = j.criterion
+        by_response[j.response_id].append(
+            (j.response_id, j.rubric_id, c.pk, j.status, j.met, c.polarity, c.kind, c.points)
+        )
+    expected = {rubric_id: len(listed) for rubric_id, listed in criteria.items()}
+    return _scores_store(grading_run_id, list(by_response), by_response, expected)
+
+
+def _scores_store(grading_run_id, response_ids, by_response, expected) -> int:
+    """Score each answer whose judgment rows (response, rubric, criterion, status, met,
+    polarity, kind, points) are complete and all done; store those, drop the others'."""
     scores, unscored = [], set(response_ids)
     for response_id, rows in by_response.items():
         rubric_id = rows[0][1]
@@ -298,9 +318,10 @@ def scores_compute(*, grading_run_id: int, response_ids: Iterable[int]) -> int:
         )
         unscored.discard(response_id)
     with transaction.atomic():
-        ResponseScore.objects.filter(
-            grading_run_id=grading_run_id, response_id__in=unscored
-        ).delete()
+        if unscored:
+            ResponseScore.objects.filter(
+                grading_run_id=grading_run_id, response_id__in=unscored
+            ).delete()
         ResponseScore.objects.bulk_create(
             scores, update_conflicts=True, unique_fields=["grading_run", "response"],
             update_fields=["rubric", "earned_points", "max_points", "score", "breakdown",

@@ -24,7 +24,7 @@ from apps.runs.models import RunStatus
 from apps.runs.services import RunWork, call_seed
 
 from ..models import CallState, ChecklistCall, GradingMode, GradingRun, Judgment
-from .runs import PURPOSE, criteria_of, grading_rows_make, scores_compute
+from .runs import PURPOSE, criteria_of, grading_rows_make, scores_compute, scores_record
 
 MAX_ERROR_CHARS = 2000
 MAX_RAW_CHARS = 20_000
@@ -362,10 +362,12 @@ class ChecklistWork(_GradingWork):
             engine.rows_write(rows, CALL_FIELDS)
             Judgment.objects.bulk_create(judgments, ignore_conflicts=True)
             if rows:
-                scores_compute(
-                    grading_run_id=rows[0].grading_run_id,
-                    response_ids=[c.response_id for c in rows],
-                )
+                # All of an answer's judgments come from its one checklist call, written
+                # just now: scored from them as they are, not read back.
+                scores_record(
+                    grading_run_id=rows[0].grading_run_id, judgments=judgments,
+                    criteria={c.rubric_id: criteria[c.rubric_id] for c in rows},
+                )  # fmt: skip
 
     def settle(self, scope):
         # Calls failed by the sweep (their worker died every time) have no judgments yet.
