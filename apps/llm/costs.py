@@ -40,8 +40,10 @@ def price_per_mtok(model: ModelConfig) -> tuple[Decimal, Decimal] | None:
     """(input, output) USD per million tokens, or None when nobody knows the price."""
     if model.input_price_per_mtok is not None or model.output_price_per_mtok is not None:
         return (model.input_price_per_mtok or Decimal(0), model.output_price_per_mtok or Decimal(0))
-    from .gateway import litellm_module
+    from .gateway import litellm_module, litellm_priced_by_us
 
+    if litellm_priced_by_us(model.litellm_model):
+        return None  # litellm has it only from another model's own prices
     try:
         prompt_cost, completion_cost = litellm_module().cost_per_token(
             model=model.litellm_model, prompt_tokens=1_000_000, completion_tokens=1_000_000

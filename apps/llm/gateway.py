@@ -179,6 +179,13 @@ def _price_register(model: ModelConfig) -> None:
     _registered[model.litellm_model] = price
 
 
+def litellm_priced_by_us(name: str) -> bool:
+    """Whether litellm's price for the litellm model `name` is one we told it, from some
+    model's own prices (`_price_register`): then it is no price of litellm's to use for a
+    model that has none."""
+    return name in _registered
+
+
 _clients: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aioredis.Redis]" = (
     weakref.WeakKeyDictionary()
 )
@@ -392,7 +399,7 @@ def _cost(model: ModelConfig, response, input_tokens: int, output_tokens: int) -
         per_in = model.input_price_per_mtok or Decimal(0)
         per_out = model.output_price_per_mtok or Decimal(0)
         return (per_in * input_tokens + per_out * output_tokens) / Decimal(1_000_000)
-    if model.litellm_model in _registered:
+    if litellm_priced_by_us(model.litellm_model):
         return None  # litellm knows its price only from another model's settings
     try:
         cost = litellm_module().completion_cost(completion_response=response)

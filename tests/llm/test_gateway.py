@@ -6,6 +6,7 @@ from decimal import Decimal
 import httpx
 import pytest
 
+from apps.llm.costs import price_per_mtok
 from apps.llm.errors import PermanentLLMError, RetryableLLMError
 from apps.llm.gateway import RetryPolicy, complete
 from apps.llm.models import CallStatus, LLMCall
@@ -339,6 +340,8 @@ def test_a_model_unknown_to_litellm_is_priced_by_litellm_as_ours_and_no_other(db
     ) / Decimal(1_000_000)
     assert result.cost_usd == expected
     # The same litellm model string with no price of its own stays unknown, not the first's.
-    unpriced = offline_model(url, name=name, input_price_per_mtok=None, output_price_per_mtok=None)
-    assert unpriced.litellm_model == priced.litellm_model
+    unpriced = offline_model(url, name=name, display_name="Unpriced", input_price_per_mtok=None,
+                             output_price_per_mtok=None)  # fmt: skip
+    assert unpriced.pk != priced.pk and unpriced.litellm_model == priced.litellm_model
     assert complete(model=unpriced, messages=QUESTION, purpose="sample").cost_usd is None
+    assert price_per_mtok(unpriced) is None  # nor does a run's estimate borrow it
