@@ -10,12 +10,13 @@ DATABASE_URL) and Redis db 3, with the offline provider at 300 ms latency and Ce
 1. generated questions in the nine topics, each with an approved rubric of 12 criteria
    (its own and the shared presentation ones), and offline models of differing styles;
 2. a sampling run over them through the bulk engine (apps/llm/engine.py); at 30 % done one
-   pool process holding a batch is killed with SIGKILL and another worker started; the run
+   pool process holding a batch is killed with SIGKILL and the worker starts another; the run
    must end with every response once, none lost, and the provider must have received at
    most (responses + the calls the dead process held) requests;
 3. in the same run, a bare `litellm.acompletion` loop sending the same requests at the same
    concurrency from as many processes (the baseline), and a one-model run at a limit of 16,
-   where the limit, not the CPU, binds (ideal 16 / 0.3 s);
+   where the limit, not the CPU, binds (ideal 16 / 0.3 s), beside the same requests through
+   bare litellm under a semaphore of 16 (what litellm itself leaves of the ideal);
 4. a checklist grading run over every answer, measured the same way;
 5. a smaller sampling run and its grading against a provider injecting 10 % 429, 2 % 500,
    1 % hangs (timeouts) and 3 % malformed JSON: both must end, and every judgment be met,
@@ -719,7 +720,9 @@ def inner(opts) -> int:
 
     redis.Redis.from_url(os.environ["REDIS_URL"]).flushdb()
     n_q, n_m, n_s = (40, 6, 5) if opts.quick else (opts.questions, opts.models, opts.samples)
-    ideal_calls = 200 if opts.quick else 2000
+    # About 80 s at the ideal rate: a run at a limit of 16 takes many minutes, so its second
+    # of start and tail should weigh here no more than a few per cent.
+    ideal_calls = 200 if opts.quick else 4000
     bare_calls = 400 if opts.quick else 2000
     fault_q, fault_m = (20, 3) if opts.quick else (100, 4)
     lines: list[str] = []
@@ -763,7 +766,7 @@ def inner(opts) -> int:
         # -- the concurrency limit binds: one model, limit 16 ----------------------------------
         memory = Memory()
         provider.reset()
-        per_q = 5
+        per_q = 5 if opts.quick else 10  # answers per question, so that the questions suffice
         ideal_run, ideal_total, _c, _m = sampling_phase(
             name="ideal",
             questions=questions[: ideal_calls // per_q],
@@ -779,6 +782,12 @@ def inner(opts) -> int:
             "peak": provider.stats()["max_in_flight"],
         }
         note(f"ideal run: {ideal}")
+        # For context, the same requests through bare litellm at the same limit, one process
+        # (an asyncio.Semaphore of 16): what litellm itself leaves of the ideal.
+        provider.reset()
+        bare_ideal = bare_run(sample_requests(ideal_run, provider.base, ideal_calls), LIMIT, 1)
+        bare_ideal["peak"] = provider.stats()["max_in_flight"]
+        note(f"bare at the limit: {bare_ideal}")
 
         # -- sampling at scale, with a kill ------------------------------------------------------
         concurrency = min(n_m * LIMIT, PROCESSES * min(BATCH_SIZE, IN_FLIGHT_MAX))
@@ -811,9 +820,17 @@ def inner(opts) -> int:
                 done=True, pid=pid, owner=owner, held=held, at=time.monotonic(), progress=done
             )
             note(f"killed pool process {pid} holding {held} rows at {done} done")
+            # The worker's prefork parent starts another process in its place, so the run
+            # goes on with as many processes as the bare loop has (a worker node of its
+            # own added here made the sampling ratio flattering).
             t = time.monotonic()
-            nodes.append(Workers(env, processes=1, name="scale-extra"))
+            while time.monotonic() - t < 60:
+                pids = {c.pid for c in nodes[0].children()}
+                if len(pids - {pid}) >= PROCESSES:
+                    break
+                time.sleep(0.05)
             kill["started_in"] = time.monotonic() - t
+            kill["replacement"] = sorted({c.pid for c in nodes[0].children()} - {pid})
 
         run_total = [n_q * n_m * n_s]
         provider.reset()
@@ -988,6 +1005,7 @@ def inner(opts) -> int:
             faulty.stop()
         results = {
             "ideal": ideal,
+            "bare_ideal": bare_ideal,
             "sampling": sampling,
             "bare_s": bare_s,
             "kill": kill,
@@ -1033,18 +1051,21 @@ def report(say, r, *, opts, shape, load0, concurrency, elapsed, lease, chains, b
     fs, fg = r["f_sampling"], r["f_grading"]
     load1 = os.getloadavg()
     ideal_rate = LIMIT / (LATENCY_MS / 1000)
+    from apps.llm.engine import BATCH_SECONDS
+
     cmd = " ".join(["benchmarks/run_at_scale.py", *sys.argv[2:]]).strip()
     say(f"## Model runs at scale — {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC")
     say()
     say(
         f"`.venv/bin/python {cmd}`: {n_q} questions x {n_m} offline models x {n_s} answers "
         f"= {s['total']:,} answers, then a checklist grading run over them. Offline provider "
-        f"at {LATENCY_MS} ms; one Celery worker, prefork, {PROCESSES} processes, batches of "
-        f"{batch}, {chains} chains, lease {lease} s, sweep every {lease / 4:.2f} s from the "
+        f"at {LATENCY_MS} ms; one Celery worker, prefork, {PROCESSES} processes, DEBUG off, "
+        f"batches of {batch} refilled for up to {BATCH_SECONDS:.0f} s, {chains} chains, lease "
+        f"{lease} s, sweep every {lease / 4:.2f} s from the "
         f"script; models at max_concurrent {LIMIT} each (grader {GRADER_LIMIT}), priced "
         f"$2.50/$10 per Mtok, no budget. Machine: {os.cpu_count()} cores; load average "
         f"{load0[0]:.2f} at start, {load1[0]:.2f} at the end (other sessions' tests were "
-        f"running). Whole run {elapsed / 60:.1f} min."
+        f"running, if any). Whole run {elapsed / 60:.1f} min."
     )
     say()
     say(
@@ -1066,6 +1087,12 @@ def report(say, r, *, opts, shape, load0, concurrency, elapsed, lease, chains, b
         f"| one model, limit {LIMIT}, {int(ideal['rate'] * ideal['wall'] + 0.5):,} answers "
         f"| {ideal['rate']:.1f} | — | {ideal['rate'] / ideal_rate:.2f} (ideal "
         f"{ideal_rate:.1f}) | {ideal['wall']:.0f} s | — | — | {ideal['peak']} |"
+    )
+    bi = r["bare_ideal"]
+    say(
+        f"| bare litellm loop, the same {int(bi['rate'] * bi['wall'] + 0.5):,} requests, "
+        f"a semaphore of {LIMIT} in 1 process | {bi['rate']:.1f} | — | "
+        f"{bi['rate'] / ideal_rate:.2f} | {bi['wall']:.0f} s | — | — | {bi['peak']} |"
     )
     jt = g["judgments"]
     say(
@@ -1099,8 +1126,9 @@ def report(say, r, *, opts, shape, load0, concurrency, elapsed, lease, chains, b
         "**Kill during sampling.** "
         + (
             f"At {kill['progress']:,} answers done, SIGKILL to pool process {kill['pid']} "
-            f"holding {kill['held']} rows (running, lease_owner {kill['owner']}); another "
-            f"worker (1 process) started in {kill['started_in']:.0f} s; the dead process's rows "
+            f"holding {kill['held']} rows (running, lease_owner {kill['owner']}); the "
+            f"worker's prefork parent started another in its place in "
+            f"{kill['started_in']:.1f} s (pool now {kill['replacement']}); the dead process's rows "
             f"were all taken back after {kill.get('recovered', float('nan')):.0f} s."
             if kill.get("done")
             else "No process was killed (the run ended first)."
@@ -1231,6 +1259,9 @@ def outer(opts) -> int:
             REDIS_URL=redis_url,
             CELERY_BROKER_URL=redis_url,
             LLM_LEASE_SECONDS=str(LEASE_SECONDS),
+            # As in production: with DEBUG on, Django keeps every query's SQL per process
+            # and formats it, which a worker making thousands of writes should not measure.
+            DEBUG="false",
         )
         server = with_db(stack.env["DATABASE_URL"], "postgres").replace(
             "postgres://", "postgresql://", 1
