@@ -586,7 +586,7 @@ def grading_requests(sampling_run, grader, base: str, count: int) -> list[dict]:
 
 def sampling_phase(*, name, questions, models, samples, nodes, memory, kill=None):
     """Create, launch and watch a sampling run; `kill(run)` is called every tick."""
-    from apps.runs.models import Response, ResponseStatus, RunStatus
+    from apps.runs.models import Response, ResponseStatus
     from apps.runs.services import SAMPLE_WORK, sampling_run_create, sampling_run_launch
 
     t0 = time.monotonic()
@@ -600,12 +600,7 @@ def sampling_phase(*, name, questions, models, samples, nodes, memory, kill=None
     run = sampling_run_launch(run=run)
     start(SAMPLE_WORK.name, run.pk)
 
-    def finished():
-        counts = status_counts(rows)
-        if counts.get(ResponseStatus.PENDING) or counts.get(ResponseStatus.RUNNING):
-            return False
-        run.refresh_from_db(fields=["status"])
-        return run.status == RunStatus.FINISHED
+    finished = run_ended(run, rows, waiting=(ResponseStatus.PENDING, ResponseStatus.RUNNING))
 
     watch(
         rows=rows,
@@ -615,6 +610,20 @@ def sampling_phase(*, name, questions, models, samples, nodes, memory, kill=None
         on_tick=(lambda: kill(run)) if kill else None,
     )
     return run, total, created, mark
+
+
+def run_ended(run, rows, *, waiting):
+    """A check for `watch`: no row in the `waiting` states, and the run finished."""
+    from apps.runs.models import RunStatus
+
+    def finished() -> bool:
+        counts = status_counts(rows)
+        if any(counts.get(state) for state in waiting):
+            return False
+        run.refresh_from_db(fields=["status"])
+        return run.status == RunStatus.FINISHED
+
+    return finished
 
 
 def run_wall(run, rows) -> float:
@@ -647,7 +656,7 @@ def repeated_calls(mark: int, prefix: str) -> int:
 def grading_phase(*, sampling_run, grader, nodes, memory):
     from apps.grading.models import CallState, ChecklistCall, GradingMode
     from apps.grading.services import grading_run_create, grading_run_launch, work_for_run
-    from apps.runs.models import ResponseStatus, RunStatus
+    from apps.runs.models import ResponseStatus
 
     expected = sampling_run.responses.filter(status=ResponseStatus.DONE).count()
     run = grading_run_create(sampling_run=sampling_run, grader=grader, mode=GradingMode.CHECKLIST)
@@ -656,12 +665,7 @@ def grading_phase(*, sampling_run, grader, nodes, memory):
     start(work_for_run(run).name, run.pk)
     rows = ChecklistCall.objects.filter(grading_run=run)
 
-    def finished():
-        counts = status_counts(rows)
-        if counts.get(CallState.PENDING) or counts.get(CallState.RUNNING):
-            return False
-        run.refresh_from_db(fields=["status"])
-        return run.status == RunStatus.FINISHED
+    finished = run_ended(run, rows, waiting=(CallState.PENDING, CallState.RUNNING))
 
     watch(rows=rows, finished=finished, nodes=nodes, memory=memory)
     return run, expected, mark
