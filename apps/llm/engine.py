@@ -32,8 +32,11 @@ loop or the gaps between batches, what binds.
 import asyncio
 import contextlib
 import datetime as dt
+import gc
 import hashlib
+import json
 import logging
+import os
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -321,6 +324,51 @@ def rows_write(rows: list, fields: list[str]) -> int:
         return cursor.rowcount
 
 
+def rows_insert(model, rows: list[dict], *, constants: dict | None = None) -> int:
+    """Insert new rows of `model`, skipping any that a unique constraint already holds (as
+    `bulk_create(ignore_conflicts=True)`), in one `INSERT ... SELECT` from
+    `json_populate_recordset`. Each row is a dict from column names (a foreign key's
+    `..._id`) to values that JSON holds (ids, text, numbers, booleans, None), all with the
+    same keys; `constants` (field name to value) are the same for every row, and every other
+    field takes its default (now, for `auto_now`). PostgreSQL parses and converts the values,
+    where `bulk_create` prepares each through its field in Python: that cost about 2 ms of CPU
+    for a checklist call's 12 judgments, a sixth of the call (benchmarks/run_at_scale.py).
+    How many rows were inserted."""
+    if not rows:
+        return 0
+    meta = model._meta
+    given = set(rows[0])
+    if unknown := given - {f.column for f in meta.concrete_fields}:
+        raise ValueError(f"{meta.label} has no columns {sorted(unknown)}")
+    constants = constants or {}
+    columns, values, params = [], [], []
+    for f in meta.concrete_fields:
+        if f.primary_key:
+            continue
+        columns.append(f'"{f.column}"')
+        if f.column in given:
+            values.append(f'r."{f.column}"')
+            continue
+        if f.name in constants:
+            value = constants[f.name]
+        elif getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False):
+            value = timezone.now()
+        else:
+            value = f.get_default()
+        values.append("%s")
+        params.append(f.get_db_prep_save(value, connection))
+    # Table and columns are the model's own; every value is a bound parameter.
+    sql = (
+        f'INSERT INTO "{meta.db_table}" ({", ".join(columns)}) '  # noqa: S608
+        f"SELECT {', '.join(values)} "
+        f'FROM json_populate_recordset(NULL::"{meta.db_table}", %s::json) AS r '
+        f"ON CONFLICT DO NOTHING"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, json.dumps(rows, ensure_ascii=False)])
+        return cursor.rowcount
+
+
 def batch_unclaim(work: Work, ids: list[int], *, owner: str) -> int:
     """Put held rows that were never called back to waiting, their attempt not counted."""
     if not ids:
@@ -506,9 +554,33 @@ def _renew(work: Work, ids: list[int], owner: str) -> None:
     )
 
 
+# The collector's thresholds in a process that runs batches (Python's are 700, 10, 10).
+GC_THRESHOLDS = (10_000, 20, 50)
+_tuned_in: int | None = None  # the process (pid) whose collector is set for batches
+
+
+def _process_tune() -> None:
+    """Once per process, before its first batch: import litellm, freeze what the process
+    holds by then (Django, Celery, litellm's tables: half a million objects) out of the
+    cyclic garbage collector's reach, and let it collect less often. A batch allocates a
+    great deal, and as Python sets it the collector ran every few calls, each full pass
+    walking every object: about 1 ms of CPU per call, an eighth of a checklist call
+    (benchmarks/run_at_scale.py). Reference counting still frees almost everything at once;
+    the collector only finds cycles."""
+    global _tuned_in
+    if _tuned_in == os.getpid():
+        return
+    gateway.litellm_module()
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+    _tuned_in = os.getpid()
+
+
 def batch_run(*, work: str, scope: int, limit: int | None = None) -> BatchOutcome:
     """Claim a batch of the scope's rows, make their calls and record the results. Without
     a `limit`, the batch claims more as its calls start, for up to BATCH_SECONDS."""
+    _process_tune()
     job = work_for(work)
     owner = leases.lease_owner_name()
     outcome = BatchOutcome()

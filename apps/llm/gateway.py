@@ -82,7 +82,11 @@ def litellm_module():
         litellm.failure_callback = []
         litellm.callbacks = []
         litellm.suppress_debug_info = True
-        litellm.turn_off_message_logging = True
+        # No callback is ever set, so nothing reads litellm's logging payload and there is
+        # nothing to redact it for: with this on, litellm copied and redacted every call's
+        # payload all the same, about 5% of a grading call's CPU (benchmarks/run_at_scale.py).
+        # Adding a callback means turning it back on.
+        litellm.turn_off_message_logging = False
         litellm.drop_params = False
         _litellm = litellm
     return _litellm

@@ -84,6 +84,21 @@ def test_both_modes_judge_every_criterion_and_scores_follow_the_rule(answered, g
     assert ResponseScore.objects.filter(grading_run=grading).count() == 4
 
 
+def test_a_checklist_answer_recorded_twice_keeps_its_first_judgments(answered, grader):
+    grading = grading_run_create(sampling_run=answered, grader=grader, mode=GradingMode.CHECKLIST)
+    grading_run_launch(run=grading)
+    work_through(CHECKLIST_WORK, grading.pk)
+    before = list(grading.judgments.order_by("pk").values_list("pk", "met", "explanation"))
+    again = [
+        {"grading_run_id": j.grading_run_id, "response_id": j.response_id,
+         "criterion_id": j.criterion_id, "rubric_id": j.rubric_id, "checklist_id": j.checklist_id,
+         "status": CallState.DONE, "met": not j.met, "explanation": "a second answer"}
+        for j in grading.judgments.all()
+    ]  # fmt: skip
+    assert engine.rows_insert(Judgment, again) == 0
+    assert list(grading.judgments.order_by("pk").values_list("pk", "met", "explanation")) == before
+
+
 def test_regrading_with_the_same_grader_and_prompt_reuses_the_calls(answered, grader):
     first = grading_run_create(sampling_run=answered, grader=grader, mode=GradingMode.CHECKLIST)
     grading_run_launch(run=first)

@@ -345,3 +345,16 @@ def test_a_model_unknown_to_litellm_is_priced_by_litellm_as_ours_and_no_other(db
     assert unpriced.pk != priced.pk and unpriced.litellm_model == priced.litellm_model
     assert complete(model=unpriced, messages=QUESTION, purpose="sample").cost_usd is None
     assert price_per_mtok(unpriced) is None  # nor does a run's estimate borrow it
+
+
+def test_litellm_has_no_callback_and_sends_nothing_out(db, offline_provider_url):
+    # The gateway leaves litellm's logging payload unredacted because nothing reads it: no
+    # callback of any kind, no telemetry, even after calls have been made.
+    from apps.llm import gateway
+
+    litellm = gateway.litellm_module()
+    complete(model=offline_model(offline_provider_url), messages=QUESTION, purpose="sample")
+    assert litellm.telemetry is False
+    for name in ("callbacks", "success_callback", "failure_callback", "_async_success_callback",
+                 "_async_failure_callback", "input_callback", "service_callback"):  # fmt: skip
+        assert getattr(litellm, name, []) == [], name

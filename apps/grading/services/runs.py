@@ -156,6 +156,18 @@ def criteria_of(rubric_ids: Iterable[int]) -> dict[int, list[Criterion]]:
     return found
 
 
+def criteria_specs(rubric_ids: Iterable[int]) -> dict[int, list[tuple]]:
+    """Each rubric's criteria in order, as (pk, polarity, kind, points): what recording and
+    scoring a checklist call need, without building a model instance per criterion."""
+    found: dict[int, list[tuple]] = defaultdict(list)
+    rows = Criterion.objects.filter(rubric_id__in=set(rubric_ids)).order_by(
+        "rubric_id", "order", "pk"
+    )
+    for rubric_id, *spec in rows.values_list("rubric_id", "pk", "polarity", "kind", "points"):
+        found[rubric_id].append(tuple(spec))
+    return found
+
+
 def answers_due(run: GradingRun):
     """The sampling run's finished answers that this grading run has no rows for yet and
     that have an approved rubric to be graded against."""
@@ -279,17 +291,14 @@ def scores_compute(*, grading_run_id: int, response_ids: Iterable[int]) -> int:
     return _scores_store(grading_run_id, response_ids, by_response, expected)
 
 
-def scores_record(*, grading_run_id: int, judgments: list[Judgment], criteria: dict) -> int:
-    """The same as `scores_compute`, from judgments just written (with their criteria, and
-    `criteria`, each rubric's whole list, at hand), without reading them back: a checklist
-    call's record scores its answers this way."""
+def scores_record(*, grading_run_id: int, rows: list[tuple], expected: dict[int, int]) -> int:
+    """The same as `scores_compute`, from judgments just written, without reading them
+    back: `rows` are their (response, rubric, criterion, status, met, polarity, kind,
+    points), `expected` each rubric's number of criteria. A checklist call's record scores
+    its answers this way."""
     by_response: dict[int, list] = defaultdict(list)
-    for j in judgments:
-        c = j.criterion
-        by_response[j.response_id].append(
-            (j.response_id, j.rubric_id, c.pk, j.status, j.met, c.polarity, c.kind, c.points)
-        )
-    expected = {rubric_id: len(listed) for rubric_id, listed in criteria.items()}
+    for row in rows:
+        by_response[row[0]].append(row)
     return _scores_store(grading_run_id, list(by_response), by_response, expected)
 
 

@@ -24,7 +24,14 @@ from apps.runs.models import RunStatus
 from apps.runs.services import RunWork, call_seed
 
 from ..models import CallState, ChecklistCall, GradingMode, GradingRun, Judgment
-from .runs import PURPOSE, criteria_of, grading_rows_make, scores_compute, scores_record
+from .runs import (
+    PURPOSE,
+    criteria_of,
+    criteria_specs,
+    grading_rows_make,
+    scores_compute,
+    scores_record,
+)  # fmt: skip
 
 MAX_ERROR_CHARS = 2000
 MAX_RAW_CHARS = 20_000
@@ -159,16 +166,17 @@ class _GradingWork(RunWork):
     def _after_errors(self, ids):
         """Hook: what else an errored call means (checklist: its judgments are errors)."""
 
-    def _held(self, results, owner) -> set[int]:
-        return set(
-            engine.held(
-                self.model.objects.filter(pk__in=[r.call.row_id for r in results]),
-                states=self.states,
-                owner=owner,
-            )
-            .select_for_update()
-            .values_list("pk", flat=True)
-        )
+    def _held(self, results, owner, *fields):
+        """The results' rows that `owner` still holds, locked: their pks, or with `fields`,
+        (pk, *fields) tuples."""
+        held = engine.held(
+            self.model.objects.filter(pk__in=[r.call.row_id for r in results]),
+            states=self.states,
+            owner=owner,
+        ).select_for_update()
+        if fields:
+            return list(held.values_list("pk", *fields))
+        return set(held.values_list("pk", flat=True))
 
     @staticmethod
     def _outcome(row, result, now) -> None:
@@ -321,52 +329,55 @@ class ChecklistWork(_GradingWork):
     def record(self, results, *, owner):
         now = timezone.now()
         with transaction.atomic():
-            mine = self._held(results, owner)
             held = {
-                c.pk: c
-                for c in ChecklistCall.objects.filter(pk__in=mine).only(
-                    "pk", "grading_run_id", "response_id", "rubric_id"
+                pk: ChecklistCall(pk=pk, grading_run_id=run_id, response_id=response_id,
+                                  rubric_id=rubric_id)
+                for pk, run_id, response_id, rubric_id in self._held(
+                    results, owner, "grading_run_id", "response_id", "rubric_id"
                 )
-            }
-            criteria = criteria_of({c.rubric_id for c in held.values()})
-            rows, judgments = [], []
+            }  # fmt: skip
+            listed = criteria_specs({c.rubric_id for c in held.values()})
+            rows, judgments, scored = [], [], []
             for result in results:
                 checklist = held.get(result.call.row_id)
                 if checklist is None:
                     continue
                 self._outcome(checklist, result, now)
                 rows.append(checklist)
-                listed = criteria[checklist.rubric_id]
                 verdicts = {}
                 if result.completion is not None:
                     verdicts = {v["id"]: v for v in result.completion.data["verdicts"]}
-                for number, criterion in enumerate(listed, 1):
+                failed = "The checklist call failed: " + checklist.error
+                run_id, response_id, rubric_id = (
+                    checklist.grading_run_id, checklist.response_id, checklist.rubric_id
+                )  # fmt: skip
+                for number, (criterion_id, polarity, kind, points) in enumerate(
+                    listed[rubric_id], 1
+                ):
                     verdict = verdicts.get(number)
+                    status = CallState.DONE if verdict else CallState.ERROR
+                    met = verdict["met"] if verdict else None
                     judgments.append(
-                        Judgment(
-                            grading_run_id=checklist.grading_run_id,
-                            response_id=checklist.response_id,
-                            criterion=criterion,
-                            rubric_id=checklist.rubric_id,
-                            checklist=checklist,
-                            status=CallState.DONE if verdict else CallState.ERROR,
-                            met=verdict["met"] if verdict else None,
-                            explanation=verdict["explanation"] if verdict else "",
-                            error=""
-                            if verdict
-                            else "The checklist call failed: " + checklist.error,
-                            error_kind="" if verdict else checklist.error_kind,
-                            completed_at=now,
-                        )
+                        {
+                            "grading_run_id": run_id, "response_id": response_id,
+                            "criterion_id": criterion_id, "rubric_id": rubric_id,
+                            "checklist_id": checklist.pk, "status": status, "met": met,
+                            "explanation": verdict["explanation"] if verdict else "",
+                            "error": "" if verdict else failed,
+                            "error_kind": "" if verdict else checklist.error_kind,
+                        }
+                    )  # fmt: skip
+                    scored.append(
+                        (response_id, rubric_id, criterion_id, status, met, polarity, kind, points)
                     )
             engine.rows_write(rows, CALL_FIELDS)
-            Judgment.objects.bulk_create(judgments, ignore_conflicts=True)
+            engine.rows_insert(Judgment, judgments, constants={"completed_at": now})
             if rows:
                 # All of an answer's judgments come from its one checklist call, written
                 # just now: scored from them as they are, not read back.
                 scores_record(
-                    grading_run_id=rows[0].grading_run_id, judgments=judgments,
-                    criteria={c.rubric_id: criteria[c.rubric_id] for c in rows},
+                    grading_run_id=rows[0].grading_run_id, rows=scored,
+                    expected={c.rubric_id: len(listed[c.rubric_id]) for c in rows},
                 )  # fmt: skip
 
     def settle(self, scope):
