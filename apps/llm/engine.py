@@ -433,8 +433,7 @@ async def _execute(
     # Spread, so that processes which started together do not all end their batches at once.
     ends = loop.time() + BATCH_SECONDS * random.uniform(0.75, 1.25)
     outcome = BatchOutcome()
-    models: dict[int, ModelConfig] = {}
-    local: dict[int, asyncio.Semaphore] = {}
+    local: dict[int, asyncio.Semaphore] = {}  # per model
     # Taken after the model's own, so a call waiting for a busy model holds no place here.
     in_flight = asyncio.Semaphore(IN_FLIGHT_MAX)
     recorder = _Recorder(work, owner)
@@ -498,8 +497,7 @@ async def _execute(
     def start(group: asyncio.TaskGroup, batch: list[Call]) -> None:
         nonlocal waiting
         for call in batch:
-            if call.model.pk not in models:
-                models[call.model.pk] = call.model
+            if call.model.pk not in local:
                 local[call.model.pk] = asyncio.Semaphore(call.model.max_concurrent)
             ids.append(call.row_id)
         waiting += len(batch)
