@@ -397,38 +397,31 @@ def screenshot(request):
     return take
 
 
-# --- a paid provider that echoes the API key -----------------------------------------------
+# --- stand-ins for paid providers, at the HTTP boundary ---------------------------------------
 
 
 @pytest.fixture
-def echoing_provider():
-    """`echoing_provider(status) -> base_url`: an OpenAI-compatible server on loopback that
-    answers every chat completion with `status` and an error body that repeats the API key
-    it was sent, as some providers do. Stands in for a paid provider, at the HTTP boundary."""
+def stand_in_provider():
+    """`stand_in_provider(answer) -> base_url`: an OpenAI-compatible server on loopback that
+    answers every chat completion with `answer(api_key) -> (status, json body, headers)`."""
     import json
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     servers = []
 
-    def start(status: int) -> str:
+    def start(answer) -> str:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 key = self.headers.get("Authorization", "").removeprefix("Bearer ")
-                body = json.dumps(
-                    {
-                        "error": {
-                            "message": f"Incorrect API key provided: {key}.",
-                            "type": "invalid_request_error",
-                            "code": "invalid_api_key",
-                        }
-                    }
-                ).encode()
+                status, payload, headers = answer(key)
+                body = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
-                self.send_header("X-Echoed-Key", key)
+                for name, value in headers.items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(body)
 
@@ -444,3 +437,38 @@ def echoing_provider():
     for server in servers:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def echoing_provider(stand_in_provider):
+    """`echoing_provider(status) -> base_url`: answers every chat completion with `status`
+    and an error body that repeats the API key it was sent, as some providers do."""
+
+    def start(status: int) -> str:
+        def answer(key):
+            error = {"message": f"Incorrect API key provided: {key}.",
+                     "type": "invalid_request_error", "code": "invalid_api_key"}  # fmt: skip
+            return status, {"error": error}, {"X-Echoed-Key": key}
+
+        return stand_in_provider(answer)
+
+    return start
+
+
+@pytest.fixture
+def answering_provider(stand_in_provider):
+    """`answering_provider(content) -> base_url`: every chat completion answers `content`."""
+
+    def start(content: str) -> str:
+        def answer(_key):
+            return 200, {
+                "id": "chatcmpl-1", "object": "chat.completion", "created": 1,
+                "model": "stand-in",
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": content}}],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12},
+            }, {}  # fmt: skip
+
+        return stand_in_provider(answer)
+
+    return start

@@ -426,11 +426,26 @@ def _validator(schema: dict) -> jsonschema.Draft202012Validator:
     return held[1]
 
 
+def _storable(value):
+    """`value` with every NUL character, which PostgreSQL's text cannot hold, replaced by
+    U+FFFD: a model's answer that has one (raw, or `\\u0000` in its JSON) is stored, not a
+    write that fails for every result recorded with it."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd") if "\x00" in value else value
+    if isinstance(value, dict):
+        return {_storable(k): _storable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_storable(v) for v in value]
+    return value
+
+
 def _validate(text: str, schema: dict) -> tuple[dict | list | None, str | None]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         return None, f"the answer is not valid JSON ({exc.msg} at character {exc.pos})"
+    if "\\u0000" in text:
+        data = _storable(data)
     error = jsonschema.exceptions.best_match(_validator(schema).iter_errors(data))
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "the top level"
@@ -539,7 +554,7 @@ async def acomplete(
         input_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
         output_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
         await slot.release(actual_tokens=input_tokens + output_tokens)
-        text = response.choices[0].message.content or ""
+        text = _storable(response.choices[0].message.content or "")
         cost = _cost(model, response, input_tokens, output_tokens)
         data = None
         if schema is not None:

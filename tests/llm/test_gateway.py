@@ -358,3 +358,27 @@ def test_litellm_has_no_callback_and_sends_nothing_out(db, offline_provider_url)
     for name in ("callbacks", "success_callback", "failure_callback", "_async_success_callback",
                  "_async_failure_callback", "input_callback", "service_callback"):  # fmt: skip
         assert getattr(litellm, name, []) == [], name
+
+
+def test_a_nul_in_an_answer_is_replaced_so_that_the_answer_can_be_stored(
+    db, answering_provider, monkeypatch
+):
+    monkeypatch.setenv("ASSAY_TEST_STAND_IN_KEY", "sk-test-stand-in")
+
+    def model(content, name):
+        return offline_model(
+            answering_provider(content), name=name, api_key_env="ASSAY_TEST_STAND_IN_KEY"
+        )
+
+    plain = model("Change it\x00 now.", "stand-in")
+    result = complete(model=plain, messages=QUESTION, purpose="sample", policy=FAST)
+    assert result.text == "Change it\ufffd now."
+    graded = model('{"explanation": "a NUL: \\u0000.", "met": true}', "stand-in-2")
+    result = complete(
+        model=graded, messages=GRADE_MESSAGES, purpose="grade_criterion", schema=GRADE_SCHEMA,
+        policy=FAST,
+    )  # fmt: skip
+    assert result.data == {"explanation": "a NUL: \ufffd.", "met": True}
+    # Both stored as they came back.
+    LLMCall.objects.create(model=graded, purpose="sample", attempt=1, status=CallStatus.OK,
+                           error_message=result.data["explanation"] + result.text)  # fmt: skip
