@@ -99,6 +99,29 @@ def test_a_checklist_answer_recorded_twice_keeps_its_first_judgments(answered, g
     assert list(grading.judgments.order_by("pk").values_list("pk", "met", "explanation")) == before
 
 
+def test_a_checklist_call_whose_worker_kept_dying_leaves_an_error_for_every_criterion(
+    answered, grader
+):
+    grading = grading_run_create(sampling_run=answered, grader=grader, mode=GradingMode.CHECKLIST)
+    grading_run_launch(run=grading)
+    CHECKLIST_WORK.prepare(grading.pk)  # the rows a batch would claim
+    lost = ChecklistCall.objects.filter(grading_run=grading).first()
+    # What the sweep leaves when a call's worker died on every attempt.
+    ChecklistCall.objects.filter(pk=lost.pk).update(
+        status=CallState.ERROR, **CHECKLIST_WORK.gave_up()
+    )
+    work_through(CHECKLIST_WORK, grading.pk)
+    criteria = lost.rubric.criteria.count()
+    errors = Judgment.objects.filter(checklist=lost)
+    assert errors.count() == criteria
+    assert set(errors.values_list("status", "met", "explanation")) == {(CallState.ERROR, None, "")}
+    assert {e.error for e in errors} == {
+        "The checklist call failed: " + ChecklistCall.objects.get(pk=lost.pk).error
+    }
+    assert not ResponseScore.objects.filter(grading_run=grading, response=lost.response).exists()
+    assert ResponseScore.objects.filter(grading_run=grading).count() == 3
+
+
 def test_regrading_with_the_same_grader_and_prompt_reuses_the_calls(answered, grader):
     first = grading_run_create(sampling_run=answered, grader=grader, mode=GradingMode.CHECKLIST)
     grading_run_launch(run=first)

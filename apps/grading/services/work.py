@@ -347,29 +347,15 @@ class ChecklistWork(_GradingWork):
                 verdicts = {}
                 if result.completion is not None:
                     verdicts = {v["id"]: v for v in result.completion.data["verdicts"]}
-                failed = "The checklist call failed: " + checklist.error
-                run_id, response_id, rubric_id = (
-                    checklist.grading_run_id, checklist.response_id, checklist.rubric_id
-                )  # fmt: skip
                 for number, (criterion_id, polarity, kind, points) in enumerate(
-                    listed[rubric_id], 1
+                    listed[checklist.rubric_id], 1
                 ):
-                    verdict = verdicts.get(number)
-                    status = CallState.DONE if verdict else CallState.ERROR
-                    met = verdict["met"] if verdict else None
-                    judgments.append(
-                        {
-                            "grading_run_id": run_id, "response_id": response_id,
-                            "criterion_id": criterion_id, "rubric_id": rubric_id,
-                            "checklist_id": checklist.pk, "status": status, "met": met,
-                            "explanation": verdict["explanation"] if verdict else "",
-                            "error": "" if verdict else failed,
-                            "error_kind": "" if verdict else checklist.error_kind,
-                        }
-                    )  # fmt: skip
+                    row = _judgment_row(checklist, criterion_id, verdicts.get(number))
+                    judgments.append(row)
                     scored.append(
-                        (response_id, rubric_id, criterion_id, status, met, polarity, kind, points)
-                    )
+                        (row["response_id"], row["rubric_id"], criterion_id, row["status"],
+                         row["met"], polarity, kind, points)
+                    )  # fmt: skip
             engine.rows_write(rows, CALL_FIELDS)
             engine.rows_insert(Judgment, judgments, constants={"completed_at": now})
             if rows:
@@ -391,25 +377,31 @@ class ChecklistWork(_GradingWork):
         if not ids:
             return
         checklists = ChecklistCall.objects.filter(pk__in=ids)
-        criteria = criteria_of({c.rubric_id for c in checklists})
-        Judgment.objects.bulk_create(
+        listed = criteria_specs({c.rubric_id for c in checklists})
+        engine.rows_insert(
+            Judgment,
             [
-                Judgment(
-                    grading_run_id=c.grading_run_id,
-                    response_id=c.response_id,
-                    criterion=criterion,
-                    rubric_id=c.rubric_id,
-                    checklist=c,
-                    status=CallState.ERROR,
-                    error="The checklist call failed: " + c.error,
-                    error_kind=c.error_kind,
-                    completed_at=timezone.now(),
-                )
+                _judgment_row(c, criterion_id, None)
                 for c in checklists
-                for criterion in criteria[c.rubric_id]
+                for criterion_id, *_spec in listed[c.rubric_id]
             ],
-            ignore_conflicts=True,
+            constants={"completed_at": timezone.now()},
         )
+
+
+def _judgment_row(checklist: ChecklistCall, criterion_id: int, verdict: dict | None) -> dict:
+    """The judgment of one criterion from a checklist call's verdict for it, or, with none
+    (the call failed), an explicit error: a row for `engine.rows_insert`."""
+    return {
+        "grading_run_id": checklist.grading_run_id, "response_id": checklist.response_id,
+        "criterion_id": criterion_id, "rubric_id": checklist.rubric_id,
+        "checklist_id": checklist.pk,
+        "status": CallState.DONE if verdict else CallState.ERROR,
+        "met": verdict["met"] if verdict else None,
+        "explanation": verdict["explanation"] if verdict else "",
+        "error": "" if verdict else "The checklist call failed: " + checklist.error,
+        "error_kind": "" if verdict else checklist.error_kind,
+    }  # fmt: skip
 
 
 CRITERION_WORK = engine.register(CriterionWork())
