@@ -1,0 +1,63 @@
+"""The model-run demo that `make run` loads: a finished sampling run, a grading run and a
+calibration, made through the engine against the offline provider over real HTTP."""
+
+import pytest
+
+from apps.accounts.roles import Role
+from apps.accounts.services import user_set_roles
+from apps.demo import runs as demo
+from apps.demo.rubrics import demo_rubrics_load
+from apps.grading.models import Calibration, CalibrationSet, ExpertJudgment, ResponseScore
+from apps.llm.models import ModelConfig
+from apps.rubrics.models import Rubric, RubricState
+from apps.runs.models import RunStatus
+from tests.factories import api_base, user_with_role
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def demo_world(settings, offline_provider_url):
+    settings.OFFLINE_LLM_URL = api_base(offline_provider_url)
+    roles = {"expert": [Role.EXPERT], "expert2": [Role.EXPERT],
+             "reviewer": [Role.EXPERT, Role.REVIEWER], "researcher": [Role.RESEARCHER]}  # fmt: skip
+    for username, role_list in roles.items():
+        user = user_with_role(role_list[0], username=username)
+        user_set_roles(user=user, roles=role_list)
+    for display_name in [*demo.ANSWERERS, demo.GRADER]:
+        served_as = "offline-" + display_name.split()[1].lower()
+        ModelConfig.objects.create(
+            display_name=display_name, family="Offline demo", litellm_model=f"openai/{served_as}",
+            api_base=settings.OFFLINE_LLM_URL, max_concurrent=16, input_price_per_mtok=0,
+            output_price_per_mtok=0,
+        )  # fmt: skip
+    demo_rubrics_load()
+
+
+def test_the_demo_has_a_finished_sampling_run_a_grading_run_and_a_calibration(demo_world):
+    summary, run, grading = demo.demo_runs_load()
+    approved = Rubric.objects.filter(state=RubricState.APPROVED).count()
+    answers = approved * len(demo.ANSWERERS) * 5
+    assert run.status == RunStatus.FINISHED and grading.status == RunStatus.FINISHED
+    assert run.responses.filter(status="done").count() == answers
+    assert len(set(run.responses.values_list("text", flat=True))) > answers // 2  # samples differ
+    assert ResponseScore.objects.filter(grading_run=grading).count() == answers
+    calibration_set = CalibrationSet.objects.get(name=demo.CALIBRATION_SET)
+    assert "simulated" in calibration_set.name
+    assert calibration_set.samples.count() == approved
+    labels = ExpertJudgment.objects.filter(sample__calibration_set=calibration_set)
+    assert labels.exists() and not labels.filter(final_met__isnull=True).exists()
+    assert Calibration.objects.filter(calibration_set=calibration_set, grading_run=grading).exists()
+    assert summary.startswith(f"{answers} answers sampled")
+
+    assert demo.demo_runs_load()[0] == "already loaded"
+    assert run.responses.count() == answers
+
+
+def test_without_the_offline_provider_the_demo_says_so_and_leaves_the_runs_out(
+    demo_world, settings
+):
+    settings.OFFLINE_LLM_URL = "http://127.0.0.1:9/v1"
+    summary, run, grading = demo.demo_runs_load()
+    assert summary.startswith("skipped (no offline provider answers at http://127.0.0.1:9/v1")
+    assert run is None and grading is None
