@@ -11,6 +11,7 @@ urlpatterns = [
     path("favicon.ico", favicon, name="favicon"),
     path("admin/", admin.site.urls),
     path("llm/", include("apps.llm.urls")),
+    path("questions/", include("apps.questions.urls")),
     path("rubrics/", include("apps.rubrics.urls")),
     path("runs/", include("apps.runs.urls")),
     path("grading/", include("apps.grading.urls")),

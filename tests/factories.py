@@ -15,7 +15,16 @@ from apps.accounts.roles import Role
 from apps.accounts.services import user_set_roles
 from apps.llm.models import CallStatus, LLMCall, ModelConfig, PromptTemplate
 from apps.llm.services import llm_calls_record
-from apps.questions.models import Question, Topic, length_bucket_for
+from apps.questions.models import (
+    FileFormat,
+    ImportBatch,
+    ImportStatus,
+    Question,
+    SourcePost,
+    SourcePostTopic,
+    Topic,
+    length_bucket_for,
+)
 from apps.rubrics import services as rubric_services
 from apps.rubrics.models import QuestionAssignment, Rubric
 
@@ -106,6 +115,42 @@ class QuestionFactory(factory.django.DjangoModelFactory):
         lambda n: f"How do I keep my account number {n + 1} safe after a phishing email?"
     )
     length_bucket = factory.LazyAttribute(lambda q: length_bucket_for(q.text))
+
+
+_POST_NUMBERS = iter(range(1, 10**9))
+
+
+def posts_make(
+    count: int = 1, *, topics: tuple[str, ...] = ("accounts",), body: str | None = None, **fields
+) -> list[SourcePost]:
+    """`count` candidate posts labelled with `topics`, in a batch of their own (as if one
+    file had been imported): for the stages after the import."""
+    batch = ImportBatch.objects.create(
+        filename="posts.csv", sha256=secrets.token_hex(32), file_format=FileFormat.CSV,
+        status=ImportStatus.DONE, rows=count,
+    )  # fmt: skip
+    topic_ids = [Topic.objects.get(name=name).pk for name in topics]
+    posts = []
+    for line in range(2, count + 2):
+        number = next(_POST_NUMBERS)
+        text = (
+            body
+            if body is not None
+            else (
+                f"Someone keeps trying to get into my account, number {number}. "
+                "I changed my password already. What else should I do?"
+            )
+        )
+        posts.append(SourcePost(
+            external_id=f"t3_{number:08x}", subreddit="privacy", title=f"Help {number}",
+            body=text, created_utc="2023-01-01T00:00:00Z", topic_ids=topic_ids,
+            body_chars=len(text), batch=batch, line=line, **fields,
+        ))  # fmt: skip
+    posts = SourcePost.objects.bulk_create(posts)
+    SourcePostTopic.objects.bulk_create(
+        SourcePostTopic(post=post, topic_id=topic_id) for post in posts for topic_id in topic_ids
+    )
+    return posts
 
 
 def question_make(*, topic: str = "accounts", text: str | None = None, **fields) -> Question:

@@ -55,7 +55,11 @@ class QuestionAdmin(admin.ModelAdmin):
     list_display = ("external_id", "topic", "need_type", "length_bucket", "created_at")
     list_filter = ("topic", "need_type", "length_bucket", "mentions_prior_attempt")
     search_fields = ("external_id", "text")
-    readonly_fields = ("created_at",)
+    # Labels, provenance and metrics change through the bank's pages (their services).
+    readonly_fields = (
+        "created_at", "label_status", "source_post", "rewrite", "rewrite_approved_by",
+        "rewrite_approved_at", "rewrite_cosine", "rewrite_trigram_overlap",
+    )  # fmt: skip
     raw_id_fields = ("labelled_by", "verified_by")
     change_list_template = "admin/questions/question/change_list.html"
 

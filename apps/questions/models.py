@@ -1,9 +1,14 @@
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
+from django.db.models import Deferrable, Q
+
+from apps.llm.models import CallStatus, Leased, ModelConfig, PromptTemplate
 
 
 class Topic(models.Model):
-    """One of the nine topics of the question bank (seeded by a migration)."""
+    """A topic of the question bank: the nine of the published design are seeded by a
+    migration; researchers may rename them and add more."""
 
     slug = models.SlugField(max_length=40, unique=True)
     name = models.CharField(max_length=60, unique=True)
@@ -22,17 +27,229 @@ class NeedType(models.TextChoices):
 
 
 class LengthBucket(models.TextChoices):
-    SHORT = "short", "Short (under 50 words)"
-    MEDIUM = "medium", "Medium (50 to 149 words)"
-    LONG = "long", "Long (150 words or more)"
+    SHORT = "short", "Short (under 333 characters)"
+    MEDIUM = "medium", "Medium (333 to 665 characters)"
+    LONG = "long", "Long (666 to 999 characters)"
+    OVER = "over", "1,000 characters or more (outside the strata)"
+
+
+# The published strata (HelpBench): thirds of the 1,000 characters a question may have.
+MEDIUM_FROM, LONG_FROM, LENGTH_LIMIT = 333, 666, 1000
 
 
 def length_bucket_for(text: str) -> str:
-    """The stratification bucket of a question's length, in words."""
-    count = len(text.split())
-    if count < 50:
+    """The stratification bucket of a question's length, in characters."""
+    count = len(text)
+    if count < MEDIUM_FROM:
         return LengthBucket.SHORT
-    return LengthBucket.MEDIUM if count < 150 else LengthBucket.LONG
+    if count < LONG_FROM:
+        return LengthBucket.MEDIUM
+    return LengthBucket.LONG if count < LENGTH_LIMIT else LengthBucket.OVER
+
+
+# --- the candidate pool -------------------------------------------------------------------
+
+
+class ImportStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    IMPORTING = "importing", "Importing"
+    DONE = "done", "Imported"
+    REFUSED = "refused", "Refused"
+
+
+class FileFormat(models.TextChoices):
+    CSV = "csv", "CSV"
+    JSONL = "jsonl", "JSON Lines"
+
+
+class ImportBatch(models.Model):
+    """One file of candidate posts: imported whole, or refused whole with its problems."""
+
+    filename = models.CharField(max_length=255)
+    sha256 = models.CharField(max_length=64, db_index=True)
+    file_format = models.CharField(max_length=10, choices=FileFormat.choices)
+    size_bytes = models.BigIntegerField(default=0)
+    status = models.CharField(
+        max_length=10, choices=ImportStatus.choices, default=ImportStatus.QUEUED
+    )
+    rows = models.PositiveIntegerField(default=0, help_text="Posts imported.")
+    topic_counts = models.JSONField(default=dict, blank=True, help_text="Posts per topic name.")
+    problems = models.JSONField(default=list, blank=True, help_text="Why it was refused.")
+    upload_path = models.CharField(
+        max_length=500, blank=True, help_text="Where an upload waits for its worker."
+    )
+    imported_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )  # fmt: skip
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "import batches"
+        constraints = [
+            # The same file imported twice would double the pool: refused by its digest.
+            models.UniqueConstraint(
+                fields=["sha256"], condition=Q(status="done"), name="import_file_once"
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.filename} ({self.get_status_display().lower()})"
+
+
+class SourcePost(models.Model):
+    """A candidate help post (the pool: millions of rows, written by COPY)."""
+
+    external_id = models.CharField(max_length=100)
+    subreddit = models.CharField(max_length=100)
+    title = models.TextField()
+    body = models.TextField()
+    created_utc = models.DateTimeField()
+    topic_ids = ArrayField(models.IntegerField(), help_text="The topics it is labelled with.")
+    body_chars = models.PositiveIntegerField(help_text="Characters in the body.")
+    # No database foreign key: COPY would run a trigger per row to check it (millions), and
+    # the importer writes a batch's posts in the transaction that creates the batch.
+    batch = models.ForeignKey(
+        ImportBatch, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False,
+        related_name="posts",
+    )  # fmt: skip
+    line = models.PositiveIntegerField(help_text="The line of the file the post starts on.")
+
+    class Meta:
+        constraints = [
+            # Deferred, so that an import finds every duplicate (and its lines) before commit
+            # instead of failing on the first.
+            models.UniqueConstraint(
+                fields=["external_id"],
+                name="source_post_external_id",
+                deferrable=Deferrable.DEFERRED,
+            )
+        ]
+
+    def __str__(self):
+        return self.external_id
+
+
+class SourcePostTopic(models.Model):
+    """A post's topic, one row each: sampling reads these narrow rows by index, never the
+    wide posts. No database foreign keys, for the reason `SourcePost.batch` has none."""
+
+    # Indexed by the unique (topic, post) alone: each index costs the import time.
+    topic = models.ForeignKey(
+        Topic, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False
+    )
+    post = models.ForeignKey(
+        SourcePost, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False,
+        related_name="+",
+    )  # fmt: skip
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["topic", "post"], name="source_post_topic")]
+
+
+# --- sampling and screening ---------------------------------------------------------------
+
+
+class Sample(models.Model):
+    """A draw of posts for one topic: `size` uniformly at random from the posts labelled
+    with it and never sampled before, reproducible from `seed` over the same pool."""
+
+    topic = models.ForeignKey(Topic, on_delete=models.PROTECT, related_name="samples")
+    size = models.PositiveIntegerField(default=100)
+    seed = models.BigIntegerField()
+    pool = models.PositiveIntegerField(default=0, help_text="Posts it was drawn from.")
+    drawn_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )  # fmt: skip
+    drawn_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-drawn_at"]
+
+    def __str__(self):
+        return f"{self.topic}: {self.size} posts (seed {self.seed})"
+
+
+class ScreeningOutcome(models.TextChoices):
+    OPEN = "open", "Being screened"
+    INCLUDED = "included", "Included"
+    EXCLUDED = "excluded", "Excluded"
+
+
+class SampledPost(models.Model):
+    """A post drawn into a sample, to be screened by two researchers. A post is sampled at
+    most once, ever (the unique post)."""
+
+    sample = models.ForeignKey(Sample, on_delete=models.CASCADE, related_name="posts")
+    post = models.OneToOneField(SourcePost, on_delete=models.PROTECT, related_name="sampled")
+    topic = models.ForeignKey(Topic, on_delete=models.PROTECT, related_name="+")
+    position = models.PositiveIntegerField()
+    outcome = models.CharField(
+        max_length=10, choices=ScreeningOutcome.choices, default=ScreeningOutcome.OPEN
+    )
+    decisions_count = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["sample", "position"]
+        indexes = [models.Index(fields=["outcome", "decisions_count"])]
+
+    def __str__(self):
+        return f"{self.post} in {self.sample}"
+
+
+class ExclusionReason(models.Model):
+    """Why a screener excluded a post: a configurable list, seeded by a migration."""
+
+    text = models.CharField(max_length=200, unique=True)
+    order = models.PositiveSmallIntegerField(default=0)
+    active = models.BooleanField(default=True, help_text="Offered to screeners.")
+
+    class Meta:
+        ordering = ["order", "text"]
+
+    def __str__(self):
+        return self.text
+
+
+class ScreeningDecision(models.Model):
+    """One researcher's decision on a sampled post, made without seeing the other's."""
+
+    sampled = models.ForeignKey(SampledPost, on_delete=models.CASCADE, related_name="decisions")
+    researcher = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    include = models.BooleanField()
+    reason = models.ForeignKey(ExclusionReason, null=True, blank=True, on_delete=models.PROTECT)
+    note = models.TextField(blank=True)
+    decided_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["sampled", "decided_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["sampled", "researcher"], name="one_decision_each"),
+            models.CheckConstraint(
+                condition=Q(include=True, reason__isnull=True)
+                | Q(include=False, reason__isnull=False),
+                name="exclusion_has_reason",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.researcher} {'included' if self.include else 'excluded'} {self.sampled}"
+
+
+# --- the bank -----------------------------------------------------------------------------
+
+
+class LabelStatus(models.TextChoices):
+    UNLABELLED = "unlabelled", "Not labelled"
+    LABELLED = "labelled", "Labelled, to verify"
+    VERIFIED = "verified", "Verified"
+    DISPUTED = "disputed", "Disputed, to resolve"
+    RESOLVED = "resolved", "Resolved"
 
 
 class Question(models.Model):
@@ -44,9 +261,15 @@ class Question(models.Model):
     topic = models.ForeignKey(Topic, on_delete=models.PROTECT, related_name="questions")
     text = models.TextField()
     original_text = models.TextField(blank=True, help_text="The post before rewriting, if any.")
+    source_post = models.OneToOneField(
+        SourcePost, null=True, blank=True, on_delete=models.PROTECT, related_name="question"
+    )
     length_bucket = models.CharField(max_length=10, choices=LengthBucket.choices)
     mentions_prior_attempt = models.BooleanField(default=False)
     need_type = models.CharField(max_length=20, choices=NeedType.choices, blank=True)
+    label_status = models.CharField(
+        max_length=12, choices=LabelStatus.choices, default=LabelStatus.UNLABELLED
+    )
     labelled_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
         related_name="+",
@@ -55,12 +278,23 @@ class Question(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
         related_name="+",
     )  # fmt: skip
+    rewrite = models.OneToOneField(
+        "Rewrite", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="The model rewrite the approved text came from.",
+    )  # fmt: skip
+    rewrite_approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )  # fmt: skip
+    rewrite_approved_at = models.DateTimeField(null=True, blank=True)
     rewrite_cosine = models.FloatField(
-        null=True, blank=True, help_text="Cosine similarity of the rewrite to the original."
-    )
+        null=True, blank=True,
+        help_text="Cosine similarity of the rewrite to the original (TF-IDF over the bank).",
+    )  # fmt: skip
     rewrite_trigram_overlap = models.FloatField(
-        null=True, blank=True, help_text="Share of the original's word 3-grams kept."
-    )
+        null=True, blank=True,
+        help_text="Jaccard overlap of the word 3-grams of the rewrite and the original.",
+    )  # fmt: skip
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -68,3 +302,112 @@ class Question(models.Model):
 
     def __str__(self):
         return self.external_id
+
+
+class LabelStage(models.TextChoices):
+    LABEL = "label", "Labelled"
+    VERIFY = "verify", "Verified"
+    RESOLVE = "resolve", "Resolved"
+
+
+class QuestionLabel(models.Model):
+    """One researcher's strata labels for a question: the labeller's, the verifier's (given
+    without seeing the first), and, when they disagree, the resolution."""
+
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="labels")
+    stage = models.CharField(max_length=10, choices=LabelStage.choices)
+    researcher = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    mentions_prior_attempt = models.BooleanField()
+    need_type = models.CharField(max_length=20, choices=NeedType.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["question", "created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["question", "stage"], name="one_label_per_stage")
+        ]
+
+    def __str__(self):
+        return f"{self.get_stage_display()} {self.question} ({self.researcher})"
+
+
+class QuotaSettings(models.Model):
+    """The bank's targets (one row): questions per topic, and the least each stratum
+    (length bucket, prior attempt yes/no, need type) should have in every topic."""
+
+    target_per_topic = models.PositiveIntegerField(default=50)
+    minimum_per_stratum = models.PositiveIntegerField(default=10)
+
+    class Meta:
+        verbose_name = verbose_name_plural = "quota settings"
+
+    def __str__(self):
+        return f"{self.target_per_topic} per topic, at least {self.minimum_per_stratum} per stratum"
+
+
+# --- rewriting ----------------------------------------------------------------------------
+
+
+class RewriteJobStatus(models.TextChoices):
+    RUNNING = "running", "Running"
+    PAUSED = "paused", "Paused"
+    CANCELLED = "cancelled", "Cancelled"
+    FINISHED = "finished", "Finished"
+
+
+class RewriteJob(models.Model):
+    """Questions rewritten by one model with one pinned rewrite prompt version."""
+
+    model = models.ForeignKey(ModelConfig, on_delete=models.PROTECT, related_name="+")
+    prompt = models.ForeignKey(PromptTemplate, on_delete=models.PROTECT, related_name="+")
+    seed = models.BigIntegerField(default=0)
+    status = models.CharField(
+        max_length=10, choices=RewriteJobStatus.choices, default=RewriteJobStatus.RUNNING
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )  # fmt: skip
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"Rewrite {self.pk} by {self.model}"
+
+
+class RewriteStatus(models.TextChoices):
+    PENDING = "pending", "Waiting"
+    RUNNING = "running", "Running"
+    DONE = "done", "Rewritten"
+    FAILED = "failed", "Failed"
+
+
+class Rewrite(Leased):
+    """A model's rewrite of one question's original post (a row the bulk engine calls)."""
+
+    job = models.ForeignKey(RewriteJob, on_delete=models.CASCADE, related_name="rewrites")
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="rewrites")
+    status = models.CharField(
+        max_length=10, choices=RewriteStatus.choices, default=RewriteStatus.PENDING
+    )
+    text = models.TextField(blank=True)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    latency_ms = models.PositiveIntegerField(default=0)
+    error_kind = models.CharField(max_length=20, choices=CallStatus.choices, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["job", "pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "question"], name="one_rewrite_per_job")
+        ]
+
+    def __str__(self):
+        return f"{self.question} in {self.job}"

@@ -2,16 +2,16 @@ from dataclasses import dataclass, field
 
 from django.db import IntegrityError, transaction
 
-from .errors import FormatError, QuestionError
-from .interchange import (
+from ..errors import FormatError, QuestionError
+from ..interchange import (
     QUESTION_TEXT_MAX,
     QuestionRecord,
     load_json,
     question_records,
     text_problem,
 )
-from .models import Question, Topic, length_bucket_for
-from .selectors import question_text_frozen_because
+from ..models import LabelStatus, Question, Topic, length_bucket_for
+from ..selectors import question_text_frozen_because
 
 
 @dataclass
@@ -88,6 +88,8 @@ def question_create(*, record: QuestionRecord, topic: Topic, user=None) -> Quest
         external_id=record.external_id, topic=topic, text=record.text,
         length_bucket=length_bucket_for(record.text), need_type=record.need_type,
         mentions_prior_attempt=record.mentions_prior_attempt, labelled_by=user,
+        # A file's labels were verified where the file was made.
+        label_status=LabelStatus.VERIFIED if record.need_type else LabelStatus.UNLABELLED,
     )  # fmt: skip
 
 
@@ -110,7 +112,9 @@ def question_update(*, question: Question, fields: dict) -> Question:
                 problem = text_problem(str(current), "text", fields["text"], QUESTION_TEXT_MAX)
                 if problem or "\x00" in fields["text"]:
                     raise QuestionError(problem or f'{current}, field "text": contains a NUL')
-                fields["length_bucket"] = length_bucket_for(fields["text"])
+                # A question from a post keeps its post's stratum (the published strata
+                # are of the posts; a rewrite must not move a question between them).
+                fields["length_bucket"] = length_bucket_for(current.original_text or fields["text"])
         for name, value in fields.items():
             setattr(current, name, value)
         if fields:

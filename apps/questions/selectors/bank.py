@@ -1,6 +1,6 @@
 """Reads of the question bank."""
 
-from .models import Question
+from ..models import Question
 
 
 def question_text_frozen_because(*, question: Question) -> str:

@@ -1,0 +1,1 @@
+"""Rewriting questions through the bulk engine (filled in by the rewriting stage)."""

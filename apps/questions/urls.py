@@ -1,0 +1,25 @@
+from django.urls import path
+
+from .views import bank, rewriting, sampling, screening, strata
+
+app_name = "questions"
+urlpatterns = [
+    # The bank: list, filter, export (views/bank.py).
+    path("", bank.bank, name="bank"),
+    path("export.csv", bank.bank_csv, name="bank-csv"),
+    path("export.json", bank.bank_json, name="bank-json"),
+    # Sampling the pool (views/sampling.py).
+    path("samples/", sampling.samples, name="samples"),
+    # Screening in pairs (views/screening.py).
+    path("screening/", screening.queue, name="screening"),
+    path("screening/<int:pk>/", screening.decide, name="screening-decide"),
+    path("screening/progress/", screening.dashboard, name="screening-dashboard"),
+    # Strata labels, their verification, and the quotas (views/strata.py).
+    path("labels/", strata.labels, name="labels"),
+    path("labels/<int:pk>/", strata.label, name="label"),
+    path("labels/disputes/", strata.disputes, name="disputes"),
+    path("quotas/", strata.quotas, name="quotas"),
+    # Rewriting (views/rewriting.py).
+    path("rewrites/", rewriting.rewrites, name="rewrites"),
+    path("rewrites/<int:pk>/", rewriting.review, name="rewrite"),
+]
