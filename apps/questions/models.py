@@ -148,6 +148,9 @@ class SourcePostTopic(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["topic", "post"], name="source_post_topic")]
 
+    def __str__(self):
+        return f"post {self.post_id} in topic {self.topic_id}"
+
 
 # --- sampling and screening ---------------------------------------------------------------
 
