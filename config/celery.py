@@ -23,6 +23,7 @@ TASK_MODULES = [
     "workers.drafting",
     "workers.surveys",
     "workers.leases",
+    "workers.questions",
 ]
 
 app = Celery("assay")

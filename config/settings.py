@@ -215,6 +215,10 @@ CELERY_BEAT_SCHEDULE_FILENAME = env(
     "CELERY_BEAT_SCHEDULE_FILENAME", str(BASE_DIR / ".data" / "celerybeat-schedule")
 )
 
+# Where uploaded files of candidate posts wait for the worker that imports them (deleted once
+# imported or refused): a directory the web server and the `default` queue's workers share.
+POST_UPLOAD_DIR = env("POST_UPLOAD_DIR", str(BASE_DIR / ".data" / "post-uploads"))
+
 # Claim leases (apps/llm/leases.py). A worker holding a row renews its lease every third of
 # this; when the worker dies the lease runs out and a periodic task hands the row to another
 # worker, so a dead worker costs about one lease rather than the broker's visibility timeout.

@@ -1,16 +1,34 @@
 from django import forms
 from django.contrib import admin, messages
-from django.shortcuts import redirect
+from django.core.paginator import Paginator
+from django.db import connection, transaction
+from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils.functional import cached_property
+from django.utils.html import format_html, format_html_join
+from django.utils.text import slugify
 
+from apps.console.sites import ReadOnlyAdmin
 from apps.console.uploads import upload_size_validate
+from workers.questions import import_posts_task
 
 from .errors import QuestionError
 from .interchange import MAX_FILE_BYTES
-from .models import Question, Topic
+from .models import (
+    ExclusionReason,
+    ImportBatch,
+    Question,
+    QuotaSettings,
+    ScreeningDecision,
+    SourcePost,
+    SourcePostTopic,
+    Topic,
+)
 from .selectors import question_text_frozen_because
+from .selectors.imports import import_progress
 from .services import normalise_newlines, question_update, questions_import
+from .services.imports import import_batch_create, upload_save
 
 
 class QuestionFileForm(forms.Form):
@@ -24,15 +42,205 @@ class QuestionFileForm(forms.Form):
         return upload_size_validate(self.cleaned_data["file"], max_bytes=MAX_FILE_BYTES)
 
 
+class TopicForm(forms.ModelForm):
+    class Meta:
+        model = Topic
+        fields = ["name", "order"]
+
+    def clean_name(self):
+        name = " ".join(self.cleaned_data["name"].split())
+        if ";" in name:  # the separator of a candidate-post file's topics
+            raise forms.ValidationError("A topic's name cannot hold a semicolon (;).")
+        if not slugify(name):
+            raise forms.ValidationError("Give the topic a name with letters or digits.")
+        return name
+
+
 @admin.register(Topic)
 class TopicAdmin(admin.ModelAdmin):
+    """Researchers add topics and rename them; the slug is made from the first name and kept
+    (links and exports use it), and a topic in use is never deleted."""
+
+    form = TopicForm
     list_display = ("name", "slug", "order")
+    list_editable = ("order",)
+    readonly_fields = ("slug",)
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            base = slugify(obj.name)[:36] or "topic"
+            slug, n = base, 1
+            while Topic.objects.filter(slug=slug).exists():
+                n += 1
+                slug = f"{base}-{n}"
+            obj.slug = slug
+        super().save_model(request, obj, form, change)
+
+    def has_delete_permission(self, request, obj=None):
+        if obj is None or not super().has_delete_permission(request, obj):
+            return False
+        return not (
+            SourcePostTopic.objects.filter(topic=obj).exists()
+            or obj.questions.exists()
+            or obj.samples.exists()
+        )
+
+
+@admin.register(ExclusionReason)
+class ExclusionReasonAdmin(admin.ModelAdmin):
+    """The reasons screeners may give: reorder, rename, or deactivate (a reason a decision
+    gave stays, so that the decision still says why)."""
+
+    list_display = ("text", "order", "active")
+    list_editable = ("order", "active")
+    list_filter = ("active",)
+
+    def has_delete_permission(self, request, obj=None):
+        if obj is None or not super().has_delete_permission(request, obj):
+            return False
+        return not ScreeningDecision.objects.filter(reason=obj).exists()
+
+
+@admin.register(QuotaSettings)
+class QuotaSettingsAdmin(admin.ModelAdmin):
+    """The bank's one row of targets: edited, never added or deleted."""
+
+    list_display = ("target_per_topic", "minimum_per_stratum")
 
     def has_add_permission(self, request):
-        return False  # the nine topics are the study's design, seeded by a migration
+        return False
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+    def changelist_view(self, request, extra_context=None):
+        row = QuotaSettings.objects.order_by("pk").first()
+        if row is None:
+            return super().changelist_view(request, extra_context)
+        return redirect(reverse("admin:questions_quotasettings_change", args=[row.pk]))
+
+
+UNCOUNTED_FROM = 10_000
+
+
+class EstimatedCountPaginator(Paginator):
+    """The unfiltered pool is millions of rows: its page count comes from the planner's
+    estimate rather than a COUNT(*) over the table. A search (an exact id) is counted."""
+
+    @cached_property
+    def count(self):
+        query = self.object_list.query
+        if query.where:
+            return super().count
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass",
+                [SourcePost._meta.db_table],
+            )
+            row = cursor.fetchone()
+        estimate = row[0] if row else -1
+        if estimate >= 0:
+            return estimate
+        # Never analysed yet (-1): count, but no further than a page count needs to be right.
+        return self.object_list[:UNCOUNTED_FROM].count()
+
+
+@admin.register(SourcePost)
+class SourcePostAdmin(ReadOnlyAdmin):
+    list_display = ("external_id", "subreddit", "title", "body_chars", "created_utc",
+                    "batch_id", "line")  # fmt: skip
+    search_fields = ("=external_id",)
+    search_help_text = "An exact post id, such as t3_00000001."
+    ordering = ("-id",)
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False
+    list_per_page = 50
+    fields = ("external_id", "subreddit", "title", "body", "created_utc", "topics",
+              "body_chars", "batch", "line")  # fmt: skip
+    readonly_fields = fields
+
+    @admin.display(description="topics")
+    def topics(self, obj):
+        names = dict(Topic.objects.values_list("pk", "name"))
+        return ", ".join(names.get(pk, f"topic {pk}") for pk in obj.topic_ids)
+
+
+class PostFileForm(forms.Form):
+    file = forms.FileField(
+        label="CSV or JSON Lines file of candidate posts",
+        help_text="Columns external_id, subreddit, title, body, created_utc (ISO 8601 with a "
+        "timezone, or epoch seconds) and topics (topic names separated by ;). Every post is "
+        "imported, or none: a file with any problem is refused whole, with each problem named.",
+    )
+
+
+@admin.register(ImportBatch)
+class ImportBatchAdmin(ReadOnlyAdmin):
+    list_display = ("filename", "status", "rows", "topics_shown", "who", "created_at",
+                    "finished_at", "problem_count")  # fmt: skip
+    list_filter = ("status", "file_format")
+    search_fields = ("filename", "sha256")
+    list_select_related = ("imported_by",)
+    fields = (
+        "filename", "file_format", "size_bytes", "sha256", "status", "rows", "topics_shown",
+        "imported_by", "created_at", "finished_at", "problems_shown",
+    )  # fmt: skip
+    readonly_fields = fields
+    change_list_template = "admin/questions/importbatch/change_list.html"
+
+    @admin.display(description="posts per topic")
+    def topics_shown(self, obj):
+        return ", ".join(f"{name} {count:,}" for name, count in obj.topic_counts.items()) or "—"
+
+    @admin.display(description="imported by", ordering="imported_by__username")
+    def who(self, obj):
+        user = obj.imported_by
+        return (user.get_full_name() or user.get_username()) if user else "import_posts command"
+
+    @admin.display(description="problems")
+    def problem_count(self, obj):
+        return len(obj.problems) or ""
+
+    @admin.display(description="problems")
+    def problems_shown(self, obj):
+        if not obj.problems:
+            return "—"
+        items = format_html_join("", "<li>{}</li>", ((problem,) for problem in obj.problems))
+        return format_html("<ul>{}</ul>", items)
+
+    def get_urls(self):
+        view = self.admin_site.admin_view
+        progress = view(self.progress_view)
+        return [
+            path("upload/", view(self.upload_view), name="questions_importbatch_upload"),
+            path("<int:pk>/progress/", progress, name="questions_importbatch_progress"),
+            *super().get_urls(),
+        ]
+
+    def upload_view(self, request):
+        form = PostFileForm(request.POST or None, request.FILES or None)
+        if request.method == "POST" and form.is_valid():
+            upload = form.cleaned_data["file"]
+            saved, sha256, size = upload_save(upload=upload)
+            batch = import_batch_create(
+                path=saved, filename=upload.name, user=request.user, upload=True,
+                sha256=sha256, size=size,
+            )  # fmt: skip
+            transaction.on_commit(lambda: import_posts_task.delay(batch.pk))
+            return redirect("admin:questions_importbatch_progress", pk=batch.pk)
+        context = {**self.admin_site.each_context(request), "opts": self.model._meta,
+                   "form": form, "title": "Import candidate posts"}  # fmt: skip
+        return TemplateResponse(request, "admin/questions/importbatch/upload.html", context)
+
+    def progress_view(self, request, pk: int):
+        batch = get_object_or_404(ImportBatch.objects.select_related("imported_by"), pk=pk)
+        context = {**self.admin_site.each_context(request), "opts": self.model._meta,
+                   "batch": batch, "progress": import_progress(batch=batch),
+                   "title": f"Importing {batch.filename}"}  # fmt: skip
+        template = "admin/questions/importbatch/progress.html"
+        if request.htmx:
+            template += "#progress"
+        return TemplateResponse(request, template, context)
 
 
 class QuestionForm(forms.ModelForm):
