@@ -1,4 +1,4 @@
-"""The `assay-questions/1` JSON format: reading its questions.
+"""The `assay-questions/1` JSON format: reading its questions, and writing the bank's.
 
 A file is `{"format": "assay-questions/1", "topics": [...], "presentation_criteria": [...],
 "questions": [{"id", "topic", "text", "need_type", "mentions_prior_attempt", "criteria"}]}`.
@@ -10,6 +10,11 @@ The limits are the database's and the pages': the file is UTF-8 JSON of at most 
 at most `MAX_JSON_DEPTH` levels, with no NUL anywhere; an id fits `Question.external_id`
 (and `fullmatch`es its pattern: `$` would let a trailing newline through); a question's text
 is at most 40,000 characters, Reddit's own limit for a post, which the bank's questions are.
+
+The writer (`questions_document`) gives the bank's questions without criteria: the question
+bank knows nothing of rubrics. An importer takes a file's labels as verified where the file
+was made, so only settled labels (verified or resolved) are written; a question whose labels
+are still pending goes out unlabelled and is labelled again wherever it is imported.
 """
 
 import re
@@ -18,7 +23,7 @@ from dataclasses import dataclass
 from apps.console.uploads import UploadRefused, json_parse, shown, text_decode
 
 from .errors import FormatError
-from .models import NeedType, Question
+from .models import LabelStatus, NeedType, Question
 
 FORMAT = "assay-questions/1"
 MAX_FILE_BYTES = 20 * 1024 * 1024
@@ -144,3 +149,28 @@ def _question(index: int, item: object, topic_names: set[str]):
         mentions_prior_attempt=prior, index=index,
     )  # fmt: skip
     return record, []
+
+
+SETTLED_LABELS = (LabelStatus.VERIFIED, LabelStatus.RESOLVED)
+
+
+def question_item(question: Question) -> dict:
+    settled = question.label_status in SETTLED_LABELS
+    return {
+        "id": question.external_id,
+        "topic": question.topic.name,
+        "text": question.text,
+        "need_type": question.need_type if settled else "",
+        "mentions_prior_attempt": question.mentions_prior_attempt if settled else False,
+    }
+
+
+def questions_document(*, questions) -> dict:
+    """An `assay-questions/1` document of `questions` (each with its topic loaded), listing
+    the topics they are in, in the bank's order."""
+    items, topics = [], {}
+    for question in questions:
+        items.append(question_item(question))
+        topics.setdefault(question.topic.name, (question.topic.order, question.topic.name))
+    ordered = [name for name, _key in sorted(topics.items(), key=lambda pair: pair[1])]
+    return {"format": FORMAT, "topics": ordered, "questions": items}

@@ -1,6 +1,8 @@
 """Reads of the question bank."""
 
-from ..models import Question
+from django.db.models import Avg, Count, Q, QuerySet
+
+from ..models import Question, Topic
 
 
 def question_text_frozen_because(*, question: Question) -> str:
@@ -34,3 +36,71 @@ def question_text_frozen_because(*, question: Question) -> str:
         f"{' and '.join(reasons)} against it. To ask it differently, import it as a new "
         "question with a new id."
     )
+
+
+def bank_questions(
+    *,
+    topic: Topic | None = None,
+    length_bucket: str = "",
+    prior_attempt: bool | None = None,
+    need_type: str = "",
+    label_status: str = "",
+    search: str = "",
+) -> QuerySet[Question]:
+    """The bank's questions matching every filter given (an empty one matches all)."""
+    questions = Question.objects.select_related("topic")
+    if topic is not None:
+        questions = questions.filter(topic=topic)
+    if length_bucket:
+        questions = questions.filter(length_bucket=length_bucket)
+    if prior_attempt is not None:
+        questions = questions.filter(mentions_prior_attempt=prior_attempt)
+    if need_type:
+        questions = questions.filter(need_type=need_type)
+    if label_status:
+        questions = questions.filter(label_status=label_status)
+    if search.strip():
+        term = search.strip()
+        questions = questions.filter(
+            Q(external_id__icontains=term) | Q(text__icontains=term)
+            | Q(original_text__icontains=term)
+        )  # fmt: skip
+    return questions.order_by("topic__order", "external_id")
+
+
+def rewrite_metrics_means(*, questions: QuerySet[Question]) -> dict:
+    """The means of the two rewrite metrics over those of `questions` that have them, and
+    how many each mean is over."""
+    return questions.order_by().aggregate(
+        cosine=Avg("rewrite_cosine"), cosine_count=Count("rewrite_cosine"),
+        trigram=Avg("rewrite_trigram_overlap"), trigram_count=Count("rewrite_trigram_overlap"),
+    )  # fmt: skip
+
+
+BANK_EXPORT_COLUMNS = [
+    ("id", "external_id"),
+    ("topic", "topic__name"),
+    ("text", "text"),
+    ("original_text", "original_text"),
+    ("length_bucket", "length_bucket"),
+    ("mentions_prior_attempt", "mentions_prior_attempt"),
+    ("need_type", "need_type"),
+    ("label_status", "label_status"),
+    ("labelled_by", "labelled_by__username"),
+    ("verified_by", "verified_by__username"),
+    ("source_post", "source_post__external_id"),
+    ("rewrite_model", "rewrite__job__model__display_name"),
+    ("rewrite_prompt_version", "rewrite__job__prompt__version"),
+    ("rewrite_approved_by", "rewrite_approved_by__username"),
+    ("rewrite_approved_at", "rewrite_approved_at"),
+    ("rewrite_cosine", "rewrite_cosine"),
+    ("rewrite_trigram_overlap", "rewrite_trigram_overlap"),
+    ("created_at", "created_at"),
+]
+BANK_EXPORT_HEADER = [header for header, _lookup in BANK_EXPORT_COLUMNS]
+
+
+def bank_export_rows(*, questions: QuerySet[Question], chunk_size: int = 2000):
+    """The CSV rows of `questions`, read through a server-side cursor (flat memory)."""
+    lookups = [lookup for _header, lookup in BANK_EXPORT_COLUMNS]
+    return questions.values_list(*lookups).iterator(chunk_size=chunk_size)

@@ -1,16 +1,100 @@
+"""The question bank's page (list and filter, the rewrite metrics' means) and its two
+exports, CSV and `assay-questions/1` JSON, both of exactly the questions the filters select."""
+
+import json
+
+from django import forms
+from django.core.paginator import Paginator
+from django.http import HttpResponse, StreamingHttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+
 from apps.accounts.roles import Role, role_required
+from apps.console.csv_export import csv_rows
+
+from ..interchange import questions_document
+from ..models import LabelStatus, LengthBucket, NeedType, Topic
+from ..selectors import bank as selectors
+
+researcher = role_required(Role.RESEARCHER)
+PER_PAGE = 50
+ANY = [("", "Any")]
+# The published means over the HelpBench bank (the rewrites' similarity to their posts).
+PUBLISHED = {"cosine": 0.56, "trigram": 0.04}
 
 
-@role_required(Role.RESEARCHER)
+class BankFilterForm(forms.Form):
+    topic = forms.ModelChoiceField(Topic.objects.all(), required=False, empty_label="Any")
+    length_bucket = forms.ChoiceField(choices=ANY + LengthBucket.choices, required=False,
+                                      label="Length")  # fmt: skip
+    prior_attempt = forms.ChoiceField(
+        choices=[("", "Either"), ("yes", "Mentions one"), ("no", "Mentions none")],
+        required=False, label="Prior attempt",
+    )  # fmt: skip
+    need_type = forms.ChoiceField(choices=ANY + NeedType.choices, required=False,
+                                  label="Need type")  # fmt: skip
+    label_status = forms.ChoiceField(choices=ANY + LabelStatus.choices, required=False,
+                                     label="Labels")  # fmt: skip
+    q = forms.CharField(required=False, max_length=200, label="Search",
+                        widget=forms.TextInput(attrs={"type": "search"}))  # fmt: skip
+
+    def questions(self):
+        self.is_valid()  # a filter that does not parse is left out; the others apply
+        data = self.cleaned_data
+        return selectors.bank_questions(
+            topic=data.get("topic"), length_bucket=data.get("length_bucket", ""),
+            prior_attempt={"yes": True, "no": False}.get(data.get("prior_attempt")),
+            need_type=data.get("need_type", ""), label_status=data.get("label_status", ""),
+            search=data.get("q", ""),
+        )  # fmt: skip
+
+
+def _query(request) -> str:
+    """The filters of the request, to carry into page links and exports."""
+    params = request.GET.copy()
+    params.pop("page", None)
+    return params.urlencode()
+
+
+@researcher
+@require_GET
 def bank(request):
-    raise NotImplementedError
+    form = BankFilterForm(request.GET)
+    questions = form.questions()
+    page = Paginator(questions.select_related("labelled_by", "verified_by"), PER_PAGE).get_page(
+        request.GET.get("page")
+    )
+    context = {"form": form, "page": page, "query": _query(request), "published": PUBLISHED,
+               "means": selectors.rewrite_metrics_means(questions=questions)}  # fmt: skip
+    template = "questions/bank.html#results" if request.htmx else "questions/bank.html"
+    return render(request, template, context)
 
 
-@role_required(Role.RESEARCHER)
+def _stamp() -> str:
+    return timezone.now().strftime("%Y%m%d-%H%M%S")
+
+
+@researcher
+@require_GET
 def bank_csv(request):
-    raise NotImplementedError
+    questions = BankFilterForm(request.GET).questions()
+    rows = selectors.bank_export_rows(questions=questions)
+    response = StreamingHttpResponse(
+        csv_rows(selectors.BANK_EXPORT_HEADER, rows), content_type="text/csv; charset=utf-8"
+    )
+    response["Content-Disposition"] = f'attachment; filename="questions-{_stamp()}.csv"'
+    return response
 
 
-@role_required(Role.RESEARCHER)
+@researcher
+@require_GET
 def bank_json(request):
-    raise NotImplementedError
+    questions = BankFilterForm(request.GET).questions()
+    document = questions_document(questions=questions.iterator(chunk_size=2000))
+    response = HttpResponse(
+        json.dumps(document, ensure_ascii=False, indent=1),
+        content_type="application/json; charset=utf-8",
+    )
+    response["Content-Disposition"] = f'attachment; filename="questions-{_stamp()}.json"'
+    return response

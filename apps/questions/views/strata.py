@@ -1,21 +1,158 @@
+"""Strata labels (label, verify blind, resolve) and the quota dashboard, for researchers.
+
+The verification form is the labelling form: it never carries the first labels, neither as
+initial values nor in the page, so that the second researcher's labels are their own.
+"""
+
+from django import forms
+from django.contrib import messages
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.http import urlencode
+from django.views.decorators.http import require_GET, require_POST
+
 from apps.accounts.roles import Role, role_required
 
+from ..errors import QuestionError
+from ..models import NeedType, Question, Topic
+from ..selectors import strata as selectors
+from ..services import strata as services
 
-@role_required(Role.RESEARCHER)
+researcher = role_required(Role.RESEARCHER)
+YES_NO = [("yes", "Yes: says what they already tried"), ("no", "No")]
+STEPS = {"label": services.question_label, "verify": services.question_label_verify}
+
+
+class LabelForm(forms.Form):
+    prior_attempt = forms.ChoiceField(
+        choices=YES_NO, widget=forms.RadioSelect,
+        label="Does the writer mention what they already tried?",
+        error_messages={"required": "Say whether the writer mentions what they already tried."},
+    )  # fmt: skip
+    need_type = forms.ChoiceField(
+        choices=NeedType.choices, widget=forms.RadioSelect, label="Need type",
+        help_text="Sensemaking: to understand what is happening. Guidance: what to do.",
+        error_messages={"required": "Choose the need type."},
+    )  # fmt: skip
+    # Which step the form was shown for: a stale form (someone labelled the question since)
+    # is refused by that step's service rather than taken for the next step.
+    step = forms.ChoiceField(
+        choices=[(s, s) for s in ("label", "verify", "resolve")], widget=forms.HiddenInput
+    )
+
+    def labels(self) -> dict:
+        data = self.cleaned_data
+        return {"mentions_prior_attempt": data["prior_attempt"] == "yes",
+                "need_type": data["need_type"]}  # fmt: skip
+
+
+class QuotaSettingsForm(forms.Form):
+    target_per_topic = forms.IntegerField(min_value=1, label="Target questions per topic")
+    minimum_per_stratum = forms.IntegerField(
+        min_value=0, label="Minimum per stratum, in every topic"
+    )
+
+
+def _topic(params) -> Topic | None:
+    value = params.get("topic", "")
+    return Topic.objects.filter(pk=value).first() if value.isdigit() else None
+
+
+def _work(request, topic, current=None, form=None, done=None) -> dict:
+    """The queue and the question being worked on (the `work` partial's context)."""
+    queue = selectors.label_queue(researcher=request.user, topic=topic)
+    current = current or queue.next
+    step = selectors.label_step_for(question=current, researcher=request.user) if current else ""
+    form = form or LabelForm(initial={"step": step})
+    return {"queue": queue, "current": current, "step": step, "form": form, "done": done,
+            "topic": topic, "topics": Topic.objects.all()}  # fmt: skip
+
+
+@researcher
+@require_GET
 def labels(request):
-    raise NotImplementedError
+    topic = _topic(request.GET)
+    chosen = request.GET.get("question", "")
+    current = Question.objects.filter(pk=chosen).first() if chosen.isdigit() else None
+    context = _work(request, topic, current=current)
+    template = "questions/labels.html#work" if request.htmx else "questions/labels.html"
+    return render(request, template, context)
 
 
-@role_required(Role.RESEARCHER)
-def label(request, pk):
-    raise NotImplementedError
+@researcher
+@require_POST
+def label(request, pk: int):
+    question = get_object_or_404(Question, pk=pk)
+    topic, form = _topic(request.POST), LabelForm(request.POST)
+    if form.is_valid():
+        step = STEPS.get(form.cleaned_data["step"], services.question_label)
+        try:
+            step(question=question, researcher=request.user, **form.labels())
+        except QuestionError as exc:
+            form.add_error(None, str(exc))
+    if form.errors:
+        context = _work(request, topic, current=question, form=form)
+        template = "questions/labels.html#work" if request.htmx else "questions/labels.html"
+        return render(request, template, context, status=200 if request.htmx else 422)
+    done = f"Labels of {question} saved."
+    if request.htmx:
+        return render(request, "questions/labels.html#work", _work(request, topic, done=done))
+    messages.success(request, done)
+    query = f"?{urlencode({'topic': topic.pk})}" if topic else ""
+    return redirect(reverse("questions:labels") + query)
 
 
-@role_required(Role.RESEARCHER)
+@researcher
 def disputes(request):
-    raise NotImplementedError
+    """The disputed questions with both labels side by side; a POST resolves one."""
+    topic = _topic(request.GET)
+    if request.method == "POST":
+        return _resolve(request)
+    context = {
+        "questions": selectors.disputed_questions(topic=topic), "topic": topic,
+        "topics": Topic.objects.all(), "form": LabelForm(initial={"step": "resolve"}),
+    }  # fmt: skip
+    template = "questions/disputes.html#list" if request.htmx else "questions/disputes.html"
+    return render(request, template, context)
 
 
-@role_required(Role.RESEARCHER)
+def _resolve(request):
+    question = get_object_or_404(Question, pk=request.POST.get("question") or 0)
+    form = LabelForm(request.POST)
+    if form.is_valid():
+        try:
+            services.question_label_resolve(
+                question=question, researcher=request.user, **form.labels()
+            )
+        except QuestionError as exc:
+            form.add_error(None, str(exc))
+    if request.htmx and form.errors:
+        shown = selectors.disputed_questions().filter(pk=question.pk).first() or question
+        return render(request, "questions/disputes.html#dispute", {"q": shown, "form": form})
+    if request.htmx:
+        return render(request, "questions/disputes.html#resolved", {"q": question})
+    if form.errors:  # without JavaScript: said on the page it returns to
+        problems = [e for errors in form.errors.values() for e in errors]
+        messages.error(request, f"{question} was not resolved: {' '.join(problems)}")
+    else:
+        messages.success(request, f"The labels of {question} are resolved.")
+    return redirect("questions:disputes")
+
+
+@researcher
 def quotas(request):
-    raise NotImplementedError
+    current = selectors.quota_settings()
+    initial = {"target_per_topic": current.target_per_topic,
+               "minimum_per_stratum": current.minimum_per_stratum}  # fmt: skip
+    form = QuotaSettingsForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.quota_settings_update(**form.cleaned_data)
+        except QuestionError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, "Quota settings saved.")
+            return redirect("questions:quotas")
+    context = {"table": selectors.quota_table(settings=current), "settings": current,
+               "form": form}  # fmt: skip
+    return render(request, "questions/quotas.html", context, status=422 if form.errors else 200)
