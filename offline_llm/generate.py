@@ -447,16 +447,43 @@ def _with_article(article: str, word: str) -> str:  # -> "a problem" / "an issue
 
 
 def _rewrite(model: str, prompt: Prompt, rng: random.Random) -> str:
+    """A rewrite as the published prompt asks for one: addressed to an assistant, what is
+    only about the forum dropped, repeats condensed, platforms, ages and names generalised
+    where the question survives without them, the rest paraphrased (sentence patterns
+    first, then synonyms) and sometimes reordered. Terser models condense more."""
     post = prompt.tag("post") or prompt.last_user
     # The rewrite prompt asks for identifying details to go; handles and links are the ones
     # a word-level paraphraser can find.
     for marker, pattern, replacement in _IDENTIFIERS:
         if marker in post:
             post = pattern.sub(replacement, post)
+    style = style_for(model)
+    drop_share = _REWRITE_DROP[style] + rng.uniform(-0.05, 0.05)
 
-    paragraphs = []
+    seen: set[str] = set()
+    paragraphs, questions = [], []
     for paragraph in re.split(r"\n\s*\n", post.strip()):
-        sentences = _SENTENCE_END.split(_substitute_synonyms(paragraph, rng))
+        kept = []
+        for sentence in _SENTENCE_END.split(paragraph.strip()):
+            key = " ".join(words(sentence))
+            if not key or key in seen or _FORUM_ONLY.search(sentence):
+                continue  # said already, or said only to the forum's readers
+            seen.add(key)
+            sentence = _generalise(sentence, rng)
+            if not sentence:
+                continue
+            if sentence.rstrip().endswith("?"):
+                questions.append(_asked_of_assistant(sentence, rng))
+                continue
+            # Background beyond the first sentence (the situation) may be condensed away.
+            if kept and rng.random() < drop_share and not _PRIOR_ATTEMPT.search(sentence):
+                continue
+            kept.append(_paraphrase(sentence, rng))
+        if kept:
+            paragraphs.append(kept)
+    if not paragraphs and not questions:
+        return _substitute_synonyms(post.strip(), rng)
+    for sentences in paragraphs:
         movable = [
             index
             for index in range(1, len(sentences) - 1)
@@ -465,8 +492,230 @@ def _rewrite(model: str, prompt: Prompt, rng: random.Random) -> str:
         if movable and rng.random() < 0.5:
             index = rng.choice(movable)
             sentences[index], sentences[index + 1] = sentences[index + 1], sentences[index]
-        paragraphs.append(" ".join(sentences))
-    return "\n\n".join(paragraphs)
+    if not questions:  # the rewrite keeps a question to ask, even if the post only implied one
+        questions.append(rng.choice(_ASK_FALLBACK))
+    opener = rng.choice(_REWRITE_OPENERS[style])
+    if style == "thorough":
+        body = [" ".join(sentences) for sentences in paragraphs]
+    else:
+        body = [" ".join(s for sentences in paragraphs for s in sentences)]
+    body = [part for part in body if part]
+    if opener:
+        body[:1] = [f"{opener} {body[0]}" if body else opener]
+    if body:
+        body[-1] = f"{body[-1]} {' '.join(questions)}"
+    else:
+        body = [" ".join(questions)]
+    return "\n\n".join(body)
+
+
+# Share of background sentences a rewrite condenses away, by style.
+_REWRITE_DROP = {"terse": 0.3, "friendly": 0.15, "thorough": 0.05}
+_REWRITE_OPENERS = {
+    "terse": ("", "", "I need help with something."),
+    "friendly": ("Hi! I could really use your help.", "Hello, I hope you can help me.",
+                 "Hi there, I'd appreciate your advice."),
+    "thorough": ("I'd like your help with a problem.", "I'm hoping you can advise me.",
+                 "I need some advice, and here is the situation."),
+}  # fmt: skip
+_ASK_FALLBACK = ("What would you suggest?", "How would you advise me to handle this?")
+_FORUM_ONLY = re.compile(
+    r"throwaway|lurker|first (?:time )?post|where else to ask|quick question|"
+    r"^so this happened|sorry for (?:the|my) (?:long|format|english)|"
+    r"english (?:isn't|is not) my first language|^(?:hi|hey|hello) (?:all|everyone|guys|reddit)|"
+    r"^please help|^tl;?dr|^edit\b|on mobile|mods,? ",
+    re.IGNORECASE,
+)
+_PRIOR_ATTEMPT = re.compile(r"\b(?:tried|contacted|blocked|ran|filled|reset|changed)\b", re.I)
+
+# Platforms, said generally: (pattern, replacements).
+_PLATFORMS = (
+    (re.compile(r"\b(?:an? )?(?:Android phone|iPhone|Samsung|Pixel)\b"), ("a phone", "my phone")),
+    (re.compile(r"\bmy (?:Instagram|Facebook|TikTok|Twitter|Snapchat|Reddit)(?: account)?\b"),
+     ("my social media account", "one of my social accounts")),
+    (re.compile(r"\b(?:Instagram|Facebook|TikTok|Twitter|Snapchat|Reddit|Discord|WhatsApp)\b"),
+     ("a social app", "the platform")),
+    (re.compile(r"\b(?:Gmail|Outlook|Hotmail|Yahoo)\b"), ("email", "my email provider")),
+    (re.compile(r"\b(?:Windows|macOS|MacBook|Chromebook)\b"), ("my computer", "the computer")),
+)  # fmt: skip
+_AGES = (
+    re.compile(r",? ?\(?\b\d{2} ?[MF]\b\)?"),  # "(34F)", "27M"
+    re.compile(r"\b(?:I'm|I am) \d{1,2}(?: years old)?(?:,| and) "),  # "I'm 34 and ..."
+    re.compile(r"\b\d{1,2}[- ]years?[- ]old "),  # "my 15 year old son"
+)
+_NAMED = re.compile(
+    r"\b(my|our|a|her|his) (friend|boss|manager|sister|brother|mom|mum|dad|cousin|coworker|"
+    r"colleague|neighbou?r|ex|partner|husband|wife|boyfriend|girlfriend|son|daughter),? "
+    r"(?:named |called )?[A-Z][a-z]+\b"
+)
+
+
+def _generalise(sentence: str, rng: random.Random) -> str:
+    """Platforms, ages and names said generally; a sentence that was only a platform goes."""
+    if re.search(r"^I'?m on an? .+ if that matters\.?$", sentence) or re.search(
+        r"^I (?:use|have) an? \w+(?: \w+)?\.$", sentence
+    ):
+        return ""  # the platform alone: the question survives without it
+    for pattern, options in _PLATFORMS:
+        sentence = pattern.sub(lambda _m, options=options: rng.choice(options), sentence)
+    for pattern in _AGES:
+        sentence = pattern.sub(lambda m: m.group(0)[-1] if m.group(0).endswith(" ") else "",
+                               sentence)  # fmt: skip
+    sentence = _NAMED.sub(lambda m: f"{m.group(1)} {m.group(2)}", sentence)
+    return sentence.strip()
+
+
+# Sentence patterns a model rephrases whole: (pattern, rephrasings with {1}, {2} ...).
+_REPHRASINGS: tuple[tuple[re.Pattern, tuple[str, ...]], ...] = tuple(
+    (re.compile(pattern, re.IGNORECASE), options)
+    for pattern, options in (
+        (
+            r"^It started (?:about |around )?(.+?) ago and it'?s getting worse\.$",
+            (
+                "It has been getting worse since it started about {1} ago.",
+                "Since it started, roughly {1} ago, it keeps getting worse.",
+                "It's getting worse, and it started only {1} ago.",
+            ),
+        ),
+        (
+            r"^This account has (.+?) (?:that )?I really don'?t want to lose\.$",
+            (
+                "I really don't want to lose the {1} on this account.",
+                "There are {1} on the account, and I don't want to lose them.",
+                "Losing this account would mean losing {1}.",
+            ),
+        ),
+        (
+            r"^My (\w+) thinks I'?m overreacting but I'?m worried\.$",
+            (
+                "I'm worried, though my {1} thinks I'm overreacting.",
+                "My {1} says I'm overreacting, but I'm still worried.",
+                "Even if my {1} thinks it's an overreaction, I'm worried.",
+            ),
+        ),
+        (
+            r"^I use the same password on (.+?), which I know is bad\.$",
+            (
+                "I know it's bad, but I use one password on {1}.",
+                "The same password is used on {1}, which I know is a bad idea.",
+                "I reuse my password on {1}; I know that's bad.",
+            ),
+        ),
+        (
+            r"^I don'?t have much money so (.+?) aren'?t really an option\.$",
+            (
+                "{1} aren't an option for me, since money is tight.",
+                "Without much money, {1} are out of the question.",
+                "I can't afford {1}, so they aren't an option.",
+            ),
+        ),
+        (
+            r"^I read (.+?) online but they contradict each other\.$",
+            (
+                "What I read online ({1}) contradicts itself.",
+                "I've read {1} online, and they contradict one another.",
+                "Online I found {1}, but they give contradicting advice.",
+            ),
+        ),
+        (
+            r"^Everything is up to date as far as I know\.$",
+            (
+                "As far as I know, everything is up to date.",
+                "I believe everything is updated.",
+                "My software should be up to date, as far as I know.",
+            ),
+        ),
+        (
+            r"^I already tried (.+?)\.$",
+            (
+                "I've already tried {1}.",
+                "Before asking, I tried {1}.",
+                "{1} is something I already tried, with no luck.",
+            ),
+        ),
+        (
+            r"^I contacted support but got a bot reply\.$",
+            (
+                "Support only sent me a bot reply when I contacted them.",
+                "When I contacted support, all I got was an automated bot reply.",
+                "Contacting support got me nothing but a bot reply.",
+            ),
+        ),
+        (
+            r"^I blocked (\w+) but it didn'?t help\.$",
+            (
+                "Blocking {1} didn't help.",
+                "Even after I blocked {1}, nothing changed.",
+                "I've blocked {1}, with no help from that.",
+            ),
+        ),
+        (
+            r"^I ran a scan and it found nothing\.$",
+            (
+                "A scan I ran found nothing.",
+                "The scan I ran didn't find anything.",
+                "I scanned, and nothing was found.",
+            ),
+        ),
+        (
+            r"^I filled in (.+?) already\.$",
+            (
+                "I've already filled in {1}.",
+                "{1} is already filled in.",
+                "I have filled in {1} and sent it.",
+            ),
+        ),
+        (r"^I can'?t (.+?)\.$", ("I'm unable to {1}.", "Right now I can't {1}.")),
+        (r"^my (.+?) got hacked(.*)\.$", ("Someone hacked {1}{2}.", "{1} was hacked{2}.")),
+        (
+            r"^I got (an? .+?) about (.+?)\.$",
+            ("{1} about {2} was sent to me.", "I received {1} about {2}."),
+        ),
+        (r"^I'?m not sure (.+?)\.$", ("I'm unsure {1}.", "I don't know {1}.")),
+        (r"^I want to (.+?)\.$", ("My goal is to {1}.", "I'd like to {1}.", "I'm trying to {1}.")),
+        (
+            r"^someone (?:keeps|is) (.+?)\.$",
+            ("There's someone who keeps {1}.", "A person has been {1}."),
+        ),
+    )
+)
+
+
+def _paraphrase(sentence: str, rng: random.Random) -> str:
+    for pattern, options in _REPHRASINGS:
+        found = pattern.match(sentence)
+        if found:
+            text = rng.choice(options).format(None, *found.groups())
+            return text[:1].upper() + text[1:]
+    text = _substitute_synonyms(sentence, rng)
+    return text[:1].upper() + text[1:]
+
+
+_ASKS = {
+    "what should i do": ("What would you advise me to do?", "What do you suggest I do?",
+                         "Can you tell me what to do next?"),
+    "is this safe": ("Can you tell me whether this is safe?", "Do you think this is safe?",
+                     "Would you consider this safe?"),
+    "am i overthinking this": ("Do you think I'm worrying too much?",
+                               "Am I making too much of this, in your view?"),
+    "how do i fix this": ("Could you walk me through fixing it?", "How would you fix this?",
+                          "Can you help me sort this out?"),
+    "is there any way to get it back": ("Can you help me recover it?",
+                                        "Is there a way for me to restore it?"),
+    "what are my options": ("What options do I have?", "Could you lay out my options for me?",
+                            "What could I do about it?"),
+}  # fmt: skip
+
+
+def _asked_of_assistant(question: str, rng: random.Random) -> str:
+    options = _ASKS.get(" ".join(words(question.lower())).replace("'", ""))
+    if options is None:
+        options = _ASKS.get(question.lower().rstrip("?").strip())
+    if options:
+        return rng.choice(options)
+    asked = _substitute_synonyms(question, rng)
+    lead = rng.choice(("Could you tell me: ", "My question for you: ", ""))
+    return lead + (asked[:1].lower() + asked[1:] if lead and not asked.startswith("I ") else asked)
 
 
 def _substitute_synonyms(text: str, rng: random.Random) -> str:

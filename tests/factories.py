@@ -230,3 +230,51 @@ def responses_csv(scenarios) -> str:
     writer.writeheader()
     writer.writerows(r for r in rows if r["scenario"] in names)
     return out.getvalue()
+
+
+# --- question bank: sampling and screening -------------------------------------------------
+
+
+def exclusion_reasons_seeded() -> list:
+    """The nine seeded exclusion reasons, in their order (conftest's reseeding puts them
+    back after a transactional test's flush)."""
+    from apps.questions.models import ExclusionReason
+
+    return list(ExclusionReason.objects.filter(active=True).order_by("order", "text"))
+
+
+def sampled_make(count: int = 1, *, topic: str = "accounts", body: str | None = None, seed=1):
+    """`count` new posts of `topic`, drawn into a sample of their own; their SampledPosts,
+    in the order drawn."""
+    from apps.questions.services.sampling import sample_draw
+
+    posts_make(count, topics=(topic,), body=body)
+    sample = sample_draw(topic=Topic.objects.get(name=topic), size=count, seed=seed)
+    return list(sample.posts.select_related("post").order_by("position"))
+
+
+# --- question bank: rewriting --------------------------------------------------------------
+
+
+def rewrite_prompt_v2():
+    """The rewrite prompt v2 (seeded by its migration, and by conftest's reseeding)."""
+    from apps.llm.models import PromptTemplate
+
+    return PromptTemplate.objects.get(purpose="rewrite", version=2)
+
+
+def question_from_post_make(*, body: str, topic: str = "accounts", **fields) -> Question:
+    """A question made from a screened post: its text is the post until a rewrite is
+    approved."""
+    return question_make(topic=topic, text=body, original_text=body, **fields)
+
+
+def rewrite_made(question: Question, *, text: str, model: ModelConfig | None = None):
+    """A rewrite of `question` done by `model` (a finished job of its own, no call made)."""
+    from apps.questions.models import Rewrite, RewriteJob, RewriteJobStatus, RewriteStatus
+
+    job = RewriteJob.objects.create(
+        model=model or ModelConfigFactory(), prompt=rewrite_prompt_v2(), seed=1,
+        status=RewriteJobStatus.FINISHED,
+    )  # fmt: skip
+    return Rewrite.objects.create(job=job, question=question, status=RewriteStatus.DONE, text=text)

@@ -147,6 +147,17 @@ class Work:
         the researcher retries failed rows from the run's page."""
         raise NotImplementedError
 
+    def held_ids(self, results: list[Result], *, owner: str) -> set[int]:
+        """The ids of the results' rows that `owner` still holds, locked to the end of the
+        caller's transaction (call `record`'s inside it). A row not among them was presumed
+        dead and taken over: its successor records it."""
+        rows = self.model.objects.filter(pk__in=[r.call.row_id for r in results])
+        return set(
+            held(rows, states=self.states, owner=owner)
+            .select_for_update()
+            .values_list("pk", flat=True)
+        )
+
     def refuse(self, failures: list[tuple[int, str]], *, owner: str) -> None:
         """Fail rows whose call could not be built."""
         raise NotImplementedError

@@ -404,6 +404,7 @@ class Rewrite(Leased):
     error_kind = models.CharField(max_length=20, choices=CallStatus.choices, blank=True)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)  # set by the engine's claim
     completed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

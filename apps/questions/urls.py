@@ -22,4 +22,6 @@ urlpatterns = [
     # Rewriting (views/rewriting.py).
     path("rewrites/", rewriting.rewrites, name="rewrites"),
     path("rewrites/<int:pk>/", rewriting.review, name="rewrite"),
+    path("rewrites/<int:pk>/reject/", rewriting.reject, name="rewrite-reject"),
+    path("rewrites/jobs/<int:pk>/<str:action>/", rewriting.job_move, name="rewrite-job-move"),
 ]

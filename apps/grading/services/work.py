@@ -169,14 +169,14 @@ class _GradingWork(RunWork):
     def _held(self, results, owner, *fields):
         """The results' rows that `owner` still holds, locked: their pks, or with `fields`,
         (pk, *fields) tuples."""
+        if not fields:
+            return self.held_ids(results, owner=owner)
         held = engine.held(
             self.model.objects.filter(pk__in=[r.call.row_id for r in results]),
             states=self.states,
             owner=owner,
         ).select_for_update()
-        if fields:
-            return list(held.values_list("pk", *fields))
-        return set(held.values_list("pk", flat=True))
+        return list(held.values_list("pk", *fields))
 
     @staticmethod
     def _outcome(row, result, now) -> None:

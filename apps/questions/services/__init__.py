@@ -9,3 +9,16 @@ from .bank import (  # noqa: F401
     questions_ensure,
     questions_import,
 )
+from .imports import import_batch_create, import_batch_run, posts_import  # noqa: F401
+from .rewriting import (  # noqa: F401
+    REWRITE_WORK,
+    rewrite_approve,
+    rewrite_job_cancel,
+    rewrite_job_pause,
+    rewrite_job_resume,
+    rewrite_job_start,
+    rewrite_metrics_refresh,
+    rewrite_reject,
+)
+from .sampling import DrawReport, sample_draw, samples_draw  # noqa: F401
+from .screening import question_from_post, screening_decide  # noqa: F401

@@ -1,11 +1,168 @@
+"""Rewriting (researchers only): start a job, follow it, review a rewrite beside its
+original, edit and approve it. Whatever makes a job take calls (start, resume) queues the
+engine's batches after its transaction commits; the services never queue anything."""
+
+from django import forms
+from django.contrib import messages
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
 from apps.accounts.roles import Role, role_required
+from apps.llm.models import ModelConfig, PromptTemplate, Purpose
+from workers.engine import scope_start
+
+from .. import selectors, services
+from ..errors import QuestionError
+from ..models import Rewrite, RewriteJob, Topic
+from ..services.bank import normalise_newlines
+from ..similarity import (
+    COSINE_METHOD,
+    PUBLISHED_COSINE_MEAN,
+    PUBLISHED_TRIGRAM_MEAN,
+    TRIGRAM_METHOD,
+)
+
+researcher = role_required(Role.RESEARCHER)
+METHODS = {
+    "cosine_method": COSINE_METHOD, "trigram_method": TRIGRAM_METHOD,
+    "published_cosine": PUBLISHED_COSINE_MEAN, "published_trigram": PUBLISHED_TRIGRAM_MEAN,
+}  # fmt: skip
 
 
-@role_required(Role.RESEARCHER)
+class ModelChoice(forms.ModelChoiceField):
+    def label_from_instance(self, obj):
+        return str(obj)  # "name (offline demo model)" for the offline provider's models
+
+
+class StartForm(forms.Form):
+    model = ModelChoice(ModelConfig.objects.filter(active=True).order_by("display_name"))
+    topic = forms.ModelChoiceField(
+        Topic.objects.order_by("order", "name"), required=False,
+        empty_label="Every topic", help_text="Rewrite only this topic's questions.",
+    )  # fmt: skip
+    prompt = forms.ModelChoiceField(
+        PromptTemplate.objects.filter(purpose=Purpose.REWRITE).order_by("-version"),
+        required=False, empty_label="The latest version",
+        help_text="The rewrite prompt version, pinned for the whole job.",
+    )  # fmt: skip
+
+
+class ApproveForm(forms.Form):
+    text = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 12}), label="Question text to approve",
+        help_text="Edit the rewrite if it needs it; this becomes the question's text.",
+    )  # fmt: skip
+
+
+@researcher
 def rewrites(request):
-    raise NotImplementedError
+    """The start form, the jobs (the `jobs` partial alone for the poll), the rewrites
+    waiting for review and the approved ones."""
+    if request.htmx and request.method == "GET":
+        return render(request, "questions/rewrites.html#jobs", _jobs_context())
+    form = StartForm(request.POST or None)
+    if request.method == "POST" and form.is_valid() and (job := _start(request, form.cleaned_data)):
+        scope_start(services.REWRITE_WORK.name, job.pk)
+        messages.success(request, f"Started: {job.rewrites.count()} question(s) to rewrite.")
+        return redirect("questions:rewrites")
+    context = _jobs_context() | METHODS | {
+        "form": form, "to_rewrite": selectors.questions_to_rewrite().count(),
+        "waiting": selectors.rewrites_waiting(), "approved": selectors.questions_rewritten(),
+        "means": selectors.rewrite_metric_means(),
+    }  # fmt: skip
+    return render(request, "questions/rewrites.html", context, status=422 if form.errors else 200)
 
 
-@role_required(Role.RESEARCHER)
-def review(request, pk):
-    raise NotImplementedError
+def _start(request, data) -> RewriteJob | None:
+    questions = selectors.questions_to_rewrite(topic=data["topic"])
+    try:
+        return services.rewrite_job_start(
+            questions=questions, model=data["model"], prompt=data["prompt"], user=request.user
+        )
+    except QuestionError as exc:
+        messages.error(request, str(exc))
+        return None
+
+
+def _jobs_context() -> dict:
+    jobs = selectors.rewrite_jobs()
+    return {"jobs": jobs, "polling": any(j.status == "running" for j in jobs)}
+
+
+JOB_MOVES = {
+    "pause": (services.rewrite_job_pause, "Paused: no new rewrites are asked for.", False),
+    "resume": (services.rewrite_job_resume, "Resumed: only rewrites not done are asked for.", True),
+    "cancel": (services.rewrite_job_cancel, "Cancelled: the rewrites made are kept.", False),
+}
+
+
+@researcher
+@require_POST
+def job_move(request, pk: int, action: str):
+    job = get_object_or_404(RewriteJob, pk=pk)
+    move, done, start = JOB_MOVES.get(action) or (None, "", False)
+    if move is None:
+        return redirect("questions:rewrites")
+    try:
+        job = move(job=job)
+    except QuestionError as exc:
+        messages.error(request, str(exc))
+    else:
+        if start:
+            scope_start(services.REWRITE_WORK.name, job.pk)
+        messages.success(request, done)
+    return redirect("questions:rewrites")
+
+
+def _rewrite(pk: int) -> Rewrite:
+    rewrites = Rewrite.objects.select_related(
+        "question__topic", "question__rewrite_approved_by", "job__model", "job__prompt"
+    )
+    return get_object_or_404(rewrites, pk=pk)
+
+
+@researcher
+def review(request, pk: int):
+    """The original and the rewrite side by side, differences marked; edit and approve.
+    Once approved: the approved text, its provenance and its two measures."""
+    rewrite = _rewrite(pk)
+    # A text sent with GET is a preview of the differences an edit makes (the textarea's
+    # htmx request, or the "Show differences" button without JavaScript).
+    edited = normalise_newlines(request.GET["text"]) if "text" in request.GET else None
+    form = ApproveForm(request.POST or None, initial={"text": edited or rewrite.text})
+    if request.method == "POST" and form.is_valid():
+        text = normalise_newlines(form.cleaned_data["text"])
+        try:
+            services.rewrite_approve(rewrite=rewrite, text=text, user=request.user)
+        except QuestionError as exc:
+            form.add_error("text", str(exc))
+        else:
+            messages.success(request, f"Approved: this is now the text of {rewrite.question}.")
+            return redirect("questions:rewrite", rewrite.pk)
+    question = rewrite.question
+    approved = question.rewrite_id == rewrite.pk
+    shown = question.text if approved else (edited or rewrite.text)
+    if form.is_bound:
+        shown = normalise_newlines(form.data.get("text", "")) or shown
+    context = METHODS | {
+        "rewrite": rewrite, "question": question, "form": form, "shown": shown,
+        "approved": approved, "edited": edited is not None and edited != rewrite.text,
+        "diff": selectors.rewrite_diff(original=question.original_text, rewrite=shown),
+    }  # fmt: skip
+    template = (
+        "questions/rewrite_review.html#diff" if request.htmx else "questions/rewrite_review.html"
+    )
+    return render(request, template, context, status=422 if form.errors else 200)
+
+
+@researcher
+@require_POST
+def reject(request, pk: int):
+    rewrite = _rewrite(pk)
+    try:
+        services.rewrite_reject(rewrite=rewrite, user=request.user)
+    except QuestionError as exc:
+        messages.error(request, str(exc))
+        return redirect("questions:rewrite", rewrite.pk)
+    messages.success(request, f"Rejected: {rewrite.question} is to rewrite again.")
+    return redirect("questions:rewrites")

@@ -357,15 +357,7 @@ class SampleWork(RunWork):
     def record(self, results, *, owner):
         now = timezone.now()
         with transaction.atomic():
-            mine = set(
-                engine.held(
-                    Response.objects.filter(pk__in=[r.call.row_id for r in results]),
-                    states=self.states,
-                    owner=owner,
-                )
-                .select_for_update()
-                .values_list("pk", flat=True)
-            )
+            mine = self.held_ids(results, owner=owner)
             rows = []
             for result in results:
                 if result.call.row_id not in mine:
