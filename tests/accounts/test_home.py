@@ -79,3 +79,23 @@ def test_researchers_reach_studies_usage_and_the_console_from_the_navigation(rol
     nav = NAV.search(body).group(1)
     for url in (reverse("surveys:study_list"), reverse("llm:usage"), reverse("admin:index")):
         assert f'href="{url}"' in nav
+
+
+def test_researchers_home_shows_the_question_bank_pipeline_stage_by_stage(role_client):
+    from apps.questions.models import Sample, SampledPost, Topic
+    from tests.factories import posts_make
+
+    posts = posts_make(3, topics=("scams",))
+    sample = Sample.objects.create(topic=Topic.objects.get(name="scams"), size=2, seed=1, pool=3)
+    for position, post in enumerate(posts[:2]):
+        SampledPost.objects.create(sample=sample, post=post, topic=sample.topic, position=position)
+    body = role_client(Role.RESEARCHER).get(reverse("home")).content.decode()
+    assert "Candidate pool: 3 posts from 1 file" in body
+    assert "Sampled: 2" in body
+    assert "Screening: 2 still open, 0 included" in body
+    assert reverse("questions:screening") in body
+
+
+def test_experts_home_has_no_question_bank_panel(role_client):
+    body = role_client(Role.EXPERT).get(reverse("home")).content.decode()
+    assert "Candidate pool" not in body

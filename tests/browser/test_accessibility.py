@@ -171,3 +171,57 @@ def test_the_model_run_pages_have_no_serious_accessibility_violations(
     expect(author.get_by_test_id("criterion").first).to_be_focused()
     found["calibration grading (author)"] = violations(author)
     assert {name: lines for name, lines in found.items() if lines} == {}
+
+
+def question_bank_made():
+    """A bank part-way through every stage: sampled posts, a settled pair and an open post,
+    a question labelled and one disputed, a rewrite waiting for review (made in a thread of
+    its own: the ORM is synchronous and Playwright's loop runs in this one)."""
+    from apps.questions.services.screening import screening_decide
+    from apps.questions.services.strata import question_label, question_label_verify
+    from tests.factories import (
+        exclusion_reasons_seeded,
+        question_from_post_make,
+        rewrite_made,
+        sampled_make,
+    )
+
+    first = user_with_role(Role.RESEARCHER, username="ana")
+    second = user_with_role(Role.RESEARCHER, username="ben")
+    exclusion_reasons_seeded()
+    settled, _open = sampled_make(2, topic="scams", body="I paid a fake courier fee. What now?")
+    for who in (first, second):
+        screening_decide(sampled=settled, researcher=who, include=True)
+    disputed = question_from_post_make(body="Someone logs into my email. I changed it. Why?")
+    question_label(question=disputed, researcher=first, mentions_prior_attempt=True,
+                   need_type="sensemaking")  # fmt: skip
+    question_label_verify(question=disputed, researcher=second, mentions_prior_attempt=False,
+                          need_type="guidance")  # fmt: skip
+    rewrite = rewrite_made(
+        question_from_post_make(body="Throwaway. My ex reads my texts. How do I stop it?"),
+        text="Can you help me stop my ex from reading my texts?",
+    )
+    return first, rewrite
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_the_question_bank_pages_have_no_serious_accessibility_violations(
+    new_context, live_server, transactional_db, size
+):
+    researcher, rewrite = ThreadPoolExecutor(1).submit(question_bank_made).result()
+    page = signed_in(new_context, live_server, researcher, viewport=SIZES[size]).new_page()
+    found = {}
+    for name, url in (
+        ("bank", "/questions/"),
+        ("samples", "/questions/samples/"),
+        ("screening", "/questions/screening/"),
+        ("screening progress", "/questions/screening/progress/"),
+        ("strata labels", "/questions/labels/"),
+        ("disputed labels", "/questions/labels/disputes/"),
+        ("quotas", "/questions/quotas/"),
+        ("rewriting", "/questions/rewrites/"),
+        ("rewrite review", f"/questions/rewrites/{rewrite.pk}/"),
+    ):
+        page.goto(url)
+        found[name] = violations(page)
+    assert {name: lines for name, lines in found.items() if lines} == {}

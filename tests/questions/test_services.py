@@ -7,7 +7,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from apps.questions.errors import QuestionError
-from apps.questions.models import Question, Topic
+from apps.questions.models import Question, Topic, length_bucket_for
 from apps.questions.services import question_update, questions_import
 from apps.rubrics import services as services_rubrics
 from apps.rubrics.models import Rubric
@@ -236,3 +236,39 @@ def test_an_edited_text_keeps_the_importers_limits(text, reason):
     with pytest.raises(QuestionError, match=reason):
         question_update(question=question, fields={"text": text})
     assert Question.objects.get(pk=question.pk).text == "How do I get my account back?"
+
+
+@pytest.mark.parametrize(
+    ("characters", "bucket"),
+    [
+        (1, "short"), (332, "short"), (333, "medium"), (665, "medium"), (666, "long"),
+        (999, "long"), (1000, "over"), (40_000, "over"),
+    ],
+)  # fmt: skip
+def test_length_buckets_are_the_published_thirds_of_a_thousand_characters(characters, bucket):
+    # Characters, not words or bytes: "é" is one character and two bytes.
+    text = ("é" * (characters - 1)) + "?"
+    assert length_bucket_for(text) == bucket
+    question = question_make(text=text)
+    assert question.length_bucket == bucket
+
+
+def test_an_edited_question_from_a_post_keeps_its_post_s_stratum():
+    original = "My account was taken over and the email changed. " * 8  # 400 characters: medium
+    question = question_make(text=original, original_text=original)
+    assert question.length_bucket == "medium"
+    question_update(question=question, fields={"text": "Someone took over my account. Help?"})
+    question.refresh_from_db()
+    assert (question.text, question.length_bucket) == (
+        "Someone took over my account. Help?",
+        "medium",
+    )
+
+
+def test_imported_labels_count_as_verified_and_unlabelled_questions_wait_for_labels():
+    doc = fixture_doc()
+    doc["questions"] = doc["questions"][:2]
+    doc["questions"][1] = {**doc["questions"][1], "need_type": ""}
+    questions_import(content=as_bytes(doc), filename="two.json")
+    first, second = (Question.objects.get(external_id=q["id"]) for q in doc["questions"])
+    assert (first.label_status, second.label_status) == ("verified", "unlabelled")

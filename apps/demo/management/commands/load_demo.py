@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 from apps.accounts.models import User
 from apps.accounts.roles import Role
 from apps.accounts.services import user_create
+from apps.demo.questions import demo_question_bank_load
 from apps.demo.rubrics import demo_rubrics_load
 from apps.demo.runs import demo_runs_load
 from apps.demo.surveys import PARTICIPANT_QUERY, demo_surveys_load
@@ -17,6 +18,8 @@ DEMO_USERS = [
     ("expert2", "Emeka", "Expert", [Role.EXPERT]),
     ("reviewer", "Rosa", "Reviewer", [Role.EXPERT, Role.REVIEWER]),
     ("researcher", "Rahul", "Researcher", [Role.RESEARCHER]),
+    # Screening and strata labels take two researchers.
+    ("researcher2", "Rin", "Researcher", [Role.RESEARCHER]),
 ]
 
 
@@ -57,6 +60,7 @@ class Command(BaseCommand):
                 },
             )  # fmt: skip
         self.stdout.write(f"Rubric demo: {demo_rubrics_load()}")
+        self.stdout.write(f"Question-bank demo: {demo_question_bank_load()}")
         summary, _run, _grading = demo_runs_load()
         self.stdout.write(f"Model-run demo: {summary}")
         study, state = demo_surveys_load()
