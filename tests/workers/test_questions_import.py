@@ -60,3 +60,24 @@ def test_a_refused_upload_is_recorded_and_its_file_deleted(tmp_path):
     batch.refresh_from_db()
     assert any('column "body" is missing' in p for p in batch.problems)
     assert not path.exists()
+
+
+@pytest.mark.django_db
+def test_an_import_that_stops_with_an_error_stores_nothing_and_says_so(tmp_path):
+    from apps.questions.services.imports import import_batch_run
+
+    batch = uploaded(tmp_path)
+    seen = []
+
+    def stop_midway(tally):  # an error that is not the file's (a time limit, say)
+        seen.append(tally.rows)
+        if tally.rows:
+            raise TimeoutError("the task's time ran out")
+
+    with pytest.raises(TimeoutError):
+        import_batch_run(batch_id=batch.pk, progress=stop_midway)
+    batch.refresh_from_db()
+    assert batch.status == ImportStatus.REFUSED and seen[-1] > 0
+    assert "stopped with an error (TimeoutError), not because of the file" in batch.problems[0]
+    assert SourcePost.objects.count() == 0 and SourcePostTopic.objects.count() == 0
+    assert not Path(batch.upload_path).exists()

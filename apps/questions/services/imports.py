@@ -132,7 +132,14 @@ def import_batch_run(
             path = Path(path or batch.upload_path)
             ImportBatch.objects.filter(pk=batch.pk).update(status=ImportStatus.IMPORTING)
             batch.status = ImportStatus.IMPORTING
-            _import_or_refuse(batch, path, progress)
+            try:
+                _import_or_refuse(batch, path, progress)
+            except Exception as exc:
+                # Not the file's fault (the database went away, a time limit): its
+                # transaction rolled back, so say so, rather than leave the page polling a
+                # batch nobody imports, and let the task fail loudly.
+                _failed(batch, exc)
+                raise
         if batch.upload_path:
             Path(batch.upload_path).unlink(missing_ok=True)
         return batch
@@ -170,6 +177,20 @@ def _import_or_refuse(batch: ImportBatch, path: Path, progress) -> None:
         batch.refusal = exc
         return
     _vacuum()
+
+
+def _failed(batch: ImportBatch, exc: Exception) -> None:
+    log.exception("Import %s of %s stopped", batch.pk, batch.filename)
+    problem = (
+        f"the import stopped with an error ({type(exc).__name__}), not because of the file; "
+        "nothing was stored: import it again"
+    )
+    ImportBatch.objects.filter(pk=batch.pk, status=ImportStatus.IMPORTING).update(
+        status=ImportStatus.REFUSED, problems=[problem], rows=0, topic_counts={},
+        finished_at=timezone.now(),
+    )  # fmt: skip
+    if batch.upload_path:
+        Path(batch.upload_path).unlink(missing_ok=True)
 
 
 def _earlier(batch: ImportBatch) -> ImportBatch | None:
