@@ -49,7 +49,7 @@ from apps.questions.services.sampling import sample_draw
 from apps.questions.services.screening import screening_decide
 from apps.questions.services.strata import question_label, question_label_verify
 
-from .runs import _provider_up, _work_until_settled
+from .runs import provider_up, work_until_settled
 
 POSTS_FILE = Path(settings.BASE_DIR) / "apps" / "demo" / "data" / "candidate-posts-300.csv"
 SEED = 20261201
@@ -140,11 +140,11 @@ def _rewrite(researcher) -> str:
     if model is None:
         return "rewriting skipped (the demo models are missing)"
     if not RewriteJob.objects.exists():
-        if not _provider_up():
+        if not provider_up():
             return f"rewriting skipped (no offline provider answers at {settings.OFFLINE_LLM_URL})"
         questions = Question.objects.filter(source_post__isnull=False).order_by("pk")
         job = rewrite_job_start(questions=questions, model=model, user=researcher, seed=SEED)
-        _work_until_settled(REWRITE_WORK.name, job.pk)
+        work_until_settled(REWRITE_WORK.name, job.pk)
     done = list(Rewrite.objects.filter(status=RewriteStatus.DONE).order_by("pk"))
     approved = Question.objects.filter(rewrite_approved_at__isnull=False).count()
     if approved == 0:

@@ -51,7 +51,7 @@ SEED = 20261201
 MAX_BATCHES = 200
 
 
-def _work_until_settled(work: str, scope: int) -> None:
+def work_until_settled(work: str, scope: int) -> None:
     """Batch after batch in this process, as the workers' chains would, until nothing is
     left to call (a grading run waits for nothing here: its answers are all in)."""
     for _ in range(MAX_BATCHES):
@@ -60,7 +60,7 @@ def _work_until_settled(work: str, scope: int) -> None:
             return
 
 
-def _provider_up() -> bool:
+def provider_up() -> bool:
     try:
         return httpx.get(settings.OFFLINE_LLM_URL.rstrip("/") + "/models", timeout=3).is_success
     except httpx.HTTPError:
@@ -78,7 +78,7 @@ def demo_runs_load() -> tuple[str, SamplingRun | None, GradingRun | None]:
     grading = GradingRun.objects.filter(name=GRADING_RUN).first()
     if run is not None and grading is not None:
         return "already loaded", run, grading
-    if not _provider_up():
+    if not provider_up():
         return f"skipped (no offline provider answers at {settings.OFFLINE_LLM_URL})", None, None
     if run is None:
         questions = questions_select(conditions=["approved_rubric"])
@@ -87,7 +87,7 @@ def demo_runs_load() -> tuple[str, SamplingRun | None, GradingRun | None]:
             seed=SEED, selection={"conditions": ["approved_rubric"]}, user=researcher,
         )  # fmt: skip
         sampling_run_launch(run=run)
-    _work_until_settled(SAMPLE_WORK.name, run.pk)
+    work_until_settled(SAMPLE_WORK.name, run.pk)
     run.refresh_from_db()
     if grading is None:
         grading = grading_run_create(
@@ -95,7 +95,7 @@ def demo_runs_load() -> tuple[str, SamplingRun | None, GradingRun | None]:
             user=researcher,
         )  # fmt: skip
         grading_run_launch(run=grading)
-    _work_until_settled(work_for_run(grading).name, grading.pk)
+    work_until_settled(work_for_run(grading).name, grading.pk)
     grading.refresh_from_db()
     done = run.responses.filter(status="done").count()
     state = "finished" if grading.status == RunStatus.FINISHED else grading.get_status_display()
