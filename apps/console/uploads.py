@@ -68,7 +68,7 @@ def _position(text: str, index: int) -> str:
     return f"line {line}, column {column}"
 
 
-def _looks_utf16(content: bytes) -> bool:
+def looks_utf16(content: bytes) -> bool:
     # UTF-16 without a BOM: JSON and CSV start with ASCII, which then has a zero in every
     # other byte (a lone NUL in UTF-8 text does not look like this).
     sample = content[:32]
@@ -87,7 +87,7 @@ def text_decode(content: bytes | str, *, max_bytes: int) -> str:
         size_check(len(content), max_bytes=max_bytes)
         if content.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
             raise UploadRefused("it is UTF-32 text, not UTF-8; save it as UTF-8")
-        if content.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) or _looks_utf16(content):
+        if content.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) or looks_utf16(content):
             raise UploadRefused(UTF16_HINT)
         try:
             text = content.decode("utf-8-sig")

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from apps.console.uploads import UTF16_HINT, shown
+from apps.console.uploads import UTF16_HINT, looks_utf16, shown
 
 from .errors import MAX_PROBLEMS, FormatError, QuestionError
 from .interchange import QUESTION_TEXT_MAX
@@ -107,17 +107,9 @@ def encoding_problem(path: Path) -> str:
         head = f.read(64)
     if head.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
         return "it is UTF-32 text, not UTF-8; save it as UTF-8"
-    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) or _looks_utf16(head[:32]):
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) or looks_utf16(head[:32]):
         return UTF16_HINT
     return ""
-
-
-def _looks_utf16(sample: bytes) -> bool:
-    # As apps/console/uploads.py: ASCII in UTF-16 has a zero in every other byte.
-    if len(sample) < 4:
-        return False
-    high, low = sample[1::2], sample[0::2]
-    return (not any(high) and all(low)) or (not any(low) and all(high))
 
 
 def first_bad_byte(path: Path) -> str:

@@ -5,7 +5,7 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from django.db.models import Avg, Count, Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
 from ..models import Question, Rewrite, RewriteJob, RewriteJobStatus, RewriteStatus
 
@@ -81,13 +81,6 @@ def questions_rewritten() -> QuerySet:
             "topic", "rewrite__job__model", "rewrite__job__prompt", "rewrite_approved_by"
         )
         .order_by("-rewrite_approved_at")
-    )
-
-
-def rewrite_metric_means() -> dict:
-    """The mean cosine and 3-gram overlap over the approved rewrites, and how many."""
-    return Question.objects.filter(rewrite__isnull=False).aggregate(
-        cosine=Avg("rewrite_cosine"), trigram=Avg("rewrite_trigram_overlap"), count=Count("pk")
     )
 
 

@@ -16,12 +16,12 @@ from apps.console.csv_export import csv_rows
 from ..interchange import questions_document
 from ..models import LabelStatus, LengthBucket, NeedType, Topic
 from ..selectors import bank as selectors
+from ..similarity import PUBLISHED_COSINE_MEAN, PUBLISHED_TRIGRAM_MEAN
 
 researcher = role_required(Role.RESEARCHER)
 PER_PAGE = 50
 ANY = [("", "Any")]
-# The published means over the HelpBench bank (the rewrites' similarity to their posts).
-PUBLISHED = {"cosine": 0.56, "trigram": 0.04}
+PUBLISHED = {"cosine": PUBLISHED_COSINE_MEAN, "trigram": PUBLISHED_TRIGRAM_MEAN}
 
 
 class BankFilterForm(forms.Form):

@@ -68,7 +68,7 @@ def rewrites(request):
     context = _jobs_context() | METHODS | {
         "form": form, "to_rewrite": selectors.questions_to_rewrite().count(),
         "waiting": selectors.rewrites_waiting(), "approved": selectors.questions_rewritten(),
-        "means": selectors.rewrite_metric_means(),
+        "means": selectors.rewrite_metrics_means(questions=selectors.questions_rewritten()),
     }  # fmt: skip
     return render(request, "questions/rewrites.html", context, status=422 if form.errors else 200)
 
