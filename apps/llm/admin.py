@@ -1,6 +1,6 @@
 from django.contrib import admin, messages
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from apps.console.sites import ReadOnlyAdmin
 
@@ -35,8 +35,20 @@ class ModelConfigAdmin(admin.ModelAdmin):
 class PromptTemplateAdmin(admin.ModelAdmin):
     list_display = ("purpose", "version", "used_at", "created_at")
     list_filter = ("purpose",)
-    readonly_fields = ("used_at", "created_at", "variables")
-    fields = ("purpose", "version", "system_text", "user_text", "notes", "variables", "used_at")
+    readonly_fields = ("used_at", "created_at", "variables", "available")
+    fields = (
+        "purpose", "version", "system_text", "user_text", "notes", "variables", "available",
+        "used_at",
+    )  # fmt: skip
+
+    @admin.display(description="variables it can use")
+    def available(self, obj):
+        known = obj.available_variables if obj and obj.purpose else {}
+        if not known:
+            return "Save the purpose first: each purpose's prompts are given their own variables."
+        return format_html_join(
+            "", "<p><code>${}</code>: {}</p>", ((name, text) for name, text in known.items())
+        )
 
     def get_readonly_fields(self, request, obj=None):
         # The version number is the service's to give.

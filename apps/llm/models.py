@@ -21,6 +21,44 @@ class Purpose(models.TextChoices):
     SURVEY_PROXY = "survey_proxy", "Answer a survey as a proxy"
 
 
+# What a prompt of each purpose may use: the variables the app that renders it passes, with
+# what each holds (the console lists them beside the prompt; a new version may use no other).
+PROMPT_VARIABLES: dict[str, dict[str, str]] = {
+    Purpose.SAMPLE: {"question": "The question's text."},
+    Purpose.GRADE_CRITERION: {
+        "question": "The question's text.",
+        "response": "The answer being graded.",
+        "criterion": "The criterion's text.",
+        "polarity": "positive or negative.",
+        "kind": "factual or presentation.",
+    },
+    Purpose.GRADE_CHECKLIST: {
+        "question": "The question's text.",
+        "response": "The answer being graded.",
+        "criteria": 'The criteria as a JSON list of {"id", "text", "polarity", "kind"}.',
+    },
+    Purpose.REWRITE: {"post": "The candidate post's original text."},
+    Purpose.RUBRIC_DRAFT: {"question": "The question's text.", "topic": "Its topic's name."},
+    Purpose.SCENARIO_RESPONSE: {
+        "task": "The user's instruction (trajectory.user_instruction).",
+        "user_name": "The user's name (trajectory.user_name).",
+        "user_email": "The user's email address (trajectory.user_email).",
+        "toolkits": "The toolkits the agent may use, each with the tools of it that the "
+        "trajectory calls (trajectory.toolkits).",
+        "trajectory": "The agent's actions so far, with their inputs and observations, as "
+        "recorded (trajectory.executable_trajectory).",
+        "final_action": "The action the agent takes next, whose input is the response "
+        "(trajectory.final_action).",
+        "context": "The same text as trajectory (the name version 1 used).",
+    },
+    Purpose.SURVEY_PROXY: {
+        "scenario": "The scenario as participants read it: the task, then the trajectory.",
+        "response": "The response participants rate.",
+        "items": 'The survey items as a JSON list of {"code", "wording", "kind", "scale_labels"}.',
+    },
+}
+
+
 class ModelConfig(models.Model):
     """A model that Assay can call through litellm, with the limits every process shares."""
 
@@ -105,6 +143,10 @@ class PromptTemplate(models.Model):
 
     def __str__(self):
         return f"{self.purpose} v{self.version}"
+
+    @property
+    def available_variables(self) -> dict[str, str]:
+        return PROMPT_VARIABLES.get(self.purpose, {})
 
     @property
     def variables(self) -> list[str]:

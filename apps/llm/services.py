@@ -5,7 +5,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from .errors import PromptError
-from .models import LLMCall, PromptTemplate
+from .models import PROMPT_VARIABLES, LLMCall, PromptTemplate
 
 
 def llm_calls_record(*, calls: list[LLMCall]) -> list[LLMCall]:
@@ -43,6 +43,7 @@ def prompt_template_save(
     """
     _check_placeholders(system_text)
     _check_placeholders(user_text)
+    _check_variables(template.purpose if template is not None else purpose, system_text, user_text)
     if template is not None:
         current = PromptTemplate.objects.select_for_update().get(pk=template.pk)
         if current.used_at is None:
@@ -57,6 +58,21 @@ def prompt_template_save(
         purpose=purpose, version=latest + 1, system_text=system_text, user_text=user_text,
         notes=notes,
     )  # fmt: skip
+
+
+def _check_variables(purpose: str, *texts: str) -> None:
+    """Every $name must be one the purpose's prompts are given (models.PROMPT_VARIABLES):
+    an unknown one would fail every call made with the version, after it was launched."""
+    known = PROMPT_VARIABLES.get(purpose)
+    if known is None:
+        return
+    probe = PromptTemplate(purpose=purpose, system_text=texts[0], user_text=texts[1])
+    unknown = [name for name in probe.variables if name not in known]
+    if unknown:
+        raise PromptError(
+            f"{', '.join('$' + n for n in unknown)}: not a variable of {purpose} prompts. "
+            f"They can use {', '.join('$' + n for n in known)}."
+        )
 
 
 def _check_placeholders(text: str) -> None:

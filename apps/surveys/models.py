@@ -324,6 +324,50 @@ class SurveyItem(models.Model):
         return [(str(i), label) for i, label in enumerate(self.scale_labels, start=1)]
 
 
+class ProxyRunStatus(models.TextChoices):
+    DRAFT = "draft", "Draft"
+    RUNNING = "running", "Running"
+    PAUSED = "paused", "Paused"
+    CANCELLED = "cancelled", "Cancelled"
+    BUDGET_REACHED = "budget_reached", "Stopped: budget reached"
+    FINISHED = "finished", "Finished"
+
+
+class ProxyRun(models.Model):
+    """Models answering a study's survey as participants: each (model, run index) is a proxy
+    `Participant` who answers every scenario's items, one call per scenario
+    (`ProxyCall`), through the bulk engine (services/proxies.py)."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="proxy_runs")
+    model_configs = models.ManyToManyField(ModelConfig, related_name="+")
+    runs_per_model = models.PositiveSmallIntegerField(
+        default=5, validators=[MinValueValidator(1), MaxValueValidator(20)]
+    )
+    prompt = models.ForeignKey(PromptTemplate, on_delete=models.PROTECT, related_name="+")
+    temperature = models.DecimalField(
+        max_digits=3, decimal_places=2, null=True, blank=True,
+        validators=[MinValueValidator(0), MaxValueValidator(2)],
+        help_text="Empty: each provider's default, as the published study left it.",
+    )  # fmt: skip
+    seed = models.BigIntegerField(default=0, help_text="Each call's seed is derived from it.")
+    budget_usd = models.DecimalField(max_digits=12, decimal_places=2, null=True, blank=True)
+    status = models.CharField(
+        max_length=16, choices=ProxyRunStatus.choices, default=ProxyRunStatus.DRAFT
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    launched_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"Proxy run {self.pk} of study {self.study_id} ({self.status})"
+
+
 class ParticipantKind(models.TextChoices):
     HUMAN = "human", "Person (Prolific)"
     PROXY = "proxy", "Proxy model"
@@ -411,6 +455,13 @@ class Participant(models.Model):
         ModelConfig, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     run_index = models.PositiveIntegerField(null=True, blank=True)
+    proxy_run = models.ForeignKey(
+        ProxyRun, null=True, blank=True, on_delete=models.CASCADE, related_name="participants"
+    )
+    simulated = models.BooleanField(
+        default=False,
+        help_text="Answers made up by the demo to stand in for people; never a real participant.",
+    )
     # Rotated each time the Prolific link is opened: the browser that opened it last holds
     # the survey; any other browser is sent back to the link.
     browser_key = models.CharField(max_length=32, default=new_key, editable=False)
@@ -472,6 +523,9 @@ class AssignmentStatus(models.TextChoices):
     EXPIRED = "expired", "Expired"
     RELEASED = "released", "Released (returned)"
     REJECTED = "rejected", "Rejected"
+    # A proxy model's rating: never one of the `ratings_per_scenario` that people give, so
+    # no count of completed or reserved ratings (services/reservation.py) sees it.
+    PROXY = "proxy", "Answered by a proxy model"
 
 
 class Assignment(models.Model):
@@ -579,3 +633,45 @@ class PageTime(models.Model):
         if self.submitted_at is None:
             return None
         return (self.submitted_at - self.shown_at).total_seconds()
+
+
+class ProxyCallStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class ProxyCall(Leased):
+    """One proxy participant asked about one scenario: every item in one call. Recorded as
+    an `Assignment` (status proxy) with an `Answer` per item, as people's ratings are."""
+
+    run = models.ForeignKey(ProxyRun, on_delete=models.CASCADE, related_name="calls")
+    participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="+")
+    study_scenario = models.ForeignKey(StudyScenario, on_delete=models.CASCADE, related_name="+")
+    position = models.PositiveSmallIntegerField()
+    status = models.CharField(
+        max_length=10, choices=ProxyCallStatus.choices, default=ProxyCallStatus.PENDING
+    )
+    seed = models.BigIntegerField()
+    error_kind = models.CharField(max_length=20, blank=True)
+    error = models.TextField(blank=True)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    reserved_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    latency_ms = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["participant", "study_scenario"], name="proxy_call_once"
+            )
+        ]
+        indexes = [models.Index(fields=["run", "status"], name="proxy_call_run_status")]
+
+    def __str__(self):
+        return f"{self.participant} / {self.study_scenario_id} ({self.status})"

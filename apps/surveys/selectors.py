@@ -1,3 +1,5 @@
+import json
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import lru_cache
@@ -106,11 +108,39 @@ def study_items_frozen(*, study: Study) -> bool:
     return Answer.objects.filter(item__study=study).exists()
 
 
+_ACTION_NAME = re.compile(r"Action:[ \t]*([A-Za-z0-9_]+)")
+
+
+def scenario_toolkits_described(*, scenario: Scenario) -> str:
+    """The record's toolkits, one a line, each with the tools of it that the trajectory
+    calls and the final action (a ToolEmu tool's name starts with its toolkit's). The
+    dataset carries no toolkit specifications, so the names are all there is to give."""
+    called = [*_ACTION_NAME.findall(scenario.trajectory), scenario.final_action]
+    lines = []
+    for toolkit in scenario.toolkits:
+        tools = list(dict.fromkeys(t for t in called if t.startswith(toolkit)))
+        lines.append(f"- {toolkit}" + (f": {', '.join(tools)}" if tools else ""))
+    return "\n".join(lines)
+
+
+def scenario_prompt_variables(*, scenario: Scenario) -> dict[str, str]:
+    """Every variable a scenario-response prompt can use (llm.models.PROMPT_VARIABLES),
+    from the record as imported."""
+    trajectory = json.loads(scenario.record_json).get("trajectory", {})
+    return {
+        "task": scenario.task,
+        "user_name": scenario.user_name,
+        "user_email": str(trajectory.get("user_email") or ""),
+        "toolkits": scenario_toolkits_described(scenario=scenario),
+        "trajectory": scenario.trajectory,
+        "final_action": scenario.final_action,
+        "context": scenario.trajectory,
+    }
+
+
 def scenario_response_messages(*, scenario: Scenario, prompt: PromptTemplate) -> list[dict]:
     """The messages that ask a model for the response to `scenario`'s task."""
-    return prompt_render(
-        template=prompt, variables={"task": scenario.task, "context": scenario.trajectory}
-    )
+    return prompt_render(template=prompt, variables=scenario_prompt_variables(scenario=scenario))
 
 
 def completed_per_scenario(*, study: Study) -> dict[str, int]:

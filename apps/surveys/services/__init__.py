@@ -18,6 +18,17 @@ from .arrival import (
     prolific_params_parse,
 )
 from .prolific_sync import study_sync_returned
+from .proxies import (
+    PROXY_WORK,
+    proxy_calls_retry,
+    proxy_estimate,
+    proxy_run_budget_set,
+    proxy_run_cancel,
+    proxy_run_create,
+    proxy_run_launch,
+    proxy_run_pause,
+    proxy_run_resume,
+)
 from .reservation import assignment_expire_overdue, assignment_reserve_bundle
 from .review import (
     MIN_REJECTION_MESSAGE,
@@ -40,6 +51,7 @@ from .studies import study_create, study_set_status, study_update, survey_item_s
 __all__ = [
     "MAX_EXPLANATION",
     "MIN_REJECTION_MESSAGE",
+    "PROXY_WORK",
     "SCENARIO_RESPONSE_WORK",
     "ImportSummary",
     "ProlificParams",
@@ -59,6 +71,14 @@ __all__ = [
     "participant_reject",
     "participants_approve",
     "prolific_params_parse",
+    "proxy_calls_retry",
+    "proxy_estimate",
+    "proxy_run_budget_set",
+    "proxy_run_cancel",
+    "proxy_run_create",
+    "proxy_run_launch",
+    "proxy_run_pause",
+    "proxy_run_resume",
     "response_import_csv",
     "scenario_import_json",
     "scenario_response_record",

@@ -1,0 +1,535 @@
+"""Proxy participants: models answering a study's survey as people do.
+
+A proxy run is made whole at creation, as a sampling run is: one proxy `Participant` per
+(model, run index) and one `ProxyCall` per (participant, scenario), each with the seed its
+call carries, so that what the run will do is in the database before it does any of it and
+progress is counted from those rows. The bulk engine (apps/llm/engine.py, `ProxyWork`
+below) takes the calls while the run is running: one call per scenario with every item in
+it, the answer validated against each item's scale (a malformed answer is asked again a
+bounded number of times by the gateway, then the call fails with its reason), and recorded
+as an `Assignment` (status proxy, never counted among people's ratings) with an `Answer` per
+item, so every analysis reads people and proxies from the same rows.
+
+A proxy sees what a participant sees: the task and the trajectory, the response shown in the
+study, and each item's wording and scale labels (attention checks are for people, and are
+left out). Temperature is the provider's default unless the run sets one, as in the
+published study.
+"""
+
+import json
+import secrets
+from decimal import Decimal
+
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from apps.llm import costs, engine, leases
+from apps.llm.errors import PromptError
+from apps.llm.models import CallStatus, ModelConfig, Purpose
+from apps.llm.selectors import prompt_current, prompt_render
+
+from ..errors import SurveyError
+from ..models import (
+    Answer,
+    Assignment,
+    AssignmentStatus,
+    ItemKind,
+    Participant,
+    ParticipantKind,
+    ParticipantStatus,
+    ProxyCall,
+    ProxyCallStatus,
+    ProxyRun,
+    ProxyRunStatus,
+    Study,
+    StudyScenario,
+    SurveyItem,
+)
+
+MAX_RUNS_PER_MODEL = 20
+MAX_ERROR_CHARS = 2000
+CREATE_BATCH = 5000
+STATES = leases.LeaseStates(
+    waiting=ProxyCallStatus.PENDING, running=ProxyCallStatus.RUNNING,
+    failed=ProxyCallStatus.FAILED,
+)  # fmt: skip
+STOPPED = {ProxyRunStatus.PAUSED, ProxyRunStatus.BUDGET_REACHED}
+
+ANSWERS_SCHEMA = {
+    "type": "object",
+    "required": ["answers"],
+    "properties": {
+        "answers": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["code", "value", "explanation"],
+                "properties": {
+                    "code": {"type": "string"},
+                    "value": {"type": ["string", "integer"]},
+                    "explanation": {"type": "string"},
+                },
+            },
+        }
+    },
+}
+
+
+def proxy_items(*, study: Study) -> list[SurveyItem]:
+    """The items a proxy answers: the study's, without its attention checks."""
+    return list(SurveyItem.objects.filter(study=study, attention_check=False))
+
+
+def items_json(items: list[SurveyItem]) -> str:
+    listed = [
+        {"code": i.code, "wording": i.wording, "kind": i.kind, "scale_labels": i.scale_labels}
+        for i in items
+    ]
+    return json.dumps(listed, ensure_ascii=False)
+
+
+def scenario_as_read(study_scenario: StudyScenario) -> str:
+    """The scenario as a participant reads it: the task, then what the agent did."""
+    scenario = study_scenario.scenario
+    return (
+        f"The task the user gave the assistant:\n{scenario.task}\n\n"
+        f"What the assistant did with the user's tools:\n{scenario.trajectory}"
+    )
+
+
+def answer_value(item: SurveyItem, value) -> str | None:
+    """The stored form of a proxy's answer to `item` (as a person's answer is stored), or
+    None when it is not one of the item's choices."""
+    text = str(value).strip().lower() if isinstance(value, str | int) else None
+    if isinstance(value, bool) or text is None:
+        return None
+    choices = {key for key, _label in item.choices}
+    return text if text in choices else None
+
+
+def answers_check(items: list[SurveyItem]):
+    """The check that an answer has one valid value (and, where the item asks for one, an
+    explanation) for each item; the problem is told to the model when it is asked again."""
+    by_code = {item.code: item for item in items}
+
+    def check(data: dict) -> str | None:
+        codes = [a["code"] for a in data["answers"]]
+        problems = []
+        missing = [code for code in by_code if code not in codes]
+        if missing:
+            problems.append(f"no answer for {', '.join(missing)}")
+        unknown = sorted({c for c in codes if c not in by_code})
+        if unknown:
+            problems.append(f"answers for questions that do not exist ({', '.join(unknown)})")
+        repeated = sorted({c for c in codes if codes.count(c) > 1 and c in by_code})
+        if repeated:
+            problems.append(f"more than one answer for {', '.join(repeated)}")
+        for answer in data["answers"]:
+            item = by_code.get(answer["code"])
+            if item is None:
+                continue
+            if answer_value(item, answer["value"]) is None:
+                if item.kind == ItemKind.YES_NO:
+                    problems.append(f'{item.code} must be "yes" or "no"')
+                else:
+                    problems.append(
+                        f"{item.code} must be a whole number from 1 to {len(item.scale_labels)}"
+                    )
+            if item.explanation_required and not answer["explanation"].strip():
+                problems.append(f"{item.code} needs an explanation")
+        return "; ".join(problems) or None
+
+    return check
+
+
+def proxy_run_create(
+    *, study: Study, models, runs_per_model: int = 5, temperature: Decimal | None = None,
+    budget_usd: Decimal | None = None, seed: int | None = None, user=None,
+) -> ProxyRun:  # fmt: skip
+    """A draft run with its proxy participants and every call, pending; `proxy_run_launch`
+    starts it. Run indexes go on from the study's earlier proxy runs of the same model."""
+    models = list(models)
+    if not models:
+        raise SurveyError("Choose at least one model.")
+    inactive = [m.display_name for m in models if not m.active]
+    if inactive:
+        raise SurveyError(f"These models are switched off: {', '.join(inactive)}.")
+    if not 1 <= runs_per_model <= MAX_RUNS_PER_MODEL:
+        raise SurveyError(f"Runs per model must be between 1 and {MAX_RUNS_PER_MODEL}.")
+    if temperature is not None and not 0 <= temperature <= 2:
+        raise SurveyError("A temperature must be between 0 and 2, or left empty.")
+    if budget_usd is not None and budget_usd <= 0:
+        raise SurveyError("A budget must be more than $0, or left empty for none.")
+    scenarios = list(study.study_scenarios.order_by("scenario__name"))
+    if not scenarios:
+        raise SurveyError("The study has no scenarios.")
+    missing = sum(1 for ss in scenarios if ss.response_id is None)
+    if missing:
+        raise SurveyError(
+            f"{missing} of the study's scenarios have no response to rate yet: generate or "
+            "import them first."
+        )
+    if not proxy_items(study=study):
+        raise SurveyError("The study has no items to answer.")
+    try:
+        prompt = prompt_current(purpose=Purpose.SURVEY_PROXY)
+    except PromptError as exc:
+        raise SurveyError(str(exc)) from exc
+    seed = secrets.randbelow(2**31) if seed is None else seed
+    with transaction.atomic():
+        Study.objects.select_for_update().get(pk=study.pk)  # one run numbering at a time
+        run = ProxyRun.objects.create(
+            study=study, runs_per_model=runs_per_model, prompt=prompt, temperature=temperature,
+            budget_usd=budget_usd, created_by=user, seed=seed,
+        )  # fmt: skip
+        run.model_configs.set(models)
+        taken = dict(
+            Participant.objects.filter(study=study, kind=ParticipantKind.PROXY)
+            .values_list("model_id")
+            .annotate(top=Max("run_index"))
+        )
+        participants = Participant.objects.bulk_create(
+            Participant(
+                study=study,
+                kind=ParticipantKind.PROXY,
+                model=model,
+                proxy_run=run,
+                run_index=(taken.get(model.pk) or 0) + index,
+            )
+            for model in models
+            for index in range(1, runs_per_model + 1)
+        )
+        ProxyCall.objects.bulk_create(
+            (
+                ProxyCall(
+                    run=run,
+                    participant=participant,
+                    study_scenario=ss,
+                    position=position,
+                    seed=engine.call_seed(
+                        run.seed, participant.model_id, participant.run_index, ss.pk
+                    ),
+                )
+                for participant in participants
+                for position, ss in enumerate(scenarios, start=1)
+            ),
+            batch_size=CREATE_BATCH,
+        )
+    return run
+
+
+def _locked(run: ProxyRun) -> ProxyRun:
+    return ProxyRun.objects.select_for_update().get(pk=run.pk)
+
+
+def _move(run: ProxyRun, sources: set, target: str) -> ProxyRun:
+    with transaction.atomic():
+        run = _locked(run)
+        if run.status not in sources:
+            raise SurveyError(
+                f"The proxy run is {run.get_status_display().lower()}: it cannot be "
+                f"{ProxyRunStatus(target).label.lower()} now."
+            )
+        run.status = target
+        fields = ["status"]
+        if target == ProxyRunStatus.RUNNING and run.launched_at is None:
+            run.launched_at = timezone.now()
+            fields.append("launched_at")
+        if target == ProxyRunStatus.CANCELLED:
+            run.finished_at = timezone.now()
+            fields.append("finished_at")
+        run.save(update_fields=fields)
+    return run
+
+
+def proxy_run_launch(*, run: ProxyRun) -> ProxyRun:
+    """Draft -> running. The caller queues the engine's batches (workers.engine)."""
+    return _move(run, {ProxyRunStatus.DRAFT}, ProxyRunStatus.RUNNING)
+
+
+def proxy_run_pause(*, run: ProxyRun) -> ProxyRun:
+    return _move(run, {ProxyRunStatus.RUNNING}, ProxyRunStatus.PAUSED)
+
+
+def proxy_run_resume(*, run: ProxyRun) -> ProxyRun:
+    """Go on from where it stopped: only calls not done are made."""
+    with transaction.atomic():
+        locked = _locked(run)
+        if locked.status == ProxyRunStatus.BUDGET_REACHED and locked.budget_usd is not None:
+            spent = engine.budget_short(PROXY_WORK, locked.pk, limit=locked.budget_usd)
+            if spent is not None:
+                raise SurveyError(
+                    f"The proxy run has spent ${spent:.2f} of its ${locked.budget_usd:.2f} "
+                    "budget, too little is left for its next call: raise the budget first."
+                )
+    return _move(run, STOPPED, ProxyRunStatus.RUNNING)
+
+
+def proxy_run_cancel(*, run: ProxyRun) -> ProxyRun:
+    """For good: nothing more is called. What was answered stays."""
+    return _move(
+        run, {ProxyRunStatus.DRAFT, ProxyRunStatus.RUNNING, *STOPPED}, ProxyRunStatus.CANCELLED
+    )
+
+
+def proxy_run_budget_set(*, run: ProxyRun, budget_usd: Decimal | None) -> ProxyRun:
+    if budget_usd is not None and budget_usd <= 0:
+        raise SurveyError("A budget must be more than $0, or left empty for none.")
+    with transaction.atomic():
+        run = _locked(run)
+        run.budget_usd = budget_usd
+        run.save(update_fields=["budget_usd"])
+    return run
+
+
+def proxy_calls_retry(*, run: ProxyRun, error_kind: str = "") -> int:
+    """Failed calls (all, or those that failed with `error_kind`) back to pending with a
+    fresh budget of attempts; a finished run runs again. How many."""
+    with transaction.atomic():
+        run = _locked(run)
+        if run.status == ProxyRunStatus.CANCELLED:
+            raise SurveyError("The proxy run was cancelled: nothing in it is called again.")
+        failed = run.calls.filter(status=ProxyCallStatus.FAILED)
+        if error_kind:
+            if error_kind not in CallStatus.values and error_kind != "worker":
+                raise SurveyError(f"Unknown kind of error: {error_kind!r}.")
+            failed = failed.filter(error_kind="" if error_kind == "worker" else error_kind)
+        count = failed.update(
+            status=ProxyCallStatus.PENDING, attempts=0, error="", error_kind="",
+            lease_owner="", lease_expires_at=None, reserved_usd=None, completed_at=None,
+        )  # fmt: skip
+        if count and run.status == ProxyRunStatus.FINISHED:
+            run.status, run.finished_at = ProxyRunStatus.RUNNING, None
+            run.save(update_fields=["status", "finished_at"])
+    return count
+
+
+def proxy_estimate(*, study: Study, models, runs_per_model: int) -> dict:
+    """Calls and their estimated cost, per model: tokens in from the prompt, scenarios and
+    responses' length; tokens out from each model's recent answers (apps/llm/costs.py)."""
+    prompt = prompt_current(purpose=Purpose.SURVEY_PROXY)
+    items = len(items_json(proxy_items(study=study)))
+    fixed = len(prompt.system_text) + len(prompt.user_text) + items
+    rows = study.study_scenarios.select_related("scenario", "response")
+    chars = [
+        fixed + len(scenario_as_read(ss)) + (len(ss.response.text) if ss.response else 0)
+        for ss in rows
+    ]
+    tokens_in = sum(costs.tokens_in(n) for n in chars) * runs_per_model
+    per_model, total = [], Decimal(0)
+    for model in models:
+        tokens_out = costs.typical_output_tokens(model, Purpose.SURVEY_PROXY) * len(chars)
+        tokens_out *= runs_per_model
+        cost = costs.call_cost(
+            costs.price_per_mtok(model), tokens_in=tokens_in, tokens_out=tokens_out
+        )
+        per_model.append({"model": model, "calls": len(chars) * runs_per_model, "cost_usd": cost})
+        total += cost or 0
+    calls = sum(m["calls"] for m in per_model)
+    return {"calls": calls, "cost_usd": total, "models": per_model}
+
+
+class ProxyWork(engine.Work):
+    """The engine's view of a proxy run's calls (scope: the run)."""
+
+    name = "surveys.proxy"
+    caller = "proxy_call"
+    model = ProxyCall
+    states = STATES
+    estimate_fields = ("pk", "participant__model_id", "study_scenario_id")
+
+    def rows(self, scope):
+        return ProxyCall.objects.filter(run_id=scope)
+
+    def scope_lock(self, scope):
+        run = ProxyRun.objects.select_for_update().filter(pk=scope).only("status", "budget_usd")
+        run = run.first()
+        if run is None or run.status != ProxyRunStatus.RUNNING:
+            return False
+        if run.budget_usd is None:
+            return True
+        return engine.Budget(
+            limit=run.budget_usd, committed=engine.committed(self.rows(scope), states=self.states)
+        )
+
+    def budget_reached(self, scope):
+        ProxyRun.objects.filter(pk=scope, status=ProxyRunStatus.RUNNING).update(
+            status=ProxyRunStatus.BUDGET_REACHED
+        )
+
+    def active_scopes(self):
+        return ProxyRun.objects.filter(status=ProxyRunStatus.RUNNING).values_list("pk", flat=True)
+
+    def estimate(self, rows):
+        models = ModelConfig.objects.in_bulk({r["participant__model_id"] for r in rows})
+        prices = {pk: costs.price_per_mtok(m) for pk, m in models.items()}
+        out = {
+            pk: costs.typical_output_tokens(m, Purpose.SURVEY_PROXY, ceiling=True)
+            for pk, m in models.items()
+        }
+        scenarios = {
+            ss.pk: ss
+            for ss in StudyScenario.objects.filter(
+                pk__in={r["study_scenario_id"] for r in rows}
+            ).select_related("scenario", "response")
+        }
+        estimates = []
+        for row in rows:
+            ss = scenarios[row["study_scenario_id"]]
+            chars = len(scenario_as_read(ss)) + (len(ss.response.text) if ss.response else 0)
+            model_id = row["participant__model_id"]
+            cost = costs.call_cost(
+                prices[model_id], tokens_in=costs.tokens_in(chars + 2000), tokens_out=out[model_id]
+            )
+            estimates.append(cost or Decimal(0))
+        return estimates
+
+    def calls(self, ids):
+        rows = list(
+            ProxyCall.objects.filter(pk__in=ids).select_related(
+                "run__prompt", "participant__model", "study_scenario__scenario",
+                "study_scenario__response",
+            )
+        )  # fmt: skip
+        items: dict[int, list[SurveyItem]] = {}
+        calls, refused = [], []
+        for row in rows:
+            run, ss = row.run, row.study_scenario
+            if run.study_id not in items:
+                items[run.study_id] = proxy_items(study=Study(pk=run.study_id))
+            listed = items[run.study_id]
+            if ss.response is None:
+                refused.append((row.pk, "The scenario has no response to rate."))
+                continue
+            try:
+                messages = prompt_render(
+                    template=run.prompt,
+                    variables={
+                        "scenario": scenario_as_read(ss), "response": ss.response.text,
+                        "items": items_json(listed),
+                    },
+                )  # fmt: skip
+            except PromptError as exc:
+                refused.append((row.pk, str(exc)))
+                continue
+            params = {"seed": row.seed}
+            if run.temperature is not None:
+                params["temperature"] = float(run.temperature)
+            calls.append(
+                engine.Call(
+                    row_id=row.pk,
+                    model=row.participant.model,
+                    messages=messages,
+                    purpose=Purpose.SURVEY_PROXY,
+                    params=params,
+                    schema=ANSWERS_SCHEMA,
+                    check=answers_check(listed),
+                    prompt=run.prompt,
+                )
+            )
+        return calls, refused
+
+    def record(self, results, *, owner):
+        now = timezone.now()
+        with transaction.atomic():
+            mine = self.held_ids(results, owner=owner)
+            held = {
+                c.pk: c
+                for c in ProxyCall.objects.filter(pk__in=mine)
+                .select_related("run")
+                .only("pk", "participant_id", "study_scenario_id", "position", "run__study_id")
+            }
+            items: dict[int, dict[str, SurveyItem]] = {}
+            rows, answered = [], []
+            for result in results:
+                call = held.get(result.call.row_id)
+                if call is None:
+                    continue  # presumed dead and taken over: the successor records it
+                row = ProxyCall(
+                    pk=call.pk, lease_owner="", lease_expires_at=None, reserved_usd=None,
+                    completed_at=now,
+                )  # fmt: skip
+                c = result.completion
+                if c is not None:
+                    row.status, row.error, row.error_kind = ProxyCallStatus.DONE, "", ""
+                    row.input_tokens, row.output_tokens = c.input_tokens, c.output_tokens
+                    row.cost_usd, row.latency_ms = c.cost_usd, c.latency_ms
+                    answered.append((call, c.data["answers"]))
+                else:
+                    row.status = ProxyCallStatus.FAILED
+                    row.error = str(result.error)[:MAX_ERROR_CHARS]
+                    row.error_kind = result.error.status
+                    row.input_tokens = row.output_tokens = row.latency_ms = 0
+                    row.cost_usd = result.error.cost_usd
+                rows.append(row)
+            for call, _answers in answered:
+                if call.run.study_id not in items:
+                    listed = proxy_items(study=Study(pk=call.run.study_id))
+                    items[call.run.study_id] = {i.code: i for i in listed}
+            assignments = Assignment.objects.bulk_create(
+                Assignment(
+                    participant_id=call.participant_id,
+                    study_scenario_id=call.study_scenario_id,
+                    position=call.position,
+                    status=AssignmentStatus.PROXY,
+                    reserved_at=now,
+                    reserved_until=now,
+                    answered_at=now,
+                    completed_at=now,
+                )
+                for call, _answers in answered
+            )
+            Answer.objects.bulk_create(
+                Answer(
+                    assignment=assignment,
+                    item=item,
+                    first_saved_at=now,
+                    saved_at=now,
+                    value=answer_value(item, answer["value"]),
+                    explanation=answer["explanation"].strip(),
+                )
+                for assignment, (call, answers) in zip(assignments, answered, strict=True)
+                for answer in answers
+                if (item := items[call.run.study_id].get(answer["code"])) is not None
+            )
+            engine.rows_write(rows, RECORDED_FIELDS)
+
+    def refuse(self, failures, *, owner):
+        for pk, reason in failures:
+            leases.lease_end(
+                ProxyCall.objects.filter(pk=pk), states=self.states, owner=owner,
+                status=ProxyCallStatus.FAILED, error=reason[:MAX_ERROR_CHARS],
+                error_kind=CallStatus.BAD_REQUEST, reserved_usd=None, completed_at=timezone.now(),
+            )  # fmt: skip
+
+    def gave_up(self):
+        return {**super().gave_up(), "error_kind": "", "reserved_usd": None,
+                "completed_at": timezone.now()}  # fmt: skip
+
+    def settle(self, scope):
+        """When no call is left: each proxy whose every call is done has finished, and so
+        has the run."""
+        rows = self.rows(scope)
+        now = timezone.now()
+        if rows.filter(engine.claimable(self.states, now)).exists():
+            return 0
+        if rows.filter(status=self.states.running).exists():
+            return None  # their holders settle the run when they finish
+        with transaction.atomic():
+            unfinished = rows.exclude(status=ProxyCallStatus.DONE).values("participant_id")
+            Participant.objects.filter(proxy_run_id=scope, status=ParticipantStatus.ACTIVE).exclude(
+                pk__in=unfinished
+            ).update(status=ParticipantStatus.FINISHED, finished_at=now)
+            ProxyRun.objects.filter(pk=scope, status=ProxyRunStatus.RUNNING).update(
+                status=ProxyRunStatus.FINISHED, finished_at=now
+            )
+        return None
+
+
+RECORDED_FIELDS = [
+    "status", "error", "error_kind", "input_tokens", "output_tokens", "cost_usd", "latency_ms",
+    "lease_owner", "lease_expires_at", "reserved_usd", "completed_at",
+]  # fmt: skip
+
+PROXY_WORK = engine.register(ProxyWork())
