@@ -78,9 +78,9 @@ def test_a_run_answers_every_item_of_every_scenario_once_as_people_answers_are_s
         assert answer.value in {key for key, _label in by_code[answer.item.code].choices}
         if answer.item.explanation_required:
             assert answer.explanation.strip()
-    assert set(
-        answers.values_list("assignment__status", flat=True).distinct()
-    ) == {AssignmentStatus.PROXY}
+    assert set(answers.values_list("assignment__status", flat=True).distinct()) == {
+        AssignmentStatus.PROXY
+    }
     assert set(Participant.objects.filter(proxy_run=run).values_list("status", flat=True)) == {
         ParticipantStatus.FINISHED
     }
@@ -185,7 +185,9 @@ def test_a_run_refuses_a_study_whose_scenarios_lack_responses(make_study, scenar
     with pytest.raises(SurveyError, match="2 of the study's scenarios have no response"):
         services.proxy_run_create(study=study, models=models)
     with pytest.raises(SurveyError, match="between 1 and 20"):
-        services.proxy_run_create(study=make_study(live=False, count=1), models=models, runs_per_model=0)
+        services.proxy_run_create(
+            study=make_study(live=False, count=1), models=models, runs_per_model=0
+        )
 
 
 def test_a_set_temperature_is_sent_and_none_leaves_the_providers_default(make_study, models):
