@@ -4,6 +4,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from apps.llm.leases import LeaseStates
 from apps.llm.models import CallStatus, Leased, ModelConfig, PromptTemplate
 from apps.questions.models import Question
 
@@ -85,6 +86,12 @@ class ResponseStatus(models.TextChoices):
     RUNNING = "running", "Running"
     DONE = "done", "Done"
     FAILED = "failed", "Failed"
+
+
+# The states the bulk engine moves a response through (apps/llm/leases.py).
+LEASE_STATES = LeaseStates(
+    waiting=ResponseStatus.PENDING, running=ResponseStatus.RUNNING, failed=ResponseStatus.FAILED
+)
 
 
 class Response(Leased):

@@ -1,27 +1,29 @@
 import datetime as dt
 import random
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-from decimal import Decimal
 
 from django.db.models import (
-    Avg,
     Count,
-    DecimalField,
     IntegerField,
     OuterRef,
     Q,
     QuerySet,
     Subquery,
-    Sum,
 )
 from django.db.models.functions import Coalesce
-from django.utils import timezone
 
-from apps.llm.models import CallStatus, ModelConfig
+from apps.llm.models import ModelConfig
+from apps.llm.progress import (
+    ErrorKind,
+    RunCounts,
+    RunProgress,
+    counted,
+    rows_errors,
+    rows_progress,
+)
 from apps.questions.models import LengthBucket, NeedType, Question, Topic
 
-from .models import Response, ResponseStatus, RunKind, SamplingRun
+from .models import LEASE_STATES, Response, ResponseStatus, RunKind, SamplingRun
 from .selection import question_conditions
 
 
@@ -72,11 +74,6 @@ def runs_overview(*, limit: int = 10) -> QuerySet[SamplingRun]:
 # The question condition the rubrics app registers (apps/runs/selection.py): runs sample
 # the questions that can be graded unless the researcher says otherwise.
 APPROVED_RUBRIC = "approved_rubric"
-RATE_WINDOW_SECONDS = 60
-GAVE_UP_LABEL = "The worker stopped repeatedly"
-# The `error_kind` a retry form sends for rows a worker gave up on (stored as ""): what
-# `responses_retry` takes for them.
-GAVE_UP_KEY = "worker"
 
 
 def _through_count(name: str) -> Coalesce:
@@ -102,137 +99,28 @@ def sampling_runs() -> QuerySet[SamplingRun]:
     )  # fmt: skip
 
 
-@dataclass(frozen=True)
-class RunCounts:
-    total: int = 0
-    done: int = 0
-    failed: int = 0
-    pending: int = 0
-    running: int = 0
-    cost_usd: Decimal = Decimal(0)
-
-    @property
-    def finished(self) -> int:
-        return self.done + self.failed
-
-    @property
-    def percent(self) -> float:
-        return 100 * self.finished / self.total if self.total else 0.0
-
-
-def _counted(**extra) -> dict:
-    return {
-        "total": Count("pk"),
-        "done": Count("pk", filter=Q(status=ResponseStatus.DONE)),
-        "failed": Count("pk", filter=Q(status=ResponseStatus.FAILED)),
-        "pending": Count("pk", filter=Q(status=ResponseStatus.PENDING)),
-        "running": Count("pk", filter=Q(status=ResponseStatus.RUNNING)),
-        "cost_usd": Coalesce(Sum("cost_usd"), Decimal(0), output_field=DecimalField()),
-        **extra,
-    }
-
-
 def runs_counts(*, run_ids: Iterable[int]) -> dict[int, RunCounts]:
     """Each run's response counts and cost so far, in one query (a page of the run list)."""
     rows = (
         Response.objects.filter(run_id__in=list(run_ids))
         .values("run_id")
         .order_by()
-        .annotate(**_counted())
+        .annotate(**counted(LEASE_STATES, ResponseStatus.DONE))
     )
     return {row.pop("run_id"): RunCounts(**row) for row in rows}
 
 
-@dataclass(frozen=True)
-class ModelProgress:
-    model: ModelConfig
-    counts: RunCounts
-    mean_latency_ms: float | None
-
-
-@dataclass(frozen=True)
-class ErrorKind:
-    key: str  # what the retry form sends
-    label: str
-    count: int
-
-
-@dataclass(frozen=True)
-class RunProgress:
-    counts: RunCounts
-    calls_per_second: float
-    eta_seconds: float | None  # None: nothing is being answered to measure by
-    errors: list[ErrorKind] = field(default_factory=list)
-    models: list[ModelProgress] = field(default_factory=list)
-    measured_at: dt.datetime | None = None
-
-    @property
-    def eta_at(self) -> dt.datetime | None:
-        if self.eta_seconds is None or self.measured_at is None:
-            return None
-        return self.measured_at + dt.timedelta(seconds=self.eta_seconds)
-
-
 def run_progress(*, run: SamplingRun, now: dt.datetime | None = None) -> RunProgress:
-    """Where a run stands, counted from its rows in two aggregate queries (one grouped by
-    model, one by kind of error), whatever the run's size: the page polls this."""
-    now = now or timezone.now()
-    since = now - dt.timedelta(seconds=RATE_WINDOW_SECONDS)
-    rows = list(
-        Response.objects.filter(run=run)
-        .values("model_id")
-        .order_by()
-        .annotate(**_counted(
-            recent=Count("pk", filter=Q(completed_at__gte=since)),
-            latency=Avg("latency_ms", filter=Q(status=ResponseStatus.DONE)),
-        ))
-    )  # fmt: skip
-    models = ModelConfig.objects.in_bulk([row["model_id"] for row in rows])
-    per_model, recent = [], 0
-    for row in rows:
-        recent += row.pop("recent")
-        latency = row.pop("latency")
-        model = models[row.pop("model_id")]
-        per_model.append(ModelProgress(model=model, counts=RunCounts(**row),
-                                       mean_latency_ms=latency))  # fmt: skip
-    per_model.sort(key=lambda m: m.model.display_name)
-    counts = RunCounts(**{
-        name: sum((getattr(m.counts, name) for m in per_model), start)
-        for name, start in (("total", 0), ("done", 0), ("failed", 0), ("pending", 0),
-                            ("running", 0), ("cost_usd", Decimal(0)))
-    })  # fmt: skip
-    # Over the last minute, or since launch when the run is younger than that.
-    window = RATE_WINDOW_SECONDS
-    if run.launched_at is not None:
-        window = max(1.0, min(window, (now - run.launched_at).total_seconds()))
-    rate = recent / window
-    left = counts.pending + counts.running
-    eta = left / rate if rate and left else None
-    return RunProgress(
-        counts=counts, calls_per_second=rate, eta_seconds=eta,
-        errors=run_errors(run=run), models=per_model, measured_at=now,
+    """Where a run stands, counted from its rows: the page polls this."""
+    return rows_progress(
+        Response.objects.filter(run=run), states=LEASE_STATES, done=ResponseStatus.DONE,
+        model_field="model_id", launched_at=run.launched_at, now=now,
     )  # fmt: skip
 
 
 def run_errors(*, run: SamplingRun) -> list[ErrorKind]:
     """Failed responses by kind of error, most first."""
-    rows = (
-        Response.objects.filter(run=run, status=ResponseStatus.FAILED)
-        .values("error_kind")
-        .order_by()
-        .annotate(n=Count("pk"))
-    )
-    labels = dict(CallStatus.choices)
-    errors = [
-        ErrorKind(
-            key=row["error_kind"] or GAVE_UP_KEY,
-            label=labels.get(row["error_kind"], row["error_kind"]) if row["error_kind"]
-            else GAVE_UP_LABEL,
-            count=row["n"],
-        )
-        for row in rows
-    ]  # fmt: skip
-    return sorted(errors, key=lambda e: (-e.count, e.label))
+    return rows_errors(Response.objects.filter(run=run), failed=ResponseStatus.FAILED)
 
 
 def run_responses(

@@ -115,7 +115,13 @@ def run_detail(request, run_id: int):
 
 
 def _progress_context(run: SamplingRun) -> dict:
-    return {"run": run, "progress": selectors.run_progress(run=run)}
+    urls = {
+        name: reverse(f"runs:{name}", args=[run.pk])
+        for name in ("pause", "resume", "retry", "cancel")
+    }
+    urls["poll"] = reverse("runs:detail", args=[run.pk])
+    urls["failed"] = reverse("runs:responses", args=[run.pk]) + "?status=failed"
+    return {"run": run, "progress": selectors.run_progress(run=run), "urls": urls}
 
 
 def _moved(request, run_id: int, move, done: str, *, start: bool = False):

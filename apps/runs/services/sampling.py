@@ -23,15 +23,20 @@ from apps.llm.selectors import prompt_current, prompt_render
 from apps.questions.models import Question
 
 from ..errors import RunError
-from ..models import STOPPED_STATES, Response, ResponseStatus, RunKind, RunStatus, SamplingRun
+from ..models import (
+    LEASE_STATES,
+    STOPPED_STATES,
+    Response,
+    ResponseStatus,
+    RunKind,
+    RunStatus,
+    SamplingRun,
+)
 
 MAX_SAMPLES = 20
 MAX_ERROR_CHARS = 2000
 CREATE_BATCH = 5000
 FORBIDDEN_PARAMS = {"api_key", "api_base", "messages", "model", "seed", "n", "stream"}
-LEASE_STATES = leases.LeaseStates(
-    waiting=ResponseStatus.PENDING, running=ResponseStatus.RUNNING, failed=ResponseStatus.FAILED
-)
 
 
 # Every call's seed: a hash of its run's seed and the row (apps/llm/engine.py).

@@ -1,0 +1,140 @@
+"""Where a bulk run stands, counted from the rows that stand for its calls (apps/llm/engine.py):
+what every run page (sampling runs, proxy runs) shows and polls. Counted in two aggregate
+queries whatever the run's size, never from counters."""
+
+import datetime as dt
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from django.db.models import Avg, Count, DecimalField, Q, QuerySet, Sum
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from .leases import LeaseStates
+from .models import CallStatus, ModelConfig
+
+RATE_WINDOW_SECONDS = 60
+GAVE_UP_LABEL = "The worker stopped repeatedly"
+# The `error_kind` a retry form sends for rows a worker gave up on (stored as ""): what the
+# runs' retry services take for them.
+GAVE_UP_KEY = "worker"
+
+
+@dataclass(frozen=True)
+class RunCounts:
+    total: int = 0
+    done: int = 0
+    failed: int = 0
+    pending: int = 0
+    running: int = 0
+    cost_usd: Decimal = Decimal(0)
+
+    @property
+    def finished(self) -> int:
+        return self.done + self.failed
+
+    @property
+    def percent(self) -> float:
+        return 100 * self.finished / self.total if self.total else 0.0
+
+
+@dataclass(frozen=True)
+class ModelProgress:
+    model: ModelConfig
+    counts: RunCounts
+    mean_latency_ms: float | None
+
+
+@dataclass(frozen=True)
+class ErrorKind:
+    key: str  # what the retry form sends
+    label: str
+    count: int
+
+
+@dataclass(frozen=True)
+class RunProgress:
+    counts: RunCounts
+    calls_per_second: float
+    eta_seconds: float | None  # None: nothing is being answered to measure by
+    errors: list[ErrorKind] = field(default_factory=list)
+    models: list[ModelProgress] = field(default_factory=list)
+    measured_at: dt.datetime | None = None
+
+    @property
+    def eta_at(self) -> dt.datetime | None:
+        if self.eta_seconds is None or self.measured_at is None:
+            return None
+        return self.measured_at + dt.timedelta(seconds=self.eta_seconds)
+
+
+def counted(states: LeaseStates, done: str, **extra) -> dict:
+    """The aggregates of `RunCounts` over rows with these states."""
+    return {
+        "total": Count("pk"),
+        "done": Count("pk", filter=Q(status=done)),
+        "failed": Count("pk", filter=Q(status=states.failed)),
+        "pending": Count("pk", filter=Q(status=states.waiting)),
+        "running": Count("pk", filter=Q(status=states.running)),
+        "cost_usd": Coalesce(Sum("cost_usd"), Decimal(0), output_field=DecimalField()),
+        **extra,
+    }
+
+
+def rows_progress(
+    rows: QuerySet, *, states: LeaseStates, done: str, model_field: str,
+    launched_at: dt.datetime | None, now: dt.datetime | None = None,
+) -> RunProgress:  # fmt: skip
+    """A run's progress from its rows: counts and cost by model (`model_field` names the
+    rows' model id), calls per second over the last minute, time left, errors by kind."""
+    now = now or timezone.now()
+    since = now - dt.timedelta(seconds=RATE_WINDOW_SECONDS)
+    grouped = list(
+        rows.values(model_field)
+        .order_by()
+        .annotate(**counted(
+            states, done, recent=Count("pk", filter=Q(completed_at__gte=since)),
+            latency=Avg("latency_ms", filter=Q(status=done)),
+        ))
+    )  # fmt: skip
+    models = ModelConfig.objects.in_bulk([row[model_field] for row in grouped])
+    per_model, recent = [], 0
+    for row in grouped:
+        recent += row.pop("recent")
+        latency = row.pop("latency")
+        model = models[row.pop(model_field)]
+        per_model.append(ModelProgress(model=model, counts=RunCounts(**row),
+                                       mean_latency_ms=latency))  # fmt: skip
+    per_model.sort(key=lambda m: m.model.display_name)
+    counts = RunCounts(**{
+        name: sum((getattr(m.counts, name) for m in per_model), start)
+        for name, start in (("total", 0), ("done", 0), ("failed", 0), ("pending", 0),
+                            ("running", 0), ("cost_usd", Decimal(0)))
+    })  # fmt: skip
+    # Over the last minute, or since launch when the run is younger than that.
+    window = RATE_WINDOW_SECONDS
+    if launched_at is not None:
+        window = max(1.0, min(window, (now - launched_at).total_seconds()))
+    rate = recent / window
+    left = counts.pending + counts.running
+    eta = left / rate if rate and left else None
+    return RunProgress(
+        counts=counts, calls_per_second=rate, eta_seconds=eta,
+        errors=rows_errors(rows, failed=states.failed), models=per_model, measured_at=now,
+    )  # fmt: skip
+
+
+def rows_errors(rows: QuerySet, *, failed: str) -> list[ErrorKind]:
+    """Failed rows by kind of error, most first."""
+    grouped = rows.filter(status=failed).values("error_kind").order_by().annotate(n=Count("pk"))
+    labels = dict(CallStatus.choices)
+    errors = [
+        ErrorKind(
+            key=row["error_kind"] or GAVE_UP_KEY,
+            label=labels.get(row["error_kind"], row["error_kind"]) if row["error_kind"]
+            else GAVE_UP_LABEL,
+            count=row["n"],
+        )
+        for row in grouped
+    ]  # fmt: skip
+    return sorted(errors, key=lambda e: (-e.count, e.label))
