@@ -1,3 +1,5 @@
+from decimal import Decimal
+
 from django import forms
 
 from apps.console.uploads import megabytes, upload_size_validate
@@ -5,6 +7,7 @@ from apps.llm.models import ModelConfig
 
 from .models import AgeBand, Education, Gender, Income, RejectionCategory, Scenario, Study
 from .services import MAX_EXPLANATION, MIN_REJECTION_MESSAGE
+from .services.proxies import MAX_RUNS_PER_MODEL
 from .services.scenarios import MAX_FILE_BYTES
 
 DEFAULT_TEXTS = {
@@ -142,3 +145,35 @@ class ImportForm(forms.Form):
 
     def clean_file(self):
         return upload_size_validate(self.cleaned_data["file"], max_bytes=MAX_FILE_BYTES)
+
+
+class ProxyRunForm(forms.Form):
+    models = forms.ModelMultipleChoiceField(
+        queryset=ModelConfig.objects.filter(active=True).order_by("display_name"),
+        widget=forms.CheckboxSelectMultiple, label="Proxy models",
+        error_messages={"required": "Choose at least one model."},
+    )  # fmt: skip
+    runs_per_model = forms.IntegerField(
+        label="Runs per model", min_value=1, max_value=MAX_RUNS_PER_MODEL, initial=5,
+        help_text="Each run is a proxy participant that answers every scenario, as the "
+        "published study had each proxy answer its survey five times.",
+    )  # fmt: skip
+    temperature = forms.DecimalField(
+        required=False, min_value=0, max_value=2, max_digits=3, decimal_places=2,
+        help_text="Optional. Empty: each provider's default, as the published study left it.",
+    )  # fmt: skip
+    budget_usd = forms.DecimalField(
+        label="Budget (USD)", required=False, min_value=Decimal("0.01"), max_digits=10,
+        decimal_places=2, help_text="Optional. The run stops before it would spend more.",
+    )  # fmt: skip
+    seed = forms.IntegerField(
+        required=False, min_value=0, max_value=2**63 - 1,
+        help_text="Optional. Blank: a random seed. Each call's seed is derived from it.",
+    )  # fmt: skip
+
+
+class BudgetForm(forms.Form):
+    budget_usd = forms.DecimalField(
+        label="Budget (USD)", required=False, min_value=Decimal("0.01"), max_digits=10,
+        decimal_places=2, help_text="Empty: no budget.",
+    )  # fmt: skip

@@ -13,6 +13,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 from django.db.models import Q
 
+from apps.llm.leases import LeaseStates
 from apps.llm.models import Leased, ModelConfig, PromptTemplate
 
 PROLIFIC_ID = RegexValidator(r"^[0-9a-f]{24}$", "A Prolific id: 24 hexadecimal characters.")
@@ -675,3 +676,10 @@ class ProxyCall(Leased):
 
     def __str__(self):
         return f"{self.participant} / {self.study_scenario_id} ({self.status})"
+
+
+# The states the bulk engine moves a proxy call through (apps/llm/leases.py).
+PROXY_CALL_STATES = LeaseStates(
+    waiting=ProxyCallStatus.PENDING, running=ProxyCallStatus.RUNNING,
+    failed=ProxyCallStatus.FAILED,
+)  # fmt: skip

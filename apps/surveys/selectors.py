@@ -13,10 +13,12 @@ from django.utils import timezone
 from django.utils.safestring import SafeString
 
 from apps.llm.models import PromptTemplate
+from apps.llm.progress import RunCounts, RunProgress, counted, rows_progress
 from apps.llm.selectors import prompt_render
 
 from . import duration, quality
 from .models import (
+    PROXY_CALL_STATES,
     Answer,
     Assignment,
     AssignmentStatus,
@@ -24,6 +26,9 @@ from .models import (
     PageTime,
     Participant,
     ParticipantStatus,
+    ProxyCall,
+    ProxyCallStatus,
+    ProxyRun,
     RejectionCategory,
     ResponseGeneration,
     ReviewStatus,
@@ -432,3 +437,27 @@ def studies_overview(*, limit: int = 10) -> list[StudyOverview]:
         )
         for s in studies
     ]
+
+
+# --- proxy runs -----------------------------------------------------------------------------
+
+
+def proxy_run_progress(*, run: ProxyRun, now=None) -> RunProgress:
+    """Where a proxy run stands, counted from its calls: the page polls this."""
+    return rows_progress(
+        ProxyCall.objects.filter(run=run), states=PROXY_CALL_STATES, done=ProxyCallStatus.DONE,
+        model_field="participant__model_id", launched_at=run.launched_at, now=now,
+    )  # fmt: skip
+
+
+def proxy_runs_overview(*, study: Study) -> list[tuple[ProxyRun, RunCounts]]:
+    """The study's proxy runs, newest first, each with its calls counted (one query)."""
+    runs = list(study.proxy_runs.prefetch_related("model_configs"))
+    rows = (
+        ProxyCall.objects.filter(run__study=study)
+        .values("run_id")
+        .order_by()
+        .annotate(**counted(PROXY_CALL_STATES, ProxyCallStatus.DONE))
+    )
+    counts = {row.pop("run_id"): RunCounts(**row) for row in rows}
+    return [(run, counts.get(run.pk, RunCounts())) for run in runs]

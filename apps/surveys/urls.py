@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import proxy_views, views
 
 app_name = "surveys"
 urlpatterns = [
@@ -33,4 +33,14 @@ urlpatterns = [
     path("studies/<int:study_id>/approve/", views.study_approve, name="study_approve"),
     path("studies/<int:study_id>/sync/", views.study_sync, name="study_sync"),
     path("studies/<int:study_id>/approvals.csv", views.approvals_csv, name="approvals_csv"),
+    path("studies/<int:study_id>/proxies/", proxy_views.proxy_runs, name="proxy_runs"),
+    path("studies/<int:study_id>/proxies/<int:run_id>/", proxy_views.proxy_run, name="proxy_run"),
+    *(
+        path(
+            f"studies/<int:study_id>/proxies/<int:run_id>/{action}/",
+            getattr(proxy_views, f"proxy_run_{action}"),
+            name=f"proxy_run_{action}",
+        )
+        for action in ("launch", "pause", "resume", "cancel", "budget", "retry")
+    ),
 ]

@@ -7,9 +7,11 @@ from django.test import Client
 from django.urls import get_resolver, reverse
 
 from apps.accounts.roles import Role
+from apps.surveys import services
 from apps.surveys.models import Assignment
 from tests.accounts.test_permission_inventory import PUBLIC
 from tests.conftest import ROLES
+from tests.factories import ModelConfigFactory
 from tests.surveys.flow import consent
 
 RESEARCHER_GET = [
@@ -20,9 +22,13 @@ RESEARCHER_GET = [
     "study_preview",
     "study_review",
     "approvals_csv",
+    "proxy_runs",
+    "proxy_run",
 ]
 RESEARCHER_POST = [
     "study_status", "study_generate", "study_sync", "participant_review", "study_approve",
+    "proxy_run_launch", "proxy_run_pause", "proxy_run_resume", "proxy_run_cancel",
+    "proxy_run_budget", "proxy_run_retry",
 ]  # fmt: skip
 PARTICIPANT = ["entry", "consent", "instructions", "scenario", "answer", "demographics", "done"]
 
@@ -33,6 +39,8 @@ def url_for(name, study, participant=None, assignment=None):
         kwargs["study_id"] = study.pk
     if name == "participant_review":
         kwargs["participant_id"] = participant.pk
+    if name.startswith("proxy_run_") or name == "proxy_run":
+        kwargs["run_id"] = study.proxy_runs.get().pk
     return reverse(f"surveys:{name}", kwargs=kwargs)
 
 
@@ -40,7 +48,9 @@ def url_for(name, study, participant=None, assignment=None):
 def setup(make_study):
     study = make_study(count=5)
     consent(Client(), study)
-    return study, study.participants.get()
+    participant = study.participants.get()
+    services.proxy_run_create(study=study, models=[ModelConfigFactory()], runs_per_model=1)
+    return study, participant
 
 
 @pytest.mark.parametrize("name", RESEARCHER_GET + RESEARCHER_POST)

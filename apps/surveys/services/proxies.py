@@ -31,6 +31,7 @@ from apps.llm.selectors import prompt_current, prompt_render
 
 from ..errors import SurveyError
 from ..models import (
+    PROXY_CALL_STATES,
     Answer,
     Assignment,
     AssignmentStatus,
@@ -50,10 +51,7 @@ from ..models import (
 MAX_RUNS_PER_MODEL = 20
 MAX_ERROR_CHARS = 2000
 CREATE_BATCH = 5000
-STATES = leases.LeaseStates(
-    waiting=ProxyCallStatus.PENDING, running=ProxyCallStatus.RUNNING,
-    failed=ProxyCallStatus.FAILED,
-)  # fmt: skip
+STATES = PROXY_CALL_STATES
 STOPPED = {ProxyRunStatus.PAUSED, ProxyRunStatus.BUDGET_REACHED}
 
 ANSWERS_SCHEMA = {

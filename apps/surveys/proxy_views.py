@@ -1,0 +1,156 @@
+"""The researcher's proxy-run pages (role_required(RESEARCHER), under /studies/<id>/proxies/):
+a study's proxy runs and the form for a new one, and a run's page (the estimate before
+launch, live progress after, polled by htmx).
+
+Every action is a POST through one service. Whatever makes a run take calls again (launch,
+resume, retry) queues the engine's batches after its transaction commits (`scope_start`).
+"""
+
+from django.contrib import messages
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from apps.accounts.roles import Role, role_required
+from workers.engine import scope_start
+
+from . import selectors, services
+from .errors import SurveyError
+from .forms import BudgetForm, ProxyRunForm
+from .models import ProxyRun, ProxyRunStatus, Study
+
+researcher = role_required(Role.RESEARCHER)
+
+
+def _run(study_id: int, run_id: int) -> ProxyRun:
+    runs = ProxyRun.objects.select_related("study", "prompt")
+    return get_object_or_404(runs, pk=run_id, study_id=study_id)
+
+
+@researcher
+def proxy_runs(request, study_id: int):
+    """The study's proxy runs, and the form that makes a draft one."""
+    study = get_object_or_404(Study, pk=study_id)
+    form = ProxyRunForm(request.POST or None)
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                run = services.proxy_run_create(
+                    study=study, models=data["models"], runs_per_model=data["runs_per_model"],
+                    temperature=data["temperature"], budget_usd=data["budget_usd"],
+                    seed=data["seed"], user=request.user,
+                )  # fmt: skip
+            except SurveyError as exc:
+                form.add_error(None, str(exc))
+            else:
+                messages.success(request, "Draft saved. Check the estimate, then launch it.")
+                return redirect("surveys:proxy_run", study.pk, run.pk)
+        status = 400
+    context = {"study": study, "form": form, "runs": selectors.proxy_runs_overview(study=study)}
+    return render(request, "surveys/proxy_runs.html", context, status=status)
+
+
+@researcher
+@require_GET
+def proxy_run(request, study_id: int, run_id: int):
+    run = _run(study_id, run_id)
+    if request.htmx:  # the poll: the status badge in the heading comes along, out of band
+        context = _progress_context(run) | {"oob": True}
+        return render(request, "surveys/proxy_run.html#progress", context)
+    models = list(run.model_configs.order_by("display_name"))
+    context = {
+        "run": run, "study": run.study, "models": models,
+        "scenarios": run.study.study_scenarios.count(),
+        "items": services.proxy_items(study=run.study),
+        "budget_form": BudgetForm(initial={"budget_usd": run.budget_usd}),
+    }  # fmt: skip
+    if run.status == ProxyRunStatus.DRAFT:
+        context["estimate"] = services.proxy_estimate(
+            study=run.study, models=models, runs_per_model=run.runs_per_model
+        )
+    else:
+        context |= _progress_context(run)
+    return render(request, "surveys/proxy_run.html", context)
+
+
+def _progress_context(run: ProxyRun) -> dict:
+    args = [run.study_id, run.pk]
+    urls = {name: reverse(f"surveys:proxy_run_{name}", args=args)
+            for name in ("pause", "resume", "retry", "cancel")}  # fmt: skip
+    urls["poll"] = reverse("surveys:proxy_run", args=args)
+    return {"run": run, "progress": selectors.proxy_run_progress(run=run), "urls": urls}
+
+
+def _moved(request, study_id: int, run_id: int, move, done: str, *, start: bool = False):
+    run = _run(study_id, run_id)
+    try:
+        run = move(run=run)
+    except SurveyError as exc:
+        messages.error(request, str(exc))
+    else:
+        if start:
+            scope_start(services.PROXY_WORK.name, run.pk)
+        messages.success(request, done)
+    return redirect("surveys:proxy_run", study_id, run.pk)
+
+
+@researcher
+@require_POST
+def proxy_run_launch(request, study_id: int, run_id: int):
+    done = "Launched: the workers are asking the proxy models."
+    return _moved(request, study_id, run_id, services.proxy_run_launch, done, start=True)
+
+
+@researcher
+@require_POST
+def proxy_run_pause(request, study_id: int, run_id: int):
+    done = "Paused: the calls in flight finish and nothing more is asked."
+    return _moved(request, study_id, run_id, services.proxy_run_pause, done)
+
+
+@researcher
+@require_POST
+def proxy_run_resume(request, study_id: int, run_id: int):
+    done = "Resumed: only the scenarios not yet answered are asked."
+    return _moved(request, study_id, run_id, services.proxy_run_resume, done, start=True)
+
+
+@researcher
+@require_POST
+def proxy_run_cancel(request, study_id: int, run_id: int):
+    done = "Cancelled: nothing more is asked; the answers made are kept."
+    return _moved(request, study_id, run_id, services.proxy_run_cancel, done)
+
+
+@researcher
+@require_POST
+def proxy_run_budget(request, study_id: int, run_id: int):
+    run = _run(study_id, run_id)
+    form = BudgetForm(request.POST)
+    if form.is_valid():
+        try:
+            services.proxy_run_budget_set(run=run, budget_usd=form.cleaned_data["budget_usd"])
+        except SurveyError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, "Budget saved.")
+    else:
+        messages.error(request, "; ".join(form.errors.get("budget_usd", ["Not a budget."])))
+    return redirect("surveys:proxy_run", study_id, run.pk)
+
+
+@researcher
+@require_POST
+def proxy_run_retry(request, study_id: int, run_id: int):
+    run = _run(study_id, run_id)
+    try:
+        count = services.proxy_calls_retry(run=run, error_kind=request.POST.get("error_kind", ""))
+    except SurveyError as exc:
+        messages.error(request, str(exc))
+    else:
+        if count:
+            scope_start(services.PROXY_WORK.name, run.pk)
+        messages.success(request, f"{count} failed call{'s' if count != 1 else ''} to ask again.")
+    return redirect("surveys:proxy_run", study_id, run.pk)
