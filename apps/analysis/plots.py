@@ -39,6 +39,7 @@ TITLE_PT = 12
 TEXT_PT = 11
 SMALL_PT = 10  # the smallest text in a figure: tick labels, legends, values on bars
 TITLE_CHARS = 64
+LEGEND_CHARS = 48
 NO_DATA = "No data"
 
 # Read by matplotlib's SVG writer from the process-wide rcParams when it saves; there is no
@@ -131,9 +132,11 @@ def _text_color(fill) -> str:
 def _legend_below(fig, ax, labels: Sequence[str]) -> None:
     # Below the axes, outside them, so the legend never covers data; as many columns as the
     # labels' estimated width allows (about 0.6 em a character, plus the key).
-    per_label = max(len(label) for label in labels) * SMALL_PT * 0.6 + 3 * SMALL_PT
+    longest = min(LEGEND_CHARS, max(len(label) for label in labels))
+    per_label = longest * SMALL_PT * 0.6 + 3 * SMALL_PT
     columns = max(1, min(len(labels), int(WIDTH_IN * 72 * 0.95 // per_label)))
     handles, names = ax.get_legend_handles_labels()
+    names = [_wrap(name, LEGEND_CHARS) for name in names]
     fig.legend(handles, names, loc="outside lower center", ncols=columns, frameon=False)
 
 
@@ -237,13 +240,14 @@ def grouped_bars(
             positions, values, width, edgecolor=EDGE, linewidth=0.6, label=name, **_series_style(s)
         )
         for bar, value in zip(bars, values, strict=True):
+            up = value >= 0  # the value sits beyond the bar's end, whichever way it points
             text = ax.annotate(
                 f"{value:.0f}",
-                (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                xytext=(0, 2),
+                (bar.get_x() + bar.get_width() / 2, value),
+                xytext=(0, 2 if up else -2),
                 textcoords="offset points",
                 ha="center",
-                va="bottom",
+                va="bottom" if up else "top",
                 fontsize=SMALL_PT,
             )
             pairs.append((text, bar))
@@ -251,7 +255,8 @@ def grouped_bars(
         range(len(categories)), [_wrap(c, max(8, 90 // len(categories))) for c in categories]
     )
     ax.margins(y=0.12)  # room above the tallest bar for its value
-    ax.set_ylim(bottom=0)
+    if min(min(values) for values in series.values()) >= 0:
+        ax.set_ylim(bottom=0)  # bars stand on the axis, not above a margin
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(axis="y", color="#dddddd", linewidth=0.6)

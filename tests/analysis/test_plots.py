@@ -135,6 +135,11 @@ def test_grouped_bars_show_every_category_series_and_axis_label():
         assert label in shown
 
 
+def test_grouped_bars_write_each_value_beyond_its_bar_end():
+    shown = texts(grouped(series={"People": [10.0, 60.0, -30.0]}))
+    assert {"10", "60", "-30"} <= set(shown)
+
+
 def test_step_lines_show_every_series_and_axis_label():
     shown = texts(steps())
     for label in [
