@@ -85,14 +85,10 @@ def _pairable(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return counts * (m >= 2)[:, None], weight
 
 
-def _distances(domain: np.ndarray, level: str) -> np.ndarray:
-    """V x V distances of the levels whose distances do not depend on the data."""
+def _ratio_distances(domain: np.ndarray) -> np.ndarray:
+    """V x V: ((c - k) / (c + k))^2, and 0 where c + k = 0, as in the package."""
     c, k = domain[:, None], domain[None, :]
-    if level == "nominal":
-        return (c != k).astype(float)
-    if level == "interval":
-        return (c - k) ** 2
-    total = c + k  # ratio: ((c - k) / (c + k))^2, and 0 where both are 0, as in the package
+    total = c + k
     return np.divide(c - k, total, out=np.zeros_like(total), where=total != 0) ** 2
 
 
@@ -106,10 +102,39 @@ def _unit_coincidences(counts: np.ndarray, weight: np.ndarray, clusters, n_clust
     return summed
 
 
-def _alpha_fixed(observed: np.ndarray, n_v: np.ndarray, distances: np.ndarray) -> np.ndarray:
-    """Alpha for each row: `observed` = sum_ck o_ck d_ck, `n_v` the pairable value counts."""
-    n = n_v.sum(axis=-1)
-    expected = ((n_v @ distances) * n_v).sum(axis=-1)
+def _unit_statistics(counts: np.ndarray, weight: np.ndarray, domain: np.ndarray, level: str):
+    """units x S, additive over units: column 0 is the unit's sum_ck o_ck d_ck, the others
+    what the expected disagreement needs. At the levels whose distances are fixed this is all
+    alpha needs of the coincidences, and it avoids V x V work where a closed form exists:
+    nominal sum_{c != k} n_c n_k = n^2 - sum_c n_c^2, interval
+    sum_ck n_c n_k (v_c - v_k)^2 = 2 n sum_c n_c v_c^2 - 2 (sum_c n_c v_c)^2 (so interval data
+    with thousands of distinct values cost no more than Likert answers)."""
+    m = counts.sum(axis=1)
+    if level == "interval":
+        centred = domain - domain.mean()  # distances are unchanged; the sums stay small
+        s1, s2 = counts @ centred, counts @ centred**2
+        observed = weight * np.maximum(2 * m * s2 - 2 * s1**2, 0)
+        return np.column_stack([observed, m, s1, s2])
+    if level == "nominal":
+        observed = weight * (m**2 - (counts**2).sum(axis=1))
+    else:
+        observed = weight * ((counts @ _ratio_distances(domain)) * counts).sum(axis=1)
+    return np.column_stack([observed, counts])
+
+
+def _alpha_fixed(totals: np.ndarray, domain: np.ndarray, level: str) -> np.ndarray:
+    """Alpha of each row of summed `_unit_statistics`; nan where expected disagreement is 0."""
+    observed = totals[:, 0]
+    if level == "interval":
+        n, s1, s2 = totals[:, 1], totals[:, 2], totals[:, 3]
+        expected = 2 * n * s2 - 2 * s1**2
+    else:
+        n_v = totals[:, 1:]
+        n = n_v.sum(axis=1)
+        if level == "nominal":
+            expected = n**2 - (n_v**2).sum(axis=1)
+        else:
+            expected = ((n_v @ _ratio_distances(domain)) * n_v).sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(expected > 0, 1 - (n - 1) * observed / expected, np.nan)
 
@@ -130,7 +155,7 @@ def _alpha_ordinal(coincidences: np.ndarray) -> np.ndarray:
     # sum_ck n_c n_k (m_k - m_c)^2 = 2 n sum_c n_c m_c^2 - 2 (sum_c n_c m_c)^2
     expected = 2 * n * (n_v * mid**2).sum(axis=1) - 2 * (n_v * mid).sum(axis=1) ** 2
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(expected > 1e-12 * n**4, 1 - (n - 1) * observed / expected, np.nan)
+        return np.where(expected > 0, 1 - (n - 1) * observed / expected, np.nan)
 
 
 def _prepared(data, level: str, value_domain):
@@ -143,6 +168,39 @@ def _prepared(data, level: str, value_domain):
     return matrix, domain, counts, weight
 
 
+def _alphas(counts, weight, domain, level: str, clusters: np.ndarray, drawn: np.ndarray):
+    """Alpha of each resample: `drawn[r, k]` is how often resample r holds cluster k.
+
+    Coincidences add over units, so each cluster's are computed once and a resample's are their
+    sum weighted by the draw counts: one matrix product for all resamples.
+    """
+    n_clusters = drawn.shape[1]
+    # Alpha is undefined where no two different values are paired: no expected disagreement.
+    # Decided on the values present, since rounding can leave a sum of zero slightly above it.
+    present = counts > 0
+    lowest = np.where(present.any(axis=1), present.argmax(axis=1), domain.size)
+    highest = np.where(present.any(axis=1), domain.size - 1 - present[:, ::-1].argmax(axis=1), -1)
+    cluster_lowest = np.full(n_clusters, domain.size)
+    cluster_highest = np.full(n_clusters, -1)
+    np.minimum.at(cluster_lowest, clusters, lowest)
+    np.maximum.at(cluster_highest, clusters, highest)
+    included = drawn > 0
+    spread = np.where(included, cluster_highest, -1).max(axis=1) > np.where(
+        included, cluster_lowest, domain.size
+    ).min(axis=1)
+    if level == "ordinal":
+        per_cluster = _unit_coincidences(counts, weight, clusters, n_clusters)
+        values = domain.size
+        resampled = (drawn @ per_cluster.reshape(n_clusters, -1)).reshape(-1, values, values)
+        alphas = _alpha_ordinal(resampled)
+    else:
+        per_unit = _unit_statistics(counts, weight, domain, level)
+        per_cluster = np.zeros((n_clusters, per_unit.shape[1]))
+        np.add.at(per_cluster, clusters, per_unit)
+        alphas = _alpha_fixed(drawn @ per_cluster, domain, level)
+    return np.where(spread, alphas, np.nan)
+
+
 def alpha(data, *, level: str, value_domain=None) -> float:
     """Krippendorff's alpha of a raters x units matrix (np.nan = missing) at `level`.
 
@@ -152,12 +210,8 @@ def alpha(data, *, level: str, value_domain=None) -> float:
     statistic is undefined; raises ValueError when no unit has two ratings.
     """
     matrix, domain, counts, weight = _prepared(data, level, value_domain)
-    if level == "ordinal":
-        single = np.zeros(matrix.shape[1], dtype=int)
-        return float(_alpha_ordinal(_unit_coincidences(counts, weight, single, 1))[0])
-    distances = _distances(domain, level)
-    observed = (weight * ((counts @ distances) * counts).sum(axis=1)).sum()
-    return float(_alpha_fixed(observed, counts.sum(axis=0), distances))
+    one_cluster = np.zeros(matrix.shape[1], dtype=int)
+    return float(_alphas(counts, weight, domain, level, one_cluster, np.ones((1, 1)))[0])
 
 
 def resample_draws(n_clusters: int, *, resamples: int = 1000, seed: int = 0) -> np.ndarray:
@@ -197,8 +251,7 @@ def alpha_resamples(data, *, level: str, clusters, draws, value_domain=None) -> 
 
     `clusters[u]` is the cluster (0 .. n_clusters - 1) of unit u, the column u of `data`;
     `draws` come from `resample_draws(n_clusters)`. A resample holds every unit of each drawn
-    cluster, as often as the cluster was drawn. Each cluster's coincidences are computed once;
-    a resample's are their sum weighted by the draw counts, for all resamples in one product.
+    cluster, as often as the cluster was drawn; no resampled matrix is ever built.
     """
     matrix, domain, counts, weight = _prepared(data, level, value_domain)
     clusters = np.asarray(clusters, dtype=int)
@@ -208,20 +261,7 @@ def alpha_resamples(data, *, level: str, clusters, draws, value_domain=None) -> 
         raise ValueError("`clusters` needs one cluster index per unit.")
     if clusters.min() < 0 or clusters.max() >= n_clusters:
         raise ValueError(f"Cluster indices must lie in 0..{n_clusters - 1}, as in the draws.")
-    drawn = _draw_counts(draws)
-    if level == "ordinal":
-        per_cluster = _unit_coincidences(counts, weight, clusters, n_clusters)
-        values = domain.size
-        resampled = (drawn @ per_cluster.reshape(n_clusters, -1)).reshape(-1, values, values)
-        return _alpha_ordinal(resampled)
-    # The other levels' distances are fixed, so a cluster needs only its observed disagreement
-    # sum_ck o_ck d_ck and its pairable value counts, not its whole coincidence matrix.
-    distances = _distances(domain, level)
-    unit_observed = weight * ((counts @ distances) * counts).sum(axis=1)
-    cluster_observed = np.bincount(clusters, unit_observed, minlength=n_clusters)
-    cluster_n_v = np.zeros((n_clusters, domain.size))
-    np.add.at(cluster_n_v, clusters, counts)
-    return _alpha_fixed(drawn @ cluster_observed, drawn @ cluster_n_v, distances)
+    return _alphas(counts, weight, domain, level, clusters, _draw_counts(draws))
 
 
 def alpha_bootstrap(data, *, level: str, clusters, draws, value_domain=None) -> Interval:

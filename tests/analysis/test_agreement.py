@@ -48,6 +48,20 @@ def test_alpha_equals_the_krippendorff_package_on_random_data(
         assert agreement.alpha(data, level=level) == pytest.approx(expected, abs=1e-9)
 
 
+@pytest.mark.parametrize("offset", [0, 1e3, 1e6])
+def test_alpha_equals_the_package_on_measurements_with_many_distinct_values(offset):
+    # Interval alpha comes from sums of values and of their squares: far from zero, the sums
+    # must not swallow the differences between raters.
+    rng = np.random.default_rng(9)
+    truth = rng.normal(size=300)
+    data = np.round(offset + truth + rng.normal(size=(5, 300)) * 0.5, 2)
+    data[rng.random(data.shape) < 0.3] = NAN
+
+    for level in ("interval", "ratio"):
+        expected = krippendorff.alpha(reliability_data=data, level_of_measurement=level)
+        assert agreement.alpha(data, level=level) == pytest.approx(expected, abs=1e-9)
+
+
 @pytest.mark.parametrize("level", LEVELS)
 def test_values_of_the_domain_never_observed_change_nothing_as_in_the_package(level):
     # Ordinal distances sum the counts of the values between two values; a value nobody gave
