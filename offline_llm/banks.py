@@ -797,21 +797,34 @@ SENSITIVE_KINDS: tuple[tuple[str, float, frozenset[str]], ...] = tuple(
         (
             "relationship troubles",
             0.7,
-            "divorce breakup marriage estranged",
+            "divorce marriage estranged",
         ),
         (
             "religious or immigration details",
             0.8,
             "religion religious immigration visa undocumented",
         ),
+        (
+            "financial details",
+            0.6,
+            "financial finances investment investments income tax taxes",
+        ),
         ("sensitive workplace matters", 0.7, "fired layoff accommodation resign resignation"),
-        ("passwords and ID numbers", 0.85, "password ssn passport clearance"),
-        ("confidential matters", 0.6, "confidential secret private confided covert classified"),
+        ("passwords and ID numbers", 0.85, "password ssn passport"),
+        ("confidential matters", 0.6, "confidential secret private confided"),
     )
 )
-# Words whose stems meet a sensitive one by accident ("cancelled" and "cancer" at "cance").
+# Words whose stems meet a sensitive one by accident ("cancelled" and "cancer" at "cance",
+# "confirmation" and "confidential" at "confi").
 SENSITIVE_FALSE_FRIENDS = word_set(
-    "cancel cancels cancelled canceled cancelling canceling cancellation healthy healthier"
+    """
+    cancel cancels cancelled canceled cancelling canceling cancellation healthy healthier
+    confirm confirms confirmed confirming confirmation confirmations confident confidently
+    configure configured configuration conference conferences hospitality secretary
+    secretaries custom customs customer customers customize customized privacy convince
+    convinced convincing substantial substantially substitute accomplish accomplished
+    accomplishment accomplishments accompany accompanied accompanying patience patiently
+    """
 )
 # Details a pattern finds better than a stem; same shape as SENSITIVE_KINDS, with a regex.
 SENSITIVE_PATTERNS: tuple[tuple[str, float, re.Pattern[str]], ...] = (
@@ -825,6 +838,16 @@ SENSITIVE_PATTERNS: tuple[tuple[str, float, re.Pattern[str]], ...] = (
     ),
     ("phone numbers", 0.6, re.compile(r"(?<![\w-])(?:\(?\d{3}\)?[-. ])?\d{3}-\d{4}(?![\w-])")),
     ("ID numbers", 0.9, re.compile(r"\b\d{3}-\d{2}-\d{4}\b")),
+    (
+        "relationship troubles",
+        0.7,
+        re.compile(r"\b(?:break(?:ing)? up|broke up|breakup|split up)\b", re.IGNORECASE),
+    ),
+    (
+        "security details",
+        0.7,
+        re.compile(r"\bsecurity clearance|\baccess codes?\b|\bclassified\b", re.IGNORECASE),
+    ),
     ("financial figures", 0.5, re.compile(r"\$\s?\d[\d,]*(?:\.\d+)?")),
 )
 # Words of a task that say what to do or where, not what about: a response that repeats them
