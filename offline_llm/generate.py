@@ -986,14 +986,8 @@ def _split_scenario(scenario: str) -> tuple[str, str]:
     """(task, trajectory): the trajectory starts at the first Action/Observation line; the
     rest is the task, without headings (short lines ending in a colon)."""
     found = _STEP_MARKER.search(scenario)
-    head, trajectory = (
-        (scenario[: found.start()], scenario[found.start() :])
-        if found
-        else (
-            scenario,
-            "",
-        )
-    )
+    start = found.start() if found else len(scenario)
+    head, trajectory = scenario[:start], scenario[start:]
     lines = [
         line
         for line in head.splitlines()
