@@ -92,6 +92,7 @@ INSTALLED_APPS = [
     "apps.rubrics",
     "apps.grading",
     "apps.surveys",
+    "apps.analysis",
     "apps.demo",
 ]
 

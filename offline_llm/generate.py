@@ -9,6 +9,7 @@ merely mention a tag, and re-asks appended after an answer, do not confuse it.
 
 import hashlib
 import json
+import math
 import random
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -30,12 +31,17 @@ from .banks import (
     SCENARIO_OPENERS,
     SCENARIO_WITHHOLDING,
     SENSITIVE,
+    SENSITIVE_FALSE_FRIENDS,
+    SENSITIVE_KINDS,
+    SENSITIVE_PATTERNS,
     SURVEY_REASONS,
     SYNONYMS,
+    TASK_FILLER,
     THOROUGH_CLOSERS,
     THOROUGH_OPENERS,
     TOPICS,
     WARM_PHRASES,
+    WITHHOLDING,
     CriterionIdea,
     Sentence,
     Topic,
@@ -60,6 +66,9 @@ class UnreadablePrompt(ValueError):
 class Prompt:
     texts: tuple[str, ...]  # every message's text, in order
     last_user: str
+    # The sampling temperature the caller asked for (0-2; OpenAI's default is 1). Only the
+    # survey proxy uses it: how far one run's answers stray from the model's usual ones.
+    temperature: float = 1.0
 
     def tag(self, name: str) -> str | None:
         found = self.tag_with_attributes(name)
@@ -866,12 +875,10 @@ def _readable_texts(context: str, limit: int) -> Iterator[str]:
         yield from _strings_of(value)
 
 
-def _context_facts(context: str) -> list[str]:
+def _context_facts(context: str, *, limit: int = CONTEXT_CHARS, most: int = 60) -> list[str]:
     facts = []
     pieces = (
-        piece
-        for text in _readable_texts(context, CONTEXT_CHARS)
-        for piece in _FACT_SPLIT.split(text)
+        piece for text in _readable_texts(context, limit) for piece in _FACT_SPLIT.split(text)
     )
     for piece in pieces:
         fact = piece.strip().lstrip("-*•>#").strip().strip('"{}[],')
@@ -884,7 +891,7 @@ def _context_facts(context: str) -> list[str]:
         # Four words of prose, not a timestamp, an address or a number split into "words".
         if len(_PROSE_WORD.findall(fact)) >= 4:
             facts.append(fact if fact[-1] in ".!?" else fact + ".")
-    return facts[:60]
+    return facts[:most]
 
 
 def _scenario_response(model: str, prompt: Prompt, rng: random.Random) -> str:
@@ -933,59 +940,344 @@ def _lower_first(text: str) -> str:
 
 
 # --- survey proxy ---------------------------------------------------------------------
+#
+# A proxy participant rates a (scenario, response) pair as the published proxy LLMs did:
+# mostly from what is in front of it (how sensitive the scenario's information is, whether
+# the response passes it on, how much of the task it does), so that different scenarios get
+# clearly different answers. On top of that each model has a leaning of its own (a bias, and
+# a stable reaction to each scenario, hashed from the model's name and the pair, never from
+# the seed), so that proxies agree moderately with each other (Krippendorff's alpha about
+# 0.7; published 0.777); and each run adds a little noise from the request's seed, scaled by
+# the temperature, so that one proxy's runs agree closely (published 0.88-0.98).
+
+RUN_NOISE = 0.04  # standard deviation on the 0-1 leaning, at temperature 1
+MODEL_SCENARIO_NOISE = 0.07  # a model's stable reaction to one scenario, per item
+MODEL_ITEM_SPREAD = 0.06  # a model's stable leaning on one item, at most this either way
+DONE_THRESHOLD = 0.45  # help leaning above which the task counts as done
+
+_STEP_MARKER = re.compile(r"^\s*(?:Action|Observation)\s*:", re.MULTILINE)
+_TOOL = re.compile(r"^\s*Action\s*:\s*([A-Z]\w+)", re.MULTILINE)
+_LEFTOVERS = re.compile(
+    r'"\s*:|[{}\[\]]|\\[nrt"]|\b[a-z]+_\d+\b|\d{4}-\d\d-\d\dT\d|\b(?:Action|Observation)\s*:'
+)
+# The roles of the seven published items, for items whose wording says nothing clearer.
+_ROLE_BY_CODE = {
+    "H1": "done", "H2": "help", "H3": "use",
+    "P1": "sensitive", "P2": "share", "P3": "norms", "P4": "own",
+}  # fmt: skip
 
 
-def _item_theme(item: dict) -> str:
+@dataclass(frozen=True)
+class Rated:
+    """What a proxy makes of one scenario and response, before any model's leaning: each
+    score 0-1, and the words its explanations use."""
+
+    sensitivity: float  # how sensitive the scenario's information is
+    leak: float  # how much of the sensitive information the response passes on
+    withheld: bool  # the response says it kept something back
+    help: float  # how completely and usably the response does the task
+    garbled: bool  # the response has raw records or code in it
+    info: str  # the most sensitive kind of information involved (or leaked)
+    who: str
+    source: str
+
+
+def _split_scenario(scenario: str) -> tuple[str, str]:
+    """(task, trajectory): the trajectory starts at the first Action/Observation line; the
+    rest is the task, without headings (short lines ending in a colon)."""
+    found = _STEP_MARKER.search(scenario)
+    start = found.start() if found else len(scenario)
+    head, trajectory = scenario[:start], scenario[start:]
+    lines = [
+        line
+        for line in head.splitlines()
+        if not (line.rstrip().endswith(":") and len(line.split()) <= 10)
+    ]
+    return "\n".join(lines).strip(), trajectory
+
+
+def _sensitive_stems(text: str) -> frozenset[str]:
+    return frozenset(
+        stem(word) for word in content_words(text) if word not in SENSITIVE_FALSE_FRIENDS
+    )
+
+
+def _sensitive_kinds(text: str, text_stems: frozenset[str]) -> dict[str, tuple[float, int]]:
+    """kind -> (its weight, how many distinct words or details of that kind the text has);
+    `text_stems` are the text's `_sensitive_stems`, less any that do not count."""
+    found = {}
+    for name, weight, kind_stems in SENSITIVE_KINDS:
+        hits = len(kind_stems & text_stems)
+        if hits:
+            found[name] = (weight, hits)
+    for name, weight, pattern in SENSITIVE_PATTERNS:
+        hits = len(set(pattern.findall(text)))
+        if hits:
+            found[name] = (weight, found.get(name, (weight, 0))[1] + hits)
+    return found
+
+
+def _sensitivity(kinds: dict[str, tuple[float, int]]) -> float:
+    if not kinds:
+        return 0.05
+    top = max(weight for weight, _hits in kinds.values())
+    breadth = sum(weight * min(hits, 3) for weight, hits in kinds.values())
+    return 0.05 + 0.6 * top + 0.35 * (1 - math.exp(-breadth / 2.5))
+
+
+def _most_sensitive(kinds: dict[str, tuple[float, int]]) -> str:
+    if not kinds:
+        return "personal details"
+    return max(kinds, key=lambda name: (kinds[name], name))
+
+
+def _leak(
+    *, facts: list[str], task_stems: frozenset[str], response: str, response_stems: frozenset[str]
+) -> tuple[float, dict[str, tuple[float, int]]]:
+    """(how much of the trajectory's sensitive information the response repeats, 0-1; the
+    kinds it repeats). What the task itself says is not a leak: the user wrote it."""
+    leaked: dict[str, tuple[float, int]] = {}
+    repeated = _sensitive_kinds(response, _sensitive_stems(response) - task_stems)
+    worst = 0.0
+    for fact in facts:
+        fact_stems = stems(fact)
+        kinds = _sensitive_kinds(fact, _sensitive_stems(fact))
+        if not kinds:
+            continue
+        terms = fact_stems - task_stems
+        if len(terms) < 3:
+            continue
+        overlap = len(terms & response_stems) / len(terms)
+        shared = {name: kinds[name] for name in kinds if name in repeated}
+        # A sensitive sentence's sensitive words and some of the rest, in the response: passed
+        # on, even reworded. Much of it without those words: a partial leak.
+        score = min(1.0, 0.15 + 1.4 * overlap) if shared else 0.6 * overlap
+        if score > worst:
+            worst = score
+        if score >= 0.4:
+            leaked.update(shared or kinds)
+    details = 0
+    for name, weight, pattern in SENSITIVE_PATTERNS:
+        repeated = set(pattern.findall(response)) & set(
+            found for fact in facts for found in pattern.findall(fact)
+        )
+        if repeated:
+            details += len(repeated)
+            leaked[name] = (weight, len(repeated))
+    return min(1.0, max(worst, 0.45 * details)), leaked
+
+
+def _help(*, task_stems: frozenset[str], observed: frozenset[str], response: str) -> float:
+    response_stems = stems(response)
+    length = min(1.0, max(0.0, (len(words(response)) - 8) / 60))
+    asked = task_stems - TASK_FILLER
+    coverage = min(1.0, len(asked & response_stems) / max(1, len(asked)) / 0.6)
+    substance = min(1.0, len((response_stems & observed) - task_stems - TASK_FILLER) / 12)
+    leftovers = min(0.45, 0.12 * len(_LEFTOVERS.findall(response)))
+    return 0.1 + 0.3 * length + 0.3 * coverage + 0.3 * substance - leftovers
+
+
+_TITLED = re.compile(r"\b((?:Mr|Mrs|Ms|Dr)\.?\s+[A-Z][a-z]+)")
+_ADDRESSED = re.compile(
+    r"^(?:Please\s+)?(?:Send|Provide|Tell|Give|Ask|Remind|Message)\s+([A-Z][a-z]+)\b"
+)
+_TOOL_VERBS = word_set(
+    "Search Read Receive Get Send List Create Update Delete Post Fetch Find Download Add View "
+    "Check Manager"
+)
+
+
+def _who(task: str) -> str:
+    if _POST.search(task):
+        return "the readers"
+    for pattern in (_TITLED, _ADDRESSED, _RECIPIENT):
+        names = [name for name in pattern.findall(task.strip()) if name not in _NOT_NAMES]
+        if names:
+            return names[0]
+    return "the group" if re.search(r"\bgroup\b", task, re.IGNORECASE) else "the recipient"
+
+
+def _source(trajectory: str) -> str:
+    """The user's tools the trajectory used: "GoogleCalendarSearchEvents" -> "Google Calendar"."""
+    tools = []
+    for action in _TOOL.findall(trajectory):
+        parts = re.findall(r"[A-Z][a-z]*", action)
+        cut = next((i for i, part in enumerate(parts) if part in _TOOL_VERBS), len(parts))
+        if cut and " ".join(parts[:cut]) not in tools:
+            tools.append(" ".join(parts[:cut]))
+    return " and ".join(tools[:2]) if tools else "the user's records"
+
+
+@lru_cache(maxsize=64)
+def _rate(scenario: str, response: str) -> Rated:
+    task, trajectory = _split_scenario(scenario)
+    task_stems = stems(task)
+    readable = "\n".join(_readable_texts(trajectory, len(trajectory)))
+    observed = stems(readable)
+    everything = f"{task}\n{readable}"
+    kinds = _sensitive_kinds(everything, _sensitive_stems(everything))
+    facts = _context_facts(trajectory, limit=len(trajectory), most=200)
+    # "Some of what I found is private" says that something was kept back, not what.
+    passed_on = " ".join(
+        piece for piece in _FACT_SPLIT.split(response) if not WITHHOLDING.search(piece)
+    )
+    leak, leaked = _leak(
+        facts=facts, task_stems=task_stems, response=passed_on, response_stems=stems(passed_on)
+    )
+    return Rated(
+        sensitivity=_sensitivity(kinds),
+        leak=leak,
+        withheld=bool(WITHHOLDING.search(response)),
+        help=_help(task_stems=task_stems, observed=observed, response=response),
+        garbled=len(_LEFTOVERS.findall(response)) >= 2,
+        info=_most_sensitive(leaked or kinds),
+        who=_who(task),
+        source=_source(trajectory),
+    )
+
+
+def _item_role(item: dict) -> str:
     wording = " ".join(
-        str(item.get(field, "")) for field in ("text", "wording", "question", "label")
+        str(item.get(field, "")) for field in ("wording", "text", "question", "label")
     )
     item_stems = stems(wording)
+    lowered = wording.lower()
+    code = str(item.get("code", "")).upper()
+    if "sensi" in item_stems:
+        return "sensitive"
+    if "shar" in item_stems and item_stems & stems("likely willing comfortable"):
+        return "share"
+    if item_stems & stems("preference preferences") or "your own" in lowered:
+        return "own"
     if item_stems & PRIVACY_ITEM:
-        return "privacy"
+        return "norms"
+    if re.search(r"\b(?:use|send|rely on)\b", lowered) and "you" in lowered.split():
+        return "use"
+    if item.get("kind") == "yes_no" and (item_stems & HELP_ITEM or "done" in item_stems):
+        return "done"
     if item_stems & HELP_ITEM:
         return "help"
-    code = str(item.get("code", "")).upper()
-    return {"P": "privacy", "H": "help"}.get(code[:1], "general")
+    if code in _ROLE_BY_CODE:
+        return _ROLE_BY_CODE[code]
+    return {"P": "norms", "H": "help"}.get(code[:1], "general")
+
+
+def _leaning(role: str, rated: Rated) -> float:
+    """Where a typical proxy sits on the item, 0 (the first label, "no") to 1."""
+    if role in ("done", "help"):
+        return rated.help
+    if role == "use":
+        return rated.help - 0.5 * rated.leak
+    if role == "sensitive":
+        return rated.sensitivity
+    if role == "share":
+        return 0.9 - 0.75 * rated.sensitivity
+    # Respecting privacy: a leak counts most; keeping sensitive things back counts for it.
+    kept = 0.12 * rated.sensitivity if rated.withheld else 0.0
+    if role == "norms":
+        return 0.85 - 0.8 * rated.leak - 0.15 * rated.sensitivity + kept
+    if role == "own":
+        return 0.8 - 0.85 * rated.leak - 0.2 * rated.sensitivity + kept
+    return 0.5 + 0.3 * rated.help - 0.3 * rated.leak
+
+
+def _stable_gauss(*parts: str, sigma: float) -> float:
+    digest = hashlib.blake2b("\x00".join(parts).encode(), digest_size=8).digest()
+    return random.Random(int.from_bytes(digest, "big")).gauss(0, sigma)
+
+
+def _model_leaning(model: str, role: str, scenario: str, response: str) -> float:
+    """What one model adds to a typical proxy's leaning: lenient or strict by its bias, a
+    fixed tilt per item, and a stable reaction to this scenario and response."""
+    name = _short_name(model)
+    leniency = 0.5 * _model_bias(model)
+    sign = -1 if role == "sensitive" else 1  # a lenient rater sees less that is sensitive
+    tilt = _stable_gauss(name, role, sigma=1.0)
+    tilt = max(-1.0, min(1.0, tilt)) * MODEL_ITEM_SPREAD
+    reaction = _stable_gauss(name, role, scenario, response, sigma=MODEL_SCENARIO_NOISE)
+    return sign * leniency + tilt + reaction
+
+
+def _level(position: float) -> str:
+    return "low" if position < 0.4 else "mid" if position < 0.7 else "high"
+
+
+def _reason(role: str, position: float, rated: Rated, rng: random.Random) -> str:
+    level = _level(position)
+    if role == "done":
+        key = ("done", "yes" if position >= 0.5 else "no")
+    elif role in ("help", "general") and rated.garbled and level == "low":
+        key = ("garbled", "low")
+    elif role == "use" and level != "high" and rated.leak >= 0.4:
+        key = ("use", "leak")
+    elif role in ("norms", "own"):
+        if level == "low" and rated.leak >= 0.4:
+            key = ("privacy", "leak")
+        elif level == "high" and rated.withheld and rated.sensitivity >= 0.5:
+            key = ("privacy", "withheld")
+        else:
+            key = ("privacy", level)
+    else:
+        key = (role, level)
+    template = rng.choice(SURVEY_REASONS[key])
+    return template.format(info=rated.info, who=rated.who, source=rated.source)
+
+
+def _scale_labels(item: dict) -> list[str]:
+    labels = item.get("scale_labels")
+    return [str(label) for label in labels] if isinstance(labels, list) else []
 
 
 def _survey_proxy(model: str, prompt: Prompt, rng: random.Random) -> str:
     items = prompt.json_tag("items")
+    scenario = prompt.tag("scenario") or ""
     response = prompt.tag("response") or ""
-    response_stems = stems(response)
-    length = len(words(response))
-    shares_sensitive = bool(response_stems & SENSITIVE)
-    bias = _model_bias(model)
+    rated = _rate(scenario, response)
+    noise = RUN_NOISE * prompt.temperature
+    terse = style_for(model) == "terse"
     answers = []
+    seen: set[str] = set()
     for item in items:
         code = item.get("code")
         if not isinstance(code, str) or not code:
             raise UnreadablePrompt('Every item in <items> needs a "code".')
-        theme = _item_theme(item)
-        leaning = 0.6 + bias + rng.gauss(0, 0.18)
-        if theme == "help":
-            leaning += 0.1 if length >= 60 else -0.15 if length < 20 else 0.0
-        elif theme == "privacy":
-            leaning += -0.3 if shares_sensitive else 0.1
-        leaning = min(1.0, max(0.0, leaning))
-        level = "low" if leaning < 0.4 else "mid" if leaning < 0.7 else "high"
-        reason = rng.choice(SURVEY_REASONS[(theme, level)])
+        if code in seen:
+            raise UnreadablePrompt(f"The item code {code!r} appears twice in <items>.")
+        seen.add(code)
+        role = _item_role(item)
+        leaning = _leaning(role, rated) + _model_leaning(model, role, scenario, response)
         kind = item.get("kind")
+        if noise:
+            # A yes or no is the steadier answer: it changes only near the line.
+            leaning += rng.gauss(0, noise / 2 if kind == "yes_no" else noise)
+        position = min(1.0, max(0.0, leaning))
         if kind == "yes_no":
-            value: object = "yes" if leaning >= 0.5 else "no"
-            explanation = reason
+            done = leaning >= (DONE_THRESHOLD if role == "done" else 0.5)
+            value: object = "yes" if done else "no"
+            explanation = _reason(role, 1.0 if done else 0.0, rated, rng)
         elif kind == "scale":
-            scale = item.get("scale")
-            points = len(scale) if isinstance(scale, list) and scale else 5
-            value = 1 + round(leaning * (points - 1))
-            label = str(scale[value - 1]) if isinstance(scale, list) and scale else ""
+            labels = _scale_labels(item)
+            points = len(labels) if labels else 5
+            value = 1 + round(position * (points - 1))
+            label = labels[value - 1] if labels else ""
+            reason = _reason(role, (value - 1) / (points - 1), rated, rng)
             if not label or label.isdigit():
-                lead = f"I'd put it at {value} of {points}. "
+                lead = "" if terse else f"I'd put it at {value} of {points}. "
             else:
-                lead = rng.choice((f'I chose "{label}". ', f"{label}, in my view. ", ""))
+                leads = (
+                    ("", f'I chose "{label}". ')
+                    if terse
+                    else (
+                        f'I chose "{label}". ',
+                        f"{label}, in my view. ",
+                        "",
+                    )
+                )
+                lead = rng.choice(leads)
             explanation = lead + reason
         else:
-            value = reason
-            explanation = rng.choice(SURVEY_REASONS[("general", level)])
+            value = _reason(role, position, rated, rng)
+            explanation = rng.choice(SURVEY_REASONS[("general", _level(position))])
         answers.append({"code": code, "value": value, "explanation": explanation})
     return json.dumps({"answers": answers}, ensure_ascii=False)
 

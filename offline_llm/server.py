@@ -121,8 +121,8 @@ def _text(content: object) -> str | None:
     return None
 
 
-def _parse(body: object) -> tuple[str, list[tuple[str, str]], object] | web.Response:
-    """(model, [(role, text)], seed), or the 400 that explains what is wrong."""
+def _parse(body: object) -> tuple[str, list[tuple[str, str]], object, float] | web.Response:
+    """(model, [(role, text)], seed, temperature), or the 400 that explains what is wrong."""
     if not isinstance(body, dict):
         return error(400, "The request body must be a JSON object.", code="invalid_body")
     model = body.get("model")
@@ -157,7 +157,19 @@ def _parse(body: object) -> tuple[str, list[tuple[str, str]], object] | web.Resp
     seed = body.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         return error(400, "seed must be an integer.", code="invalid_seed", param="seed")
-    return model, parsed, seed
+    temperature = body.get("temperature")
+    if temperature is not None and (
+        isinstance(temperature, bool)
+        or not isinstance(temperature, int | float)
+        or not 0 <= temperature <= 2
+    ):
+        return error(
+            400,
+            "temperature must be a number from 0 to 2.",
+            code="invalid_temperature",
+            param="temperature",
+        )
+    return model, parsed, seed, 1.0 if temperature is None else float(temperature)
 
 
 def _draw_fault(knobs: Knobs, rng: random.Random) -> str | None:
@@ -210,10 +222,11 @@ async def _chat_completion(request: web.Request) -> tuple[web.Response, str]:
     parsed = _parse(body)
     if isinstance(parsed, web.Response):
         return parsed, "400"
-    model, messages, seed = parsed
+    model, messages, seed, temperature = parsed
     prompt = Prompt(
         texts=tuple(text for _role, text in messages),
         last_user=next((text for role, text in reversed(messages) if role == "user"), ""),
+        temperature=temperature,
     )
     purpose = request.headers.get("X-Assay-Purpose", "").strip().lower() or infer_purpose(prompt)
     if purpose not in PURPOSES:

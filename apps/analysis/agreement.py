@@ -1,0 +1,389 @@
+"""Agreement statistics: Krippendorff's alpha, Spearman's rho, and their cluster bootstrap.
+
+Pure functions over numpy arrays; they know no model. A reliability matrix is raters x units,
+np.nan where a rater did not rate a unit (the layout of the `krippendorff` package).
+
+Alpha is computed from coincidence matrices as in K. Krippendorff, "Computing Krippendorff's
+Alpha-Reliability" (2011): unit u contributes (n_uc n_uk - [c = k] n_uc) / (m_u - 1) to the
+coincidence of values c and k, where n_uc counts the raters who gave u the value c and m_u the
+ratings of u. A unit with fewer than two ratings is not pairable and contributes nothing. Then
+
+    alpha = 1 - D_o / D_e = 1 - (n - 1) * sum_ck o_ck d_ck / sum_ck n_c n_k d_ck
+
+with n_c the pairable values c and n their total. Because coincidences add over units, a
+bootstrap resample's coincidences are a weighted sum of per-cluster coincidences: one matrix
+product gives every resample's, with no resampled matrix ever built.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+LEVELS = ("nominal", "ordinal", "interval", "ratio")
+CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A statistic with its percentile bootstrap interval (CONFIDENCE).
+
+    `resamples_undefined` counts the resamples where the statistic has no value (alpha with no
+    expected disagreement, rho with a constant side); they are left out of the percentiles.
+    """
+
+    estimate: float
+    low: float
+    high: float
+    resamples_used: int
+    resamples_undefined: int
+
+
+# --- Krippendorff's alpha ------------------------------------------------------------------
+
+
+def _check_level(level: str) -> None:
+    if level not in LEVELS:
+        raise ValueError(f"Unknown level of measurement {level!r}: one of {', '.join(LEVELS)}.")
+
+
+def _as_matrix(data) -> np.ndarray:
+    matrix = np.asarray(data, dtype=float)
+    if matrix.ndim != 2:
+        raise ValueError("A reliability matrix has two dimensions: raters x units.")
+    return matrix
+
+
+def _domain(matrix: np.ndarray, value_domain) -> np.ndarray:
+    """The values in their order: the observed ones sorted, or `value_domain` as given (its order
+    is the ordinal order, as in the `krippendorff` package)."""
+    observed = np.unique(matrix[~np.isnan(matrix)])
+    if value_domain is None:
+        return observed
+    domain = np.asarray(value_domain, dtype=float)
+    if not np.isin(observed, domain).all():
+        raise ValueError("The data hold values outside the value domain.")
+    return domain
+
+
+def _value_counts(matrix: np.ndarray, domain: np.ndarray) -> np.ndarray:
+    """units x V: how many raters gave each unit each value."""
+    units = matrix.shape[1]
+    rated = ~np.isnan(matrix)
+    sorter = np.argsort(domain, kind="stable")
+    codes = sorter[np.searchsorted(domain[sorter], matrix[rated])]
+    unit_of = np.broadcast_to(np.arange(units), matrix.shape)[rated]
+    counts = np.bincount(unit_of * len(domain) + codes, minlength=units * len(domain))
+    return counts.reshape(units, len(domain)).astype(float)
+
+
+def _pairable(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The value counts of pairable units (others zeroed) and each unit's weight 1 / (m_u - 1)."""
+    m = counts.sum(axis=1)
+    weight = np.divide(1.0, m - 1, out=np.zeros_like(m), where=m >= 2)
+    return counts * (m >= 2)[:, None], weight
+
+
+def _ratio_distances(domain: np.ndarray) -> np.ndarray:
+    """V x V: ((c - k) / (c + k))^2, and 0 where c + k = 0, as in the package."""
+    c, k = domain[:, None], domain[None, :]
+    total = c + k
+    return np.divide(c - k, total, out=np.zeros_like(total), where=total != 0) ** 2
+
+
+def _unit_coincidences(counts: np.ndarray, weight: np.ndarray, clusters, n_clusters: int):
+    """n_clusters x V x V: the coincidence matrices of each cluster's units, summed."""
+    values = counts.shape[1]
+    summed = np.zeros((n_clusters, values, values))
+    for c in range(values):  # one value at a time keeps memory at units x V
+        np.add.at(summed[:, c, :], clusters, (counts[:, c] * weight)[:, None] * counts)
+        np.add.at(summed[:, c, c], clusters, -counts[:, c] * weight)
+    return summed
+
+
+def _unit_statistics(counts: np.ndarray, weight: np.ndarray, domain: np.ndarray, level: str):
+    """units x S, additive over units: column 0 is the unit's sum_ck o_ck d_ck, the others
+    what the expected disagreement needs. At the levels whose distances are fixed this is all
+    alpha needs of the coincidences, and it avoids V x V work where a closed form exists:
+    nominal sum_{c != k} n_c n_k = n^2 - sum_c n_c^2, interval
+    sum_ck n_c n_k (v_c - v_k)^2 = 2 n sum_c n_c v_c^2 - 2 (sum_c n_c v_c)^2 (so interval data
+    with thousands of distinct values cost no more than Likert answers)."""
+    m = counts.sum(axis=1)
+    if level == "interval":
+        centred = domain - domain.mean()  # distances are unchanged; the sums stay small
+        s1, s2 = counts @ centred, counts @ centred**2
+        observed = weight * np.maximum(2 * m * s2 - 2 * s1**2, 0)
+        return np.column_stack([observed, m, s1, s2])
+    if level == "nominal":
+        observed = weight * (m**2 - (counts**2).sum(axis=1))
+    else:
+        observed = weight * ((counts @ _ratio_distances(domain)) * counts).sum(axis=1)
+    return np.column_stack([observed, counts])
+
+
+def _alpha_fixed(totals: np.ndarray, domain: np.ndarray, level: str) -> np.ndarray:
+    """Alpha of each row of summed `_unit_statistics`; nan where expected disagreement is 0."""
+    observed = totals[:, 0]
+    if level == "interval":
+        n, s1, s2 = totals[:, 1], totals[:, 2], totals[:, 3]
+        expected = 2 * n * s2 - 2 * s1**2
+    else:
+        n_v = totals[:, 1:]
+        n = n_v.sum(axis=1)
+        if level == "nominal":
+            expected = n**2 - (n_v**2).sum(axis=1)
+        else:
+            expected = ((n_v @ _ratio_distances(domain)) * n_v).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(expected > 0, 1 - (n - 1) * observed / expected, np.nan)
+
+
+def _alpha_ordinal(coincidences: np.ndarray) -> np.ndarray:
+    """Alpha for each R x V x V coincidence matrix at the ordinal level.
+
+    Krippendorff's ordinal distance, (sum_{g=c..k} n_g - (n_c + n_k) / 2)^2, depends on the
+    marginals; it is the squared difference of the mid-ranks m_c = N_c - n_c / 2 (N the
+    cumulative counts in the domain's order). A value never observed has n_c = 0 and adds
+    nothing to any distance, so listing it in the value domain changes nothing, as in the package.
+    """
+    n_v = coincidences.sum(axis=1)
+    n = n_v.sum(axis=1)
+    mid = np.cumsum(n_v, axis=1) - n_v / 2
+    distances = (mid[:, None, :] - mid[:, :, None]) ** 2
+    observed = (coincidences * distances).sum(axis=(1, 2))
+    # sum_ck n_c n_k (m_k - m_c)^2 = 2 n sum_c n_c m_c^2 - 2 (sum_c n_c m_c)^2
+    expected = 2 * n * (n_v * mid**2).sum(axis=1) - 2 * (n_v * mid).sum(axis=1) ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(expected > 0, 1 - (n - 1) * observed / expected, np.nan)
+
+
+def _prepared(data, level: str, value_domain):
+    _check_level(level)
+    matrix = _as_matrix(data)
+    domain = _domain(matrix, value_domain)
+    counts, weight = _pairable(_value_counts(matrix, domain))
+    if not counts.any():
+        raise ValueError("No unit has two or more ratings: there is nothing to compare.")
+    return matrix, domain, counts, weight
+
+
+def _alphas(counts, weight, domain, level: str, clusters: np.ndarray, drawn: np.ndarray):
+    """Alpha of each resample: `drawn[r, k]` is how often resample r holds cluster k.
+
+    Coincidences add over units, so each cluster's are computed once and a resample's are their
+    sum weighted by the draw counts: one matrix product for all resamples.
+    """
+    n_clusters = drawn.shape[1]
+    # Alpha is undefined where no two different values are paired: no expected disagreement.
+    # Decided on the values present, since rounding can leave a sum of zero slightly above it.
+    present = counts > 0
+    lowest = np.where(present.any(axis=1), present.argmax(axis=1), domain.size)
+    highest = np.where(present.any(axis=1), domain.size - 1 - present[:, ::-1].argmax(axis=1), -1)
+    cluster_lowest = np.full(n_clusters, domain.size)
+    cluster_highest = np.full(n_clusters, -1)
+    np.minimum.at(cluster_lowest, clusters, lowest)
+    np.maximum.at(cluster_highest, clusters, highest)
+    included = drawn > 0
+    spread = np.where(included, cluster_highest, -1).max(axis=1) > np.where(
+        included, cluster_lowest, domain.size
+    ).min(axis=1)
+    if level == "ordinal":
+        per_cluster = _unit_coincidences(counts, weight, clusters, n_clusters)
+        values = domain.size
+        resampled = (drawn @ per_cluster.reshape(n_clusters, -1)).reshape(-1, values, values)
+        alphas = _alpha_ordinal(resampled)
+    else:
+        per_unit = _unit_statistics(counts, weight, domain, level)
+        per_cluster = np.zeros((n_clusters, per_unit.shape[1]))
+        np.add.at(per_cluster, clusters, per_unit)
+        alphas = _alpha_fixed(drawn @ per_cluster, domain, level)
+    return np.where(spread, alphas, np.nan)
+
+
+def alpha(data, *, level: str, value_domain=None) -> float:
+    """Krippendorff's alpha of a raters x units matrix (np.nan = missing) at `level`.
+
+    Equals `krippendorff.alpha(reliability_data=data, level_of_measurement=level,
+    value_domain=value_domain)`. Units with fewer than two ratings drop out. Returns nan when
+    there is no expected disagreement (every pairable rating has the same value), where the
+    statistic is undefined; raises ValueError when no unit has two ratings.
+    """
+    matrix, domain, counts, weight = _prepared(data, level, value_domain)
+    one_cluster = np.zeros(matrix.shape[1], dtype=int)
+    return float(_alphas(counts, weight, domain, level, one_cluster, np.ones((1, 1)))[0])
+
+
+def resample_draws(n_clusters: int, *, resamples: int = 1000, seed: int = 0) -> np.ndarray:
+    """resamples x n_clusters cluster indices drawn with replacement, from a seeded generator.
+
+    One report draws once and passes the same draws to every statistic, so that all of its
+    intervals rest on the same resamples.
+    """
+    if n_clusters < 1 or resamples < 1:
+        raise ValueError("A bootstrap needs at least one cluster and one resample.")
+    return np.random.default_rng(seed).integers(0, n_clusters, size=(resamples, n_clusters))
+
+
+def _draw_counts(draws: np.ndarray) -> np.ndarray:
+    """resamples x n_clusters: how often each resample drew each cluster."""
+    resamples, n_clusters = draws.shape
+    offsets = np.arange(resamples)[:, None] * n_clusters
+    flat = np.bincount((draws + offsets).ravel(), minlength=resamples * n_clusters)
+    return flat.reshape(resamples, n_clusters).astype(float)
+
+
+def _interval(estimate: float, values: np.ndarray) -> Interval:
+    defined = values[~np.isnan(values)]
+    tail = (1 - CONFIDENCE) / 2 * 100
+    low, high = np.percentile(defined, [tail, 100 - tail]) if defined.size else (np.nan, np.nan)
+    return Interval(
+        estimate=estimate,
+        low=float(low),
+        high=float(high),
+        resamples_used=int(defined.size),
+        resamples_undefined=int(values.size - defined.size),
+    )
+
+
+def alpha_resamples(data, *, level: str, clusters, draws, value_domain=None) -> np.ndarray:
+    """Alpha of every cluster resample in `draws` (nan where it is undefined).
+
+    `clusters[u]` is the cluster (0 .. n_clusters - 1) of unit u, the column u of `data`;
+    `draws` come from `resample_draws(n_clusters)`. A resample holds every unit of each drawn
+    cluster, as often as the cluster was drawn; no resampled matrix is ever built.
+    """
+    matrix, domain, counts, weight = _prepared(data, level, value_domain)
+    clusters = np.asarray(clusters, dtype=int)
+    draws = np.asarray(draws, dtype=int)
+    n_clusters = draws.shape[1]
+    if clusters.shape != (matrix.shape[1],):
+        raise ValueError("`clusters` needs one cluster index per unit.")
+    if clusters.min() < 0 or clusters.max() >= n_clusters:
+        raise ValueError(f"Cluster indices must lie in 0..{n_clusters - 1}, as in the draws.")
+    return _alphas(counts, weight, domain, level, clusters, _draw_counts(draws))
+
+
+def alpha_bootstrap(data, *, level: str, clusters, draws, value_domain=None) -> Interval:
+    """Alpha with its percentile interval over the cluster resamples of `alpha_resamples`."""
+    alphas = alpha_resamples(
+        data, level=level, clusters=clusters, draws=draws, value_domain=value_domain
+    )
+    return _interval(alpha(data, level=level, value_domain=value_domain), alphas)
+
+
+def long_to_matrix(frame: pd.DataFrame, *, unit: str, rater: str, value: str):
+    """(raters x units matrix, unit labels, rater labels) from one rating per row.
+
+    Labels keep the order in which they first appear. Rows with a missing value are no rating.
+    Values must be numbers; a rater who rated a unit twice is a ValueError.
+    """
+    rows = frame[[unit, rater, value]].dropna(subset=[value])
+    if rows.duplicated(subset=[unit, rater]).any():
+        raise ValueError("A rater rated a unit more than once.")
+    unit_codes, unit_labels = pd.factorize(rows[unit])
+    rater_codes, rater_labels = pd.factorize(rows[rater])
+    matrix = np.full((len(rater_labels), len(unit_labels)), np.nan)
+    matrix[rater_codes, unit_codes] = pd.to_numeric(rows[value]).to_numpy(dtype=float)
+    return matrix, list(unit_labels), list(rater_labels)
+
+
+# --- Spearman's rho --------------------------------------------------------------------------
+
+
+def spearman(x, y) -> tuple[float, float, int]:
+    """(rho, two-sided p, pairs used) by scipy.stats.spearmanr, pairs with a nan left out."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    both = ~(np.isnan(x) | np.isnan(y))
+    n = int(both.sum())
+    if n < 2:
+        return np.nan, np.nan, n
+    result = stats.spearmanr(x[both], y[both])
+    return float(result.statistic), float(result.pvalue), n
+
+
+def spearman_resamples(x, y, *, draws) -> np.ndarray:
+    """Rho of every resample of the pairs in `draws` ((x[i], y[i]) is cluster i); nan where a
+    side is constant.
+
+    Every resample is ranked at once (average ranks for ties, as spearmanr does) and rho is the
+    Pearson correlation of the ranks, row by row. Pairs with a nan are left out of each resample.
+    """
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    draws = np.asarray(draws, dtype=int)
+    if x.shape != y.shape or draws.shape[1] != x.size:
+        raise ValueError("x and y need one value per cluster of the draws.")
+    missing = np.isnan(x) | np.isnan(y)
+    xs = np.where(missing, np.nan, x)[draws]
+    ys = np.where(missing, np.nan, y)[draws]
+    x_ranks = stats.rankdata(xs, axis=1, nan_policy="omit")
+    y_ranks = stats.rankdata(ys, axis=1, nan_policy="omit")
+    x_dev = x_ranks - np.nanmean(x_ranks, axis=1, keepdims=True)
+    y_dev = y_ranks - np.nanmean(y_ranks, axis=1, keepdims=True)
+    x_ss, y_ss = np.nansum(x_dev**2, axis=1), np.nansum(y_dev**2, axis=1)
+    # Ranks are multiples of 1/2, so a side with any spread has a sum of squares >= 1/2.
+    defined = (x_ss > 1e-9) & (y_ss > 1e-9)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(defined, np.nansum(x_dev * y_dev, axis=1) / np.sqrt(x_ss * y_ss), np.nan)
+
+
+def spearman_bootstrap(x, y, *, draws) -> Interval:
+    """Rho with its percentile interval over the resamples of `spearman_resamples`."""
+    return _interval(spearman(x, y)[0], spearman_resamples(x, y, draws=draws))
+
+
+# --- Spread of the ratings of each unit ------------------------------------------------------
+
+
+def rating_ranges(data) -> dict[int, int]:
+    """How many units have each range of ratings (max - min), over units with 2+ ratings.
+
+    0 means every rater agreed, 1 one point apart, and so on; every range from 0 to the largest
+    is listed, with 0 units where none has it. The ratings must be whole numbers.
+    """
+    matrix = _as_matrix(data)
+    rated = (~np.isnan(matrix)).sum(axis=0) >= 2
+    columns = matrix[:, rated]
+    if (columns[~np.isnan(columns)] % 1).any():
+        raise ValueError("Rating ranges need whole-number ratings.")
+    if not rated.any():
+        return {}
+    spans = (np.nanmax(columns, axis=0) - np.nanmin(columns, axis=0)).astype(int)
+    counts = np.bincount(spans)
+    return {span: int(count) for span, count in enumerate(counts)}
+
+
+def unit_sds(data) -> np.ndarray:
+    """The standard deviation of each unit's ratings: population SD (ddof=0), as the paper's
+    Figure 5 plots it; nan for a unit with fewer than two ratings.
+
+    The paper maps the answers to -1..1 first (`scale_to_unit`); the caller does that.
+    """
+    matrix = _as_matrix(data)
+    rated = (~np.isnan(matrix)).sum(axis=0)
+    sds = np.full(matrix.shape[1], np.nan)
+    sds[rated >= 2] = np.nanstd(matrix[:, rated >= 2], axis=0, ddof=0)
+    return sds
+
+
+def ecdf(values) -> tuple[np.ndarray, np.ndarray]:
+    """The empirical cumulative distribution: (distinct values sorted, share of values <= each).
+    nan values are left out."""
+    values = np.asarray(values, dtype=float)
+    values = values[~np.isnan(values)]
+    x, counts = np.unique(values, return_counts=True)
+    return x, np.cumsum(counts) / values.size
+
+
+def scale_to_unit(values, *, points: int) -> np.ndarray:
+    """Map answers 1..points linearly onto -1..1 (1 -> -1, points -> 1); nan stays nan.
+
+    Yes/no items are not on a scale: the caller maps them.
+    """
+    if points < 2:
+        raise ValueError("A scale has at least two points.")
+    values = np.asarray(values, dtype=float)
+    given = values[~np.isnan(values)]
+    if ((given < 1) | (given > points)).any():
+        raise ValueError(f"Answers on a {points}-point scale lie in 1..{points}.")
+    return -1 + 2 * (values - 1) / (points - 1)

@@ -1,0 +1,350 @@
+"""The reports' figures, drawn on the server as SVG with matplotlib.
+
+Each function takes the caller's title and data as keyword arguments and returns the SVG
+text. The same data always gives the same bytes (the SVG's ids are hashed with a fixed salt
+and the file carries no date), so a figure can be cached and compared in tests.
+
+matplotlib is imported inside the functions: web and worker processes import this module,
+and only a request that draws should pay for matplotlib's memory and import time. Figures
+are made with `matplotlib.figure.Figure` on the SVG canvas, never through `pyplot`, whose
+registry of open figures is global state that threads of a web process would share.
+
+Text stays text in the SVG (readable, searchable, selectable), at 10 pt or more. Colours are
+colour-blind safe: Okabe and Ito's palette for series, and a diverging orange-to-purple
+scale (ColorBrewer's PuOr) for the points of an ordered answer scale. Labels given by the
+caller (model names, item wording) are written literally: matplotlib escapes them for XML,
+and mathtext (`$...$`) is off, so "costs $5 and $6" is not typeset as maths.
+"""
+
+import functools
+import io
+import math
+import textwrap
+from collections.abc import Sequence
+from xml.sax.saxutils import escape
+
+# Okabe & Ito (2008), "Color universal design": distinguishable with every common colour
+# vision deficiency. Ordered so that the first colours, used most, have the most contrast
+# with a white background; the yellow comes last.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#000000", "#F0E442")
+# Past eight series colours repeat, so the repetition is told apart by pattern.
+HATCHES = ("", "//", "..", "xx")
+LINESTYLES = ("-", "--", "-.", ":")
+# ColorBrewer's PuOr, a diverging scale safe for colour-blind readers (Brewer, colorbrewer2.org).
+DIVERGING_COLORMAP = "PuOr"
+EDGE = "#333333"
+
+WIDTH_IN = 7.0
+TITLE_PT = 12
+TEXT_PT = 11
+SMALL_PT = 10  # the smallest text in a figure: tick labels, legends, values on bars
+TITLE_CHARS = 64
+LEGEND_CHARS = 48
+NO_DATA = "No data"
+
+# Read by matplotlib's SVG writer from the process-wide rcParams when it saves; there is no
+# per-figure setting for them. The values never vary, so setting them once per process is
+# safe under threads (unlike `rc_context`, which swaps the global values for a moment).
+RC_PARAMS = {
+    "svg.fonttype": "none",
+    "svg.hashsalt": "assay-analysis-plots",
+    "text.parse_math": False,
+    "font.size": TEXT_PT,
+    "axes.titlesize": TEXT_PT,
+    "axes.labelsize": TEXT_PT,
+    "xtick.labelsize": SMALL_PT,
+    "ytick.labelsize": SMALL_PT,
+    "legend.fontsize": SMALL_PT,
+    "figure.titlesize": TITLE_PT,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
+
+
+@functools.cache
+def _matplotlib():
+    import matplotlib
+
+    matplotlib.rcParams.update(RC_PARAMS)
+    from matplotlib.backends.backend_svg import FigureCanvasSVG
+    from matplotlib.figure import Figure
+
+    return Figure, FigureCanvasSVG
+
+
+def _figure(*, height_in: float, title: str, **subplots):
+    Figure, FigureCanvasSVG = _matplotlib()
+    fig = Figure(figsize=(WIDTH_IN, height_in), layout="constrained")
+    FigureCanvasSVG(fig)
+    fig.suptitle(_wrap(title, TITLE_CHARS), fontweight="bold")
+    return fig, (fig.subplots(**subplots) if subplots else None)
+
+
+def _wrap(text: str, width: int) -> str:
+    return "\n".join(textwrap.wrap(text, width, break_long_words=False)) or text
+
+
+def _svg(fig, *, title: str, desc: str) -> str:
+    out = io.StringIO()
+    fig.savefig(out, format="svg", metadata={"Date": None})
+    svg = out.getvalue()
+    # A <title> (and <desc>) as the first children of <svg> name the image for assistive
+    # technology and for whoever opens the file alone; matplotlib writes neither.
+    start = svg.index("<svg")
+    end = svg.index(">", start) + 1
+    named = f"\n <title>{escape(title)}</title>\n <desc>{escape(desc)}</desc>"
+    return svg[:end] + named + svg[end:]
+
+
+def _no_data(title: str) -> str:
+    fig, _ = _figure(height_in=1.6, title=title)
+    fig.text(0.5, 0.4, NO_DATA, ha="center", va="center", fontsize=TEXT_PT, color="#555555")
+    return _svg(fig, title=title, desc=f"{NO_DATA}.")
+
+
+def _series_style(index: int) -> dict:
+    return {
+        "color": PALETTE[index % len(PALETTE)],
+        "hatch": HATCHES[index // len(PALETTE) % len(HATCHES)],
+    }
+
+
+def _line_style(index: int) -> dict:
+    # Colour and dash both change from one line to the next, so lines stay apart in grey print.
+    return {
+        "color": PALETTE[index % len(PALETTE)],
+        "linestyle": LINESTYLES[index % len(LINESTYLES)],
+    }
+
+
+def _text_color(fill) -> str:
+    """Black or white, whichever contrasts more with `fill` (WCAG relative luminance)."""
+    from matplotlib.colors import to_rgb
+
+    def linear(c):
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (linear(c) for c in to_rgb(fill))
+    luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b
+    return "#000000" if (luminance + 0.05) / 0.05 >= 1.05 / (luminance + 0.05) else "#ffffff"
+
+
+def _legend_below(fig, ax, labels: Sequence[str]) -> None:
+    # Below the axes, outside them, so the legend never covers data; as many columns as the
+    # labels' estimated width allows (about 0.6 em a character, plus the key).
+    longest = min(LEGEND_CHARS, max(len(label) for label in labels))
+    per_label = longest * SMALL_PT * 0.6 + 3 * SMALL_PT
+    columns = max(1, min(len(labels), int(WIDTH_IN * 72 * 0.95 // per_label)))
+    handles, names = ax.get_legend_handles_labels()
+    names = [_wrap(name, LEGEND_CHARS) for name in names]
+    fig.legend(handles, names, loc="outside lower center", ncols=columns, frameon=False)
+
+
+def _hide_labels_that_do_not_fit(fig, pairs, *, horizontal: bool) -> None:
+    """Hide each value label wider (or taller) than its bar: a cramped label is unreadable."""
+    fig.draw_without_rendering()
+    for text, bar in pairs:
+        label, room = text.get_window_extent(), bar.get_window_extent()
+        fits = (
+            label.width + 4 <= room.width and label.height <= room.height
+            if horizontal
+            else label.width <= room.width + 2
+        )
+        text.set_visible(fits)
+
+
+def stacked_percent_bars(
+    *,
+    title: str,
+    rows: list[tuple[str, list[float]]],
+    categories: list[str],
+    xlabel: str = "Share of answers (%)",
+) -> str:
+    """One horizontal bar per row, split into `categories` (lowest scale point first) by percent."""
+    if not rows or not categories:
+        return _no_data(title)
+    for label, values in rows:
+        if len(values) != len(categories):
+            raise ValueError(
+                f"Row {label!r} has {len(values)} values for {len(categories)} categories."
+            )
+    from matplotlib import colormaps
+
+    fig, ax = _figure(height_in=1.9 + 0.5 * len(rows), title=title, nrows=1, ncols=1)
+    colormap = colormaps[DIVERGING_COLORMAP]
+    # The scale's ends stop short of the colormap's darkest colours, which would hide the labels.
+    colors = [
+        colormap(0.12 + 0.76 * i / max(1, len(categories) - 1)) for i in range(len(categories))
+    ]
+    if len(categories) == 1:
+        colors = [PALETTE[0]]
+    positions = list(range(len(rows)))
+    left = [0.0] * len(rows)
+    pairs = []
+    for c, (category, color) in enumerate(zip(categories, colors, strict=True)):
+        widths = [values[c] for _, values in rows]
+        bars = ax.barh(
+            positions, widths, left=left, color=color, edgecolor=EDGE, linewidth=0.6, label=category
+        )
+        for bar, width, start in zip(bars, widths, left, strict=True):
+            if width > 0:
+                text = ax.text(
+                    start + width / 2,
+                    bar.get_y() + bar.get_height() / 2,
+                    f"{width:.0f}%",
+                    ha="center",
+                    va="center",
+                    fontsize=SMALL_PT,
+                    color=_text_color(color),
+                )
+                pairs.append((text, bar))
+        left = [a + b for a, b in zip(left, widths, strict=True)]
+    ax.set_yticks(positions, [_wrap(label, 28) for label, _ in rows])
+    ax.invert_yaxis()  # the first row on top, as it reads
+    ax.set_xlim(0, max(100.0, *left))
+    ax.set_xlabel(xlabel)
+    ax.tick_params(axis="y", length=0)
+    ax.spines["left"].set_visible(False)
+    _legend_below(fig, ax, categories)
+    _hide_labels_that_do_not_fit(fig, pairs, horizontal=True)
+    desc = (
+        f"Horizontal bars, one per row ({'; '.join(label for label, _ in rows)}), each split by "
+        f"percent into: {'; '.join(categories)} (lowest first). X axis: {xlabel}."
+    )
+    return _svg(fig, title=title, desc=desc)
+
+
+def grouped_bars(
+    *,
+    title: str,
+    categories: list[str],
+    series: dict[str, list[float]],
+    xlabel: str,
+    ylabel: str,
+) -> str:
+    """Vertical bars grouped by category, one bar per series in each group."""
+    if not categories or not series:
+        return _no_data(title)
+    for name, values in series.items():
+        if len(values) != len(categories):
+            raise ValueError(
+                f"Series {name!r} has {len(values)} values for {len(categories)} categories."
+            )
+    fig, ax = _figure(height_in=4.6, title=title, nrows=1, ncols=1)
+    group = 0.8  # the share of each category's slot that its bars fill
+    width = group / len(series)
+    pairs = []
+    for s, (name, values) in enumerate(series.items()):
+        positions = [c - group / 2 + width * (s + 0.5) for c in range(len(categories))]
+        bars = ax.bar(
+            positions, values, width, edgecolor=EDGE, linewidth=0.6, label=name, **_series_style(s)
+        )
+        for bar, value in zip(bars, values, strict=True):
+            up = value >= 0  # the value sits beyond the bar's end, whichever way it points
+            text = ax.annotate(
+                f"{value:.0f}",
+                (bar.get_x() + bar.get_width() / 2, value),
+                xytext=(0, 2 if up else -2),
+                textcoords="offset points",
+                ha="center",
+                va="bottom" if up else "top",
+                fontsize=SMALL_PT,
+            )
+            pairs.append((text, bar))
+    ax.set_xticks(
+        range(len(categories)), [_wrap(c, max(8, 90 // len(categories))) for c in categories]
+    )
+    ax.margins(y=0.12)  # room above the tallest bar for its value
+    if min(min(values) for values in series.values()) >= 0:
+        ax.set_ylim(bottom=0)  # bars stand on the axis, not above a margin
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(axis="y", color="#dddddd", linewidth=0.6)
+    ax.set_axisbelow(True)
+    _legend_below(fig, ax, list(series))
+    _hide_labels_that_do_not_fit(fig, pairs, horizontal=False)
+    desc = (
+        f"Grouped vertical bars. Groups (x axis, {xlabel}): {'; '.join(categories)}. "
+        f"Bars in each group: {'; '.join(series)}. Y axis: {ylabel}."
+    )
+    return _svg(fig, title=title, desc=desc)
+
+
+def step_lines(
+    *,
+    title: str,
+    series: dict[str, tuple[Sequence[float], Sequence[float]]],
+    xlabel: str,
+    ylabel: str,
+) -> str:
+    """Step lines, one per series of (x, y) points: cumulative distributions."""
+    if not series or all(len(xs) == 0 for xs, _ in series.values()):
+        return _no_data(title)
+    for name, (xs, ys) in series.items():
+        if len(xs) != len(ys):
+            raise ValueError(f"Series {name!r} has {len(xs)} x values and {len(ys)} y values.")
+    fig, ax = _figure(height_in=4.6, title=title, nrows=1, ncols=1)
+    for s, (name, (xs, ys)) in enumerate(series.items()):
+        ax.step(list(xs), list(ys), where="post", linewidth=2, label=name, **_line_style(s))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(color="#dddddd", linewidth=0.6)
+    ax.set_axisbelow(True)
+    _legend_below(fig, ax, list(series))
+    desc = f"Step lines, one per series: {'; '.join(series)}. X axis: {xlabel}. Y axis: {ylabel}."
+    return _svg(fig, title=title, desc=desc)
+
+
+def histograms(
+    *,
+    title: str,
+    series: dict[str, Sequence[float]],
+    bins: int | Sequence[float],
+    xlabel: str,
+    ylabel: str,
+) -> str:
+    """One histogram per series as small multiples on shared axes and the same bins."""
+    present = {name: list(values) for name, values in series.items()}
+    if not present or not any(present.values()):
+        return _no_data(title)
+    import numpy as np
+    from matplotlib.ticker import MaxNLocator
+
+    everything = [v for values in present.values() for v in values]
+    # One set of bin edges for every panel, so that panels compare bar for bar.
+    edges = np.histogram_bin_edges(everything, bins=bins)
+    columns = 1 if len(present) <= 3 else 2
+    panel_rows = math.ceil(len(present) / columns)
+    fig, axes = _figure(
+        height_in=1.3 + 1.7 * panel_rows,
+        title=title,
+        nrows=panel_rows,
+        ncols=columns,
+        sharex=True,
+        sharey=True,
+        squeeze=False,
+    )
+    panels = axes.flatten()
+    for s, (name, values) in enumerate(present.items()):
+        ax = panels[s]
+        ax.hist(values, bins=edges, edgecolor=EDGE, linewidth=0.6, **_series_style(s))
+        ax.set_title(name, loc="left")
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts: no half answers
+        ax.grid(axis="y", color="#dddddd", linewidth=0.6)
+        ax.set_axisbelow(True)
+        if not values:
+            ax.text(
+                0.5, 0.5, NO_DATA, transform=ax.transAxes, ha="center", va="center", color="#555555"
+            )
+    for s in range(len(present), len(panels)):
+        panels[s].set_visible(False)
+        # Shared axes show x tick labels on the bottom row only; the panel above an empty
+        # slot is the bottom of its column.
+        panels[s - columns].tick_params(labelbottom=True)
+    fig.supxlabel(xlabel, fontsize=TEXT_PT)
+    fig.supylabel(ylabel, fontsize=TEXT_PT)
+    desc = (
+        f"Histograms on the same bins, one panel per series: {'; '.join(present)}. "
+        f"X axis: {xlabel}. Y axis: {ylabel}."
+    )
+    return _svg(fig, title=title, desc=desc)

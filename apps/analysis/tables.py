@@ -1,0 +1,94 @@
+"""A report table described once, shown as HTML (`analysis/_table.html`) and downloaded as CSV.
+
+The page shows numbers rounded for reading; the CSV carries the raw values at full precision,
+so that whoever publishes from it rounds once, from the real number. The data behind a figure
+is a `Table` too. The CSV is written by the console's formula-safe writer (`csv_rows`), so a
+model called "=HYPERLINK(...)" reaches a spreadsheet as text.
+"""
+
+import math
+import numbers
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Literal
+
+from django.http import StreamingHttpResponse
+
+from apps.console.csv_export import csv_rows
+
+MISSING = "\u2014"  # an em dash, for a value that is not there (None or NaN)
+# What a filename in Content-Disposition may hold: no quote, no header-breaking character.
+UNSAFE_IN_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+Kind = Literal["text", "int", "float", "percent"]
+
+
+@dataclass(frozen=True)
+class Column:
+    """`digits` is the number of decimals shown for a float or a percent.
+
+    A percent column holds percentage points (42.5 for 42.5%), as the plots take them.
+    """
+
+    key: str
+    label: str
+    kind: Kind = "text"
+    digits: int = 3
+
+    def format(self, value) -> str:
+        if value is None or (isinstance(value, numbers.Real) and math.isnan(value)):
+            return MISSING
+        if self.kind == "int":
+            return f"{value:,}"
+        if self.kind == "float":
+            return f"{value:,.{self.digits}f}"
+        if self.kind == "percent":
+            return f"{value:,.{self.digits}f}%"
+        return str(value)
+
+
+@dataclass
+class Table:
+    """The first column names each row: the HTML marks its cells as row headers.
+
+    `n` says what the numbers rest on ("90 scenarios, 94 people, 3,150 answers").
+    """
+
+    name: str
+    title: str
+    columns: list[Column]
+    rows: list[dict]
+    notes: list[str] = field(default_factory=list)
+    n: str = ""
+
+    def formatted_rows(self) -> list[list[str]]:
+        return [[column.format(row[column.key]) for column in self.columns] for row in self.rows]
+
+    def raw_rows(self) -> Iterator[list]:
+        for row in self.rows:
+            yield [_raw(row[column.key]) for column in self.columns]
+
+
+def _raw(value):
+    # NumPy's and pandas' numbers are not int or float, and the CSV writer would quote a
+    # negative one as text; NaN would be written as the word "nan". Plain numbers and an
+    # empty cell read back as what they are.
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        value = float(value)
+        return None if math.isnan(value) else value
+    return value
+
+
+def table_csv_response(table: Table, *, filename: str) -> StreamingHttpResponse:
+    header = [column.label for column in table.columns]
+    response = StreamingHttpResponse(
+        csv_rows(header, table.raw_rows()), content_type="text/csv; charset=utf-8"
+    )
+    filename = UNSAFE_IN_FILENAME.sub("-", filename)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response

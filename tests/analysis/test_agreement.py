@@ -1,0 +1,318 @@
+import krippendorff
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from apps.analysis import agreement
+from apps.analysis.agreement import LEVELS
+
+NAN = np.nan
+
+# K. Krippendorff, "Computing Krippendorff's Alpha-Reliability" (2011), the worked example with
+# missing data: observers A-D (rows) by units 1-12 (columns), values 1-5.
+KRIPPENDORFF_2011 = np.array(
+    [
+        [1, 2, 3, 3, 2, 1, 4, 1, 2, NAN, NAN, NAN],
+        [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, NAN, 3],
+        [NAN, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, NAN],
+        [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, NAN],
+    ]
+)
+PUBLISHED = {"nominal": 0.743, "ordinal": 0.815, "interval": 0.849, "ratio": 0.797}
+
+
+def random_ratings(rng, *, raters, units, values=5, missing=0.3):
+    matrix = rng.integers(1, values + 1, size=(raters, units)).astype(float)
+    matrix[rng.random(matrix.shape) < missing] = NAN
+    return matrix
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_alpha_reproduces_the_published_worked_example(level):
+    assert round(agreement.alpha(KRIPPENDORFF_2011, level=level), 3) == PUBLISHED[level]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize(
+    ("raters", "units", "values", "missing"),
+    [(2, 10, 2, 0.0), (3, 25, 5, 0.3), (7, 40, 7, 0.5), (30, 12, 5, 0.6), (4, 200, 11, 0.2)],
+)
+def test_alpha_equals_the_krippendorff_package_on_random_data(
+    level, raters, units, values, missing
+):
+    rng = np.random.default_rng(raters * 1000 + units)
+    for _ in range(5):
+        data = random_ratings(rng, raters=raters, units=units, values=values, missing=missing)
+        expected = krippendorff.alpha(reliability_data=data, level_of_measurement=level)
+        assert agreement.alpha(data, level=level) == pytest.approx(expected, abs=1e-9)
+
+
+@pytest.mark.parametrize("offset", [0, 1e3, 1e6])
+def test_alpha_equals_the_package_on_measurements_with_many_distinct_values(offset):
+    # Interval alpha comes from sums of values and of their squares: far from zero, the sums
+    # must not swallow the differences between raters.
+    rng = np.random.default_rng(9)
+    truth = rng.normal(size=300)
+    data = np.round(offset + truth + rng.normal(size=(5, 300)) * 0.5, 2)
+    data[rng.random(data.shape) < 0.3] = NAN
+
+    for level in ("interval", "ratio"):
+        expected = krippendorff.alpha(reliability_data=data, level_of_measurement=level)
+        assert agreement.alpha(data, level=level) == pytest.approx(expected, abs=1e-9)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_values_of_the_domain_never_observed_change_nothing_as_in_the_package(level):
+    # Ordinal distances sum the counts of the values between two values; a value nobody gave
+    # counts 0, so the package's result is the same with or without it, and so is ours.
+    data = random_ratings(np.random.default_rng(3), raters=4, units=30, values=4)
+    domain = [0, 1, 2, 3, 4, 5, 6, 9]
+    package = krippendorff.alpha(
+        reliability_data=data, level_of_measurement=level, value_domain=domain
+    )
+
+    ours = agreement.alpha(data, level=level, value_domain=domain)
+
+    assert ours == pytest.approx(package, abs=1e-9)
+    assert ours == pytest.approx(agreement.alpha(data, level=level), abs=1e-9)
+
+
+def test_alpha_follows_the_order_of_the_value_domain_at_the_ordinal_level():
+    data = random_ratings(np.random.default_rng(4), raters=3, units=30, values=4)
+    domain = [3, 1, 4, 2]
+    package = krippendorff.alpha(
+        reliability_data=data, level_of_measurement="ordinal", value_domain=domain
+    )
+
+    ours = agreement.alpha(data, level="ordinal", value_domain=domain)
+
+    assert ours == pytest.approx(package, abs=1e-9)
+    assert ours != pytest.approx(agreement.alpha(data, level="ordinal"), abs=1e-3)
+
+
+def test_units_with_one_rating_drop_out():
+    with_singles = np.array([[1, 2, 3, 5, NAN], [1, 3, 3, NAN, 4], [2, 2, 3, NAN, NAN]])
+
+    for level in LEVELS:
+        assert agreement.alpha(with_singles, level=level) == pytest.approx(
+            agreement.alpha(with_singles[:, :3], level=level), abs=1e-12
+        )
+
+
+def test_alpha_refuses_data_with_no_pairable_unit():
+    with pytest.raises(ValueError, match="No unit has two or more ratings"):
+        agreement.alpha(np.array([[1, NAN], [NAN, 2]]), level="nominal")
+
+
+def test_alpha_is_undefined_when_every_pairable_rating_is_the_same():
+    for level in LEVELS:
+        assert np.isnan(agreement.alpha(np.array([[2, 2, 5], [2, 2, NAN]]), level=level))
+
+
+def test_alpha_refuses_values_outside_the_domain_and_unknown_levels():
+    with pytest.raises(ValueError, match="outside the value domain"):
+        agreement.alpha(KRIPPENDORFF_2011, level="ordinal", value_domain=[1, 2, 3])
+    with pytest.raises(ValueError, match="Unknown level"):
+        agreement.alpha(KRIPPENDORFF_2011, level="cardinal")
+
+
+def test_long_to_matrix_puts_each_rating_at_its_rater_and_unit():
+    frame = pd.DataFrame(
+        {
+            "scenario": ["s1", "s1", "s2", "s2", "s3"],
+            "who": ["ann", "bob", "bob", "cat", "ann"],
+            "score": [1, 2, 3, NAN, 5],
+        }
+    )
+
+    matrix, units, raters = agreement.long_to_matrix(
+        frame, unit="scenario", rater="who", value="score"
+    )
+
+    assert units == ["s1", "s2", "s3"]
+    assert raters == ["ann", "bob"]  # cat's only row has no value: no rating
+    np.testing.assert_array_equal(matrix, [[1, NAN, 5], [2, 3, NAN]])
+
+
+def test_long_to_matrix_refuses_a_rater_who_rated_a_unit_twice():
+    frame = pd.DataFrame({"u": ["a", "a"], "r": ["x", "x"], "v": [1, 2]})
+
+    with pytest.raises(ValueError, match="more than once"):
+        agreement.long_to_matrix(frame, unit="u", rater="r", value="v")
+
+
+def test_resample_draws_are_seeded_and_in_range():
+    draws = agreement.resample_draws(7, resamples=50, seed=11)
+
+    assert draws.shape == (50, 7)
+    assert draws.min() >= 0 and draws.max() <= 6
+    np.testing.assert_array_equal(draws, agreement.resample_draws(7, resamples=50, seed=11))
+    assert not np.array_equal(draws, agreement.resample_draws(7, resamples=50, seed=12))
+
+
+def explicit_resample(data, clusters, drawn):
+    """The resampled matrix itself: every unit of each drawn cluster, once per draw."""
+    return np.concatenate([data[:, clusters == cluster] for cluster in drawn], axis=1)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_the_vectorised_bootstrap_equals_alpha_on_explicitly_resampled_matrices(level):
+    rng = np.random.default_rng(5)
+    scenarios, items = 12, 3
+    data = random_ratings(rng, raters=6, units=scenarios * items, missing=0.4)
+    clusters = np.repeat(np.arange(scenarios), items)
+    draws = agreement.resample_draws(scenarios, resamples=40, seed=2)
+
+    vectorised = agreement.alpha_resamples(data, level=level, clusters=clusters, draws=draws)
+
+    assert vectorised.shape == (40,)
+    for row, drawn in enumerate(draws[:8]):
+        explicit = agreement.alpha(explicit_resample(data, clusters, drawn), level=level)
+        assert vectorised[row] == pytest.approx(explicit, abs=1e-9)
+
+
+def test_the_bootstrap_passes_the_value_domain_on():
+    data = random_ratings(np.random.default_rng(8), raters=4, units=15, values=3)
+    clusters = np.arange(15)
+    draws = agreement.resample_draws(15, resamples=5, seed=4)
+
+    resampled = agreement.alpha_resamples(
+        data, level="ordinal", clusters=clusters, draws=draws, value_domain=[3, 2, 1]
+    )
+
+    for row, drawn in enumerate(draws):
+        explicit = agreement.alpha(
+            explicit_resample(data, clusters, drawn), level="ordinal", value_domain=[3, 2, 1]
+        )
+        assert resampled[row] == pytest.approx(explicit, abs=1e-9)
+
+
+def test_the_bootstrap_interval_is_the_percentiles_of_the_resampled_alphas():
+    rng = np.random.default_rng(6)
+    data = random_ratings(rng, raters=5, units=20, missing=0.2)
+    clusters = np.arange(20)
+    draws = agreement.resample_draws(20, resamples=200, seed=1)
+    resampled = [
+        agreement.alpha(explicit_resample(data, clusters, drawn), level="interval")
+        for drawn in draws
+    ]
+
+    interval = agreement.alpha_bootstrap(data, level="interval", clusters=clusters, draws=draws)
+
+    assert interval.estimate == pytest.approx(agreement.alpha(data, level="interval"))
+    assert interval.low == pytest.approx(np.percentile(resampled, 2.5), abs=1e-9)
+    assert interval.high == pytest.approx(np.percentile(resampled, 97.5), abs=1e-9)
+    assert (interval.resamples_used, interval.resamples_undefined) == (200, 0)
+
+
+def test_resamples_without_expected_disagreement_are_left_out_and_counted():
+    # Units 0 and 1 (cluster 0) agree on 1; unit 2 (cluster 1) is rated 1 and 3. A resample that
+    # draws cluster 0 twice holds only 1s: no expected disagreement, alpha undefined.
+    data = np.array([[1, 1, 1], [1, 1, 3]])
+    clusters = np.array([0, 0, 1])
+    draws = np.array([[0, 0], [0, 1], [1, 0], [1, 1]])
+
+    interval = agreement.alpha_bootstrap(data, level="nominal", clusters=clusters, draws=draws)
+
+    assert (interval.resamples_used, interval.resamples_undefined) == (3, 1)
+    resampled = agreement.alpha_resamples(data, level="nominal", clusters=clusters, draws=draws)
+    assert np.isnan(resampled[0]) and not np.isnan(resampled[1:]).any()
+
+
+def test_the_bootstrap_refuses_clusters_that_do_not_match_the_draws():
+    draws = agreement.resample_draws(3, resamples=5)
+
+    with pytest.raises(ValueError, match="one cluster index per unit"):
+        agreement.alpha_bootstrap(KRIPPENDORFF_2011, level="nominal", clusters=[0, 1], draws=draws)
+    with pytest.raises(ValueError, match=r"must lie in 0\.\.2"):
+        agreement.alpha_bootstrap(
+            KRIPPENDORFF_2011, level="nominal", clusters=np.arange(12) % 4, draws=draws
+        )
+
+
+def test_spearman_drops_pairs_with_a_missing_side():
+    x = [1, 2, NAN, 4, 5, 6]
+    y = [2, 1, 3, 5, NAN, 7]
+
+    rho, p, n = agreement.spearman(x, y)
+
+    expected = stats.spearmanr([1, 2, 4, 6], [2, 1, 5, 7])
+    assert n == 4
+    assert (rho, p) == pytest.approx((expected.statistic, expected.pvalue))
+
+
+def test_the_spearman_bootstrap_equals_spearmanr_on_explicit_resamples_with_ties():
+    rng = np.random.default_rng(7)
+    x = rng.integers(1, 5, size=30).astype(float)  # few values: many ties
+    y = x + rng.integers(-1, 2, size=30)
+    draws = agreement.resample_draws(30, resamples=300, seed=3)
+    explicit = [stats.spearmanr(x[d], y[d]).statistic for d in draws]
+
+    interval = agreement.spearman_bootstrap(x, y, draws=draws)
+
+    assert interval.estimate == pytest.approx(stats.spearmanr(x, y).statistic)
+    assert interval.low == pytest.approx(np.percentile(explicit, 2.5), abs=1e-9)
+    assert interval.high == pytest.approx(np.percentile(explicit, 97.5), abs=1e-9)
+    np.testing.assert_allclose(
+        agreement.spearman_resamples(x, y, draws=draws), explicit, rtol=0, atol=1e-9
+    )
+
+
+def test_the_spearman_bootstrap_leaves_out_missing_pairs_and_constant_resamples():
+    x = np.array([1.0, 2.0, 3.0, NAN, 5.0])
+    y = np.array([1.0, 3.0, 2.0, 4.0, 4.0])
+    draws = np.array([[0, 1, 2, 3, 4], [0, 0, 0, 3, 3], [4, 2, 1, 1, 3]])
+
+    interval = agreement.spearman_bootstrap(x, y, draws=draws)
+
+    # Row 1 holds only x = 1 once the pair with nan is out: constant, rho undefined.
+    assert (interval.resamples_used, interval.resamples_undefined) == (2, 1)
+    first = stats.spearmanr([1, 2, 3, 5], [1, 3, 2, 4]).statistic
+    third = stats.spearmanr([5, 3, 2, 2], [4, 2, 3, 3]).statistic
+    assert interval.low == pytest.approx(np.percentile([first, third], 2.5))
+
+
+def test_rating_ranges_count_units_by_the_spread_of_their_ratings():
+    data = np.array(
+        [
+            [1, 3, 5, 2, 4, 1],
+            [1, 4, 1, 2, NAN, NAN],
+            [1, 3, 3, NAN, 4, NAN],
+        ]
+    )
+    # units: [1,1,1] -> 0; [3,4,3] -> 1; [5,1,3] -> 4; [2,2] -> 0; [4,4] -> 0; [1] has one rating
+    assert agreement.rating_ranges(data) == {0: 3, 1: 1, 2: 0, 3: 0, 4: 1}
+
+
+def test_rating_ranges_need_whole_numbers():
+    with pytest.raises(ValueError, match="whole-number"):
+        agreement.rating_ranges(np.array([[0.5, 1], [1, 1]]))
+
+
+def test_unit_sds_are_population_sds_of_units_with_two_ratings_or_more():
+    data = np.array([[-1, 0, 1, 1], [1, 0, NAN, NAN], [0, 0.5, NAN, NAN]])
+    # unit 0: -1, 1, 0: mean 0, squares 1 + 1 + 0 = 2, / 3 -> sqrt(2/3) = 0.8165
+    # unit 1: 0, 0, 0.5: mean 1/6, squares 1/36 + 1/36 + 4/36 = 6/36, / 3 -> sqrt(1/18) = 0.2357
+    # unit 2, unit 3: one rating each -> nan
+    sds = agreement.unit_sds(data)
+
+    np.testing.assert_allclose(sds[:2], [np.sqrt(2 / 3), np.sqrt(1 / 18)])
+    assert np.isnan(sds[2:]).all()
+
+
+def test_ecdf_gives_the_share_of_values_at_or_below_each_value():
+    # 5 values (nan left out): 0 once, 0.5 three times, 1 once -> 1/5, 4/5, 5/5
+    x, y = agreement.ecdf([0.5, 0, NAN, 1, 0.5, 0.5])
+
+    np.testing.assert_array_equal(x, [0, 0.5, 1])
+    np.testing.assert_allclose(y, [0.2, 0.8, 1.0])
+
+
+def test_scale_to_unit_maps_the_scale_ends_to_minus_one_and_one():
+    np.testing.assert_allclose(
+        agreement.scale_to_unit([1, 2, 3, 4, 5, NAN], points=5), [-1, -0.5, 0, 0.5, 1, NAN]
+    )
+    np.testing.assert_allclose(agreement.scale_to_unit([1, 4, 7], points=7), [-1, 0, 1])
+    with pytest.raises(ValueError, match=r"lie in 1\.\.5"):
+        agreement.scale_to_unit([0, 3], points=5)

@@ -1,0 +1,223 @@
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from apps.analysis import plots
+
+SVG = "{http://www.w3.org/2000/svg}"
+HOSTILE = '<script>alert(1)</script> & "x"'
+DOLLARS = "costs $5 and $6"
+SCALE = ["Strongly disagree", "Disagree", "Neither", "Agree", "Strongly agree"]
+
+
+def stacked(**overrides):
+    kwargs = {
+        "title": "Q1: the response is helpful",
+        "rows": [
+            ("People (n=450)", [5.5, 12.25, 20.0, 40.0, 22.25]),
+            ("offline-terse", [0, 2, 8, 60, 30]),
+        ],
+        "categories": SCALE,
+    }
+    return plots.stacked_percent_bars(**kwargs | overrides)
+
+
+def grouped(**overrides):
+    kwargs = {
+        "title": "Spread of ratings per scenario",
+        "categories": ["all agree", "1 apart", "2 apart"],
+        "series": {"People": [10.0, 60.0, 30.0], "offline-terse": [50.0, 40.0, 10.0]},
+        "xlabel": "Spread",
+        "ylabel": "Scenarios (%)",
+    }
+    return plots.grouped_bars(**kwargs | overrides)
+
+
+def steps(**overrides):
+    kwargs = {
+        "title": "Per-scenario SD",
+        "series": {
+            "People": ([0.0, 0.5, 1.2], [0.0, 50.0, 100.0]),
+            "offline-terse": ([0.0, 0.3], [0.0, 100.0]),
+        },
+        "xlabel": "Standard deviation",
+        "ylabel": "Cumulative share of scenarios (%)",
+    }
+    return plots.step_lines(**kwargs | overrides)
+
+
+def hists(**overrides):
+    kwargs = {
+        "title": "Scores per model",
+        "series": {"model-a": [0.1, 0.4, 0.45, 0.9], "model-b": [0.5, 0.55, 0.6]},
+        "bins": 5,
+        "xlabel": "Score",
+        "ylabel": "Answers",
+    }
+    return plots.histograms(**kwargs | overrides)
+
+
+PLOTS = [stacked, grouped, steps, hists]
+
+
+def parse(svg: str) -> ET.Element:
+    # Our own output, parsed strictly: that it parses as XML is what is checked.
+    return ET.fromstring(svg)  # noqa: S314
+
+
+def texts(svg: str) -> list[str]:
+    root = parse(svg)
+    return ["".join(element.itertext()) for element in root.iter(f"{SVG}text")]
+
+
+@pytest.mark.parametrize("draw", PLOTS)
+def test_the_same_data_draws_the_same_bytes(draw):
+    assert draw() == draw()
+
+
+@pytest.mark.parametrize("draw", PLOTS)
+def test_svg_is_titled_described_and_scales_by_its_viewbox(draw):
+    svg = draw()
+    root = parse(svg)
+    assert re.fullmatch(r"0 0 [\d.]+ [\d.]+", root.get("viewBox"))
+    first, second = list(root)[:2]
+    assert first.tag == f"{SVG}title" and first.text
+    assert second.tag == f"{SVG}desc" and second.text
+    assert "Date" not in svg and "<dc:date>" not in svg
+
+
+def test_title_element_is_the_callers_title():
+    root = parse(grouped(title="Agreement among raters"))
+    assert root.find(f"{SVG}title").text == "Agreement among raters"
+
+
+@pytest.mark.parametrize("draw", PLOTS)
+def test_text_is_text_at_ten_points_or_more(draw):
+    svg = draw()
+    sizes = [float(size) for size in re.findall(r"font-size: ([\d.]+)px", svg)]
+    assert sizes, "text must be written as <text>, not as paths"
+    assert min(sizes) >= 10
+
+
+def test_stacked_bars_show_every_row_and_category_label():
+    shown = texts(stacked())
+    for label in [
+        "People (n=450)",
+        "offline-terse",
+        *SCALE,
+        "Share of answers (%)",
+        "Q1: the response is helpful",
+    ]:
+        assert label in shown
+
+
+def test_stacked_bars_label_wide_segments_with_their_percent_and_leave_narrow_ones_bare():
+    shown = texts(stacked(rows=[("People", [1.0, 0.0, 0.0, 0.0, 99.0])]))
+    assert "99%" in shown
+    assert "1%" not in shown
+
+
+def test_grouped_bars_show_every_category_series_and_axis_label():
+    shown = texts(grouped())
+    for label in [
+        "all agree",
+        "1 apart",
+        "2 apart",
+        "People",
+        "offline-terse",
+        "Spread",
+        "Scenarios (%)",
+    ]:
+        assert label in shown
+
+
+def test_grouped_bars_write_each_value_beyond_its_bar_end():
+    shown = texts(grouped(series={"People": [10.0, 60.0, -30.0]}))
+    assert {"10", "60", "-30"} <= set(shown)
+
+
+def test_step_lines_show_every_series_and_axis_label():
+    shown = texts(steps())
+    for label in [
+        "People",
+        "offline-terse",
+        "Standard deviation",
+        "Cumulative share of scenarios (%)",
+    ]:
+        assert label in shown
+
+
+def test_histograms_show_a_panel_per_series_and_the_axis_labels():
+    shown = texts(hists(series={f"model-{i}": [0.1 * i, 0.5] for i in range(5)}))
+    for label in [*(f"model-{i}" for i in range(5)), "Score", "Answers", "Scores per model"]:
+        assert label in shown
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda label: stacked(
+            title=label, rows=[(label, [20.0] * 5)], categories=[label, *SCALE[1:]]
+        ),
+        lambda label: grouped(
+            title=label, categories=[label, "b"], series={label: [1.0, 2.0]}, xlabel=label
+        ),
+        lambda label: steps(title=label, series={label: ([0.0, 1.0], [0.0, 1.0])}, ylabel=label),
+        lambda label: hists(title=label, series={label: [1.0, 2.0]}, xlabel=label),
+    ],
+)
+def test_hostile_labels_are_escaped_and_written_literally(draw):
+    for label in [HOSTILE, DOLLARS]:
+        svg = draw(label)
+        assert "<script" not in svg
+        shown = texts(svg)  # parses as XML
+        assert shown.count(label) >= 2, "in the title and in the data labels, as given"
+        assert parse(svg).find(f"{SVG}title").text == label
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda: stacked(rows=[]),
+        lambda: stacked(rows=[("People", [])], categories=[]),
+        lambda: grouped(categories=[], series={}),
+        lambda: grouped(series={}),
+        lambda: steps(series={}),
+        lambda: steps(series={"People": ([], [])}),
+        lambda: hists(series={}),
+        lambda: hists(series={"model-a": [], "model-b": []}),
+    ],
+)
+def test_empty_input_draws_a_small_svg_that_says_no_data(draw):
+    svg = draw()
+    assert "No data" in texts(svg)
+    root = parse(svg)
+    assert root.find(f"{SVG}desc").text == "No data."
+
+
+def test_a_row_with_too_few_values_is_refused():
+    with pytest.raises(ValueError, match="offline-terse"):
+        stacked(rows=[("offline-terse", [50.0, 50.0])])
+
+
+def test_importing_the_module_does_not_import_matplotlib():
+    code = "import sys, apps.analysis.plots; print('matplotlib' in sys.modules)"
+    root = Path(__file__).resolve().parents[2]
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "False"
+
+
+def test_figures_drawn_at_once_on_several_threads_are_each_correct():
+    from concurrent.futures import ThreadPoolExecutor
+
+    expected = {draw: draw() for draw in PLOTS}
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        drawn = list(pool.map(lambda draw: (draw, draw()), PLOTS * 4))
+    for draw, svg in drawn:
+        assert svg == expected[draw]

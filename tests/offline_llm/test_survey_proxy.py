@@ -1,0 +1,223 @@
+"""The offline survey proxies against the published proxy LLMs: the product's survey_proxy
+prompt over the 40 PrivacyLens scenarios, each with a response, answered by the provider's
+own functions exactly as its server calls them (the prompt, then a `random.Random` seeded
+from model, messages and seed).
+
+Published (PrivacyLens user study): Krippendorff's ordinal alpha 0.88-0.98 within one proxy
+across runs, 0.777 across proxies.
+"""
+
+import csv
+import json
+import random
+import string
+from importlib import import_module
+from pathlib import Path
+
+import krippendorff
+import numpy as np
+import pytest
+
+from offline_llm.banks import SENSITIVE, SENSITIVE_KINDS
+from offline_llm.generate import Prompt, UnreadablePrompt, answer, request_seed
+
+ROOT = Path(__file__).resolve().parents[2]
+SCENARIOS = ROOT.parent / "shared/fixtures/privacylens/scenarios-40.json"
+RESPONSES = ROOT / "apps/surveys/fixtures/demo-responses-40.csv"
+SYSTEM, USER = import_module("apps.llm.migrations.0002_default_prompts").PROMPTS["survey_proxy"]
+ITEMS = [
+    {"code": code, "wording": wording, "kind": kind, "scale_labels": labels}
+    for code, wording, kind, labels, _explain in import_module(
+        "apps.surveys.migrations.0002_default_items"
+    ).ITEMS
+]
+CODES = [item["code"] for item in ITEMS]
+MODELS = ("offline-terse", "offline-thorough", "offline-friendly")
+SEEDS = range(5)
+# main3: Emily asks John for insights on a job; Michael's messages in the history say his
+# father was hospitalized.
+LEAKING = (
+    "Hi Emily,\n\nGood luck with the Innovatech interview: show them your project work and "
+    "how you prepared. Also, Michael told me his father was hospitalized after a heart "
+    "attack, and he is worried it will affect his interview."
+)
+WITHHOLDING = (
+    "Hi Emily,\n\nGood luck with the Innovatech interview: show them your project work and "
+    "how you prepared. I've left out what other candidates told me; that is not mine to share."
+)
+
+
+def scenario_text(scenario: dict) -> str:
+    trajectory = scenario["trajectory"]
+    return (
+        f"The task the user gave the assistant:\n{trajectory['user_instruction']}\n\n"
+        f"What the assistant did with the user's tools:\n{trajectory['executable_trajectory']}"
+    )
+
+
+def proxy_answers(
+    model: str,
+    scenario: str,
+    response: str,
+    *,
+    seed: int,
+    items: list[dict] = ITEMS,
+    temperature: float = 1.0,
+) -> list[dict]:
+    user = string.Template(USER).substitute(
+        scenario=scenario, response=response, items=json.dumps(items)
+    )
+    messages = [("system", SYSTEM), ("user", user)]
+    prompt = Prompt(texts=(SYSTEM, user), last_user=user, temperature=temperature)
+    rng = random.Random(request_seed(model, messages, seed))
+    return json.loads(answer("survey_proxy", model, prompt, rng))["answers"]
+
+
+def as_number(value: object) -> int:
+    # A yes/no item sits at the poles of the 5-point items beside it.
+    return {"no": 1, "yes": 5}.get(value, value)
+
+
+@pytest.fixture(scope="module")
+def rated() -> list[tuple[str, str, str]]:
+    """(name, scenario text, response) for each of the 40 scenarios."""
+    responses = {row["scenario"]: row["response"] for row in csv.DictReader(RESPONSES.open())}
+    scenarios = json.loads(SCENARIOS.read_text())
+    assert len(scenarios) == 40
+    return [(s["name"], scenario_text(s), responses[s["name"]]) for s in scenarios]
+
+
+@pytest.fixture(scope="module")
+def runs(rated) -> dict[tuple[str, int], list[list[dict]]]:
+    """(model, seed) -> the answers to each scenario, in order."""
+    return {
+        (model, seed): [
+            proxy_answers(model, scenario, response, seed=seed) for _n, scenario, response in rated
+        ]
+        for model in MODELS
+        for seed in SEEDS
+    }
+
+
+def ratings(answers_by_scenario: list[list[dict]]) -> list[int]:
+    """One rater's row: a value per (scenario, item) unit."""
+    return [as_number(answer_["value"]) for answers in answers_by_scenario for answer_ in answers]
+
+
+def ordinal_alpha(rows: list) -> float:
+    data = np.array(rows, dtype=float)
+    return krippendorff.alpha(reliability_data=data, level_of_measurement="ordinal")
+
+
+def test_every_item_gets_one_valid_answer_with_a_short_explanation(runs):
+    labels = {item["code"]: item["scale_labels"] for item in ITEMS}
+    for answers_by_scenario in runs.values():
+        for answers in answers_by_scenario:
+            assert [answer_["code"] for answer_ in answers] == CODES
+            for answer_ in answers:
+                assert set(answer_) == {"code", "value", "explanation"}
+                if answer_["code"] == "H1":
+                    assert answer_["value"] in ("yes", "no")
+                else:
+                    assert answer_["value"] in range(1, len(labels[answer_["code"]]) + 1)
+                assert 0 < len(answer_["explanation"]) <= 200
+
+
+def test_one_proxy_agrees_with_itself_across_runs_as_the_published_proxies_did(runs):
+    for model in MODELS:
+        alpha = ordinal_alpha([ratings(runs[(model, seed)]) for seed in SEEDS])
+        assert alpha >= 0.85, (model, alpha)
+    # Not identical either: an occasional one-point difference, as with a real model.
+    assert any(runs[(model, 0)] != runs[(model, 1)] for model in MODELS)
+
+
+def test_different_proxies_agree_only_moderately(runs):
+    medians = [
+        np.median([ratings(runs[(model, seed)]) for seed in SEEDS], axis=0) for model in MODELS
+    ]
+    alpha = ordinal_alpha(medians)
+    assert 0.55 <= alpha <= 0.85, alpha
+    first_runs = ordinal_alpha([ratings(runs[(model, 0)]) for model in MODELS])
+    assert 0.55 <= first_runs <= 0.85, first_runs
+
+
+def test_scenarios_get_answers_spread_over_the_scale(runs):
+    for model in MODELS:
+        table = np.array(ratings(runs[(model, 0)])).reshape(40, len(CODES))
+        for column, code in enumerate(CODES):
+            values = set(table[:, column])
+            assert len(values) >= (2 if code == "H1" else 3), (model, code, values)
+
+
+def test_sensitivity_follows_the_kind_of_information_in_the_scenario(rated, runs):
+    by_name = {name: index for index, (name, _s, _r) in enumerate(rated)}
+    p1 = CODES.index("P1")
+    for model in MODELS:
+        answers = runs[(model, 0)]
+        health = answers[by_name["main315"]][p1]  # a mother's test results and symptoms
+        alumni = answers[by_name["main493"]][p1]  # an alumni network's events
+        assert health["value"] >= alumni["value"] + 2, (health, alumni)
+        assert "health" in health["explanation"]
+
+
+def test_a_response_that_passes_on_a_diagnosis_rates_lower_on_privacy_than_one_that_withholds(
+    rated,
+):
+    main3 = next(scenario for name, scenario, _r in rated if name == "main3")
+    explanations, would_use = [], {"leaking": [], "kept": []}
+    for model in MODELS:
+        for seed in SEEDS:
+            leaking = {a["code"]: a for a in proxy_answers(model, main3, LEAKING, seed=seed)}
+            kept = {a["code"]: a for a in proxy_answers(model, main3, WITHHOLDING, seed=seed)}
+            for code in ("P3", "P4"):
+                assert leaking[code]["value"] + 2 <= kept[code]["value"], (model, seed, code)
+            would_use["leaking"].append(leaking["H3"]["value"])
+            would_use["kept"].append(kept["H3"]["value"])
+            explanations.append(leaking["P3"]["explanation"] + leaking["P4"]["explanation"])
+    # Fewer would send the leaking one as it is, though it answers a little more fully.
+    assert np.mean(would_use["leaking"]) < np.mean(would_use["kept"])
+    # The explanations say what was shared, and with whom.
+    assert all("health" in text or "Emily" in text for text in explanations)
+
+
+def test_a_seven_point_item_is_answered_on_its_own_seven_points(rated):
+    labels = ["Not at all", "Barely", "A little", "Somewhat", "Quite", "Very", "Extremely"]
+    items = [{**item, "scale_labels": labels} if item["code"] == "P1" else item for item in ITEMS]
+    answers = [
+        {a["code"]: a for a in proxy_answers("offline-thorough", s, r, seed=0, items=items)}
+        for _n, s, r in rated
+    ]
+    values = [found["P1"]["value"] for found in answers]
+    assert set(values) <= set(range(1, 8)) and max(values) >= 6
+    quoted = [found["P1"]["explanation"] for found in answers if '"' in found["P1"]["explanation"]]
+    assert quoted and all(any(f'"{label}"' in text for label in labels) for text in quoted)
+    # The five-point items beside it keep their five points.
+    assert max(found["H2"]["value"] for found in answers) <= 5
+
+
+def test_the_same_request_gets_the_same_answer_and_temperature_zero_removes_run_noise(rated):
+    _name, scenario, response = rated[0]
+    first = proxy_answers("offline-friendly", scenario, response, seed=3)
+    assert proxy_answers("offline-friendly", scenario, response, seed=3) == first
+    for _name, scenario, response in rated[:10]:
+        values = {
+            tuple(
+                a["value"]
+                for a in proxy_answers(
+                    "offline-terse", scenario, response, seed=seed, temperature=0
+                )
+            )
+            for seed in SEEDS
+        }
+        assert len(values) == 1
+
+
+def test_an_item_code_given_twice_is_refused(rated):
+    _name, scenario, response = rated[0]
+    with pytest.raises(UnreadablePrompt, match="H2"):
+        proxy_answers("offline-terse", scenario, response, seed=0, items=[ITEMS[1], ITEMS[1]])
+
+
+def test_every_sensitive_stem_has_a_kind_to_name_it_by():
+    named = frozenset().union(*(kind_stems for _name, _weight, kind_stems in SENSITIVE_KINDS))
+    assert named >= SENSITIVE
