@@ -24,6 +24,7 @@ TASK_MODULES = [
     "workers.surveys",
     "workers.leases",
     "workers.questions",
+    "workers.analysis",
 ]
 
 app = Celery("assay")

@@ -16,6 +16,7 @@ urlpatterns = [
     path("runs/", include("apps.runs.urls")),
     path("grading/", include("apps.grading.urls")),
     path("", include("apps.surveys.urls")),
+    path("analysis/", include("apps.analysis.urls")),
     path(
         "api/schema/",
         role_required(Role.RESEARCHER)(SpectacularAPIView.as_view()),

@@ -233,7 +233,7 @@ def _draw_counts(draws: np.ndarray) -> np.ndarray:
     return flat.reshape(resamples, n_clusters).astype(float)
 
 
-def _interval(estimate: float, values: np.ndarray) -> Interval:
+def percentile_interval(estimate: float, values: np.ndarray) -> Interval:
     defined = values[~np.isnan(values)]
     tail = (1 - CONFIDENCE) / 2 * 100
     low, high = np.percentile(defined, [tail, 100 - tail]) if defined.size else (np.nan, np.nan)
@@ -269,7 +269,7 @@ def alpha_bootstrap(data, *, level: str, clusters, draws, value_domain=None) -> 
     alphas = alpha_resamples(
         data, level=level, clusters=clusters, draws=draws, value_domain=value_domain
     )
-    return _interval(alpha(data, level=level, value_domain=value_domain), alphas)
+    return percentile_interval(alpha(data, level=level, value_domain=value_domain), alphas)
 
 
 def long_to_matrix(frame: pd.DataFrame, *, unit: str, rater: str, value: str):
@@ -329,7 +329,7 @@ def spearman_resamples(x, y, *, draws) -> np.ndarray:
 
 def spearman_bootstrap(x, y, *, draws) -> Interval:
     """Rho with its percentile interval over the resamples of `spearman_resamples`."""
-    return _interval(spearman(x, y)[0], spearman_resamples(x, y, draws=draws))
+    return percentile_interval(spearman(x, y)[0], spearman_resamples(x, y, draws=draws))
 
 
 # --- Spread of the ratings of each unit ------------------------------------------------------

@@ -1,0 +1,679 @@
+"""The survey report of a user-perception study: people (after exclusions) and each proxy
+model apart, as the published PrivacyLens user study reported them.
+
+- Krippendorff's alpha (apps/analysis/agreement.py, equal to the `krippendorff` package):
+  ordinal for the labelled scales, nominal for yes/no. Between people; within each proxy
+  across its runs; across proxies. Units are (scenario, item) pairs: per item, and pooled over
+  the scale items as one reliability matrix (the paper's pooled figure).
+- Across proxies, a proxy's rating of a unit is the median of its runs' (the lower median when
+  the runs are even; for yes/no, the majority with ties to "no"): the paper does not say how it
+  combined runs, and the page says so.
+- Spearman's rho (scipy.stats.spearmanr) between a proxy's per-scenario mean (over its runs)
+  and the people's per-scenario mean: per item, and per group of scale items (helpfulness
+  H2-H3, privacy P1-P4) over the group's (scenario, item) pairs.
+- Ranges of ratings per (scenario, item) (Figure 4), the cumulative distribution of their
+  standard deviation with answers mapped to -1..1 (Figure 5), the answers' distribution per
+  item (Figures 2 and 3) and the people's demographics (Table 3).
+- Bootstrap 95% intervals of every alpha and rho resample scenarios (every unit of a drawn
+  scenario comes along), 1,000 resamples from a fixed seed, all statistics on the same
+  resamples (`survey_intervals`, run by a background task: workers/analysis.py).
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from apps.surveys.models import AgeBand, Education, Gender, Income
+
+from . import agreement
+from .survey_data import PEOPLE, Group, Item, SurveyData
+from .tables import Column, Table
+
+RESAMPLES = 1000
+SEED = 0
+RANGE_LABELS = ["All agree", "1 point apart", "2 points apart", "3 points apart", "4 points apart"]
+
+
+# --- the statistics ---------------------------------------------------------------------------
+
+
+@dataclass
+class AlphaSpec:
+    key: str
+    who: str
+    items: str
+    level: str
+    matrix: np.ndarray  # raters x units, units scenario-major
+    clusters: np.ndarray  # the scenario of each unit
+    domain: list[float] | None
+
+    @property
+    def units(self) -> int:
+        return int(((~np.isnan(self.matrix)).sum(axis=0) >= 2).sum())
+
+    @property
+    def raters(self) -> int:
+        return int((~np.isnan(self.matrix)).any(axis=1).sum())
+
+    @property
+    def ratings(self) -> int:
+        return int((~np.isnan(self.matrix)).sum())
+
+    def estimate(self) -> float:
+        try:
+            return agreement.alpha(self.matrix, level=self.level, value_domain=self.domain)
+        except ValueError:  # no unit rated twice
+            return np.nan
+
+    def resamples(self, draws: np.ndarray) -> np.ndarray:
+        return agreement.alpha_resamples(
+            self.matrix,
+            level=self.level,
+            clusters=self.clusters,
+            draws=draws,
+            value_domain=self.domain,
+        )
+
+
+@dataclass
+class RhoSpec:
+    key: str
+    proxy: Group
+    items: str
+    x: np.ndarray  # the proxy's means, scenario-major, `per_scenario` pairs for each scenario
+    y: np.ndarray  # the people's
+    per_scenario: int
+
+    def estimate(self) -> tuple[float, float, int]:
+        return agreement.spearman(self.x, self.y)
+
+    @property
+    def scenarios(self) -> int:
+        both = ~(np.isnan(self.x) | np.isnan(self.y))
+        return int(both.reshape(-1, self.per_scenario).any(axis=1).sum())
+
+    def resamples(self, draws: np.ndarray) -> np.ndarray:
+        k = self.per_scenario
+        pairs = (draws[:, :, None] * k + np.arange(k)).reshape(draws.shape[0], -1)
+        return agreement.spearman_resamples(self.x, self.y, draws=pairs)
+
+
+def _matrix(frame: pd.DataFrame, items: list[Item], scenarios: int, rater: str) -> np.ndarray:
+    """raters x (scenario, item) units, scenario-major: unit s * len(items) + k."""
+    position = {item.code: k for k, item in enumerate(items)}
+    rows = frame[frame["item"].isin(position)]
+    codes, _labels = pd.factorize(rows[rater])
+    matrix = np.full((max(len(_labels), 1), scenarios * len(items)), np.nan)
+    units = rows["scenario"].to_numpy() * len(items) + rows["item"].map(position).to_numpy()
+    matrix[codes, units] = rows["value"].to_numpy()
+    return matrix
+
+
+def _alpha(key, who, items: list[Item], frame, scenarios: int, rater: str) -> AlphaSpec:
+    level = items[0].level
+    domain = None
+    if level == "ordinal":
+        domain = [float(v) for v in range(1, max(item.points for item in items) + 1)]
+    else:
+        domain = [0.0, 1.0]
+    return AlphaSpec(
+        key=key,
+        who=who,
+        items=", ".join(i.code for i in items) if len(items) > 1 else items[0].code,
+        level=level,
+        matrix=_matrix(frame, items, scenarios, rater),
+        clusters=np.repeat(np.arange(scenarios), len(items)),
+        domain=domain,
+    )
+
+
+def _item_sets(items: list[Item]) -> list[tuple[str, list[Item]]]:
+    """Each item alone, then the scale items pooled (when there are two or more)."""
+    sets = [(item.code, [item]) for item in items]
+    scales = [item for item in items if item.ordinal]
+    if len(scales) > 1:
+        sets.append(("pooled", scales))
+    return sets
+
+
+def proxy_consensus(frame: pd.DataFrame) -> pd.DataFrame:
+    """One rating per (proxy, scenario, item): the lower median of the proxy's runs."""
+    ordered = frame.sort_values("value")
+    grouped = ordered.groupby(["group", "scenario", "item"], sort=False)["value"]
+    lower = grouped.agg(lambda v: v.iloc[(len(v) - 1) // 2])
+    return lower.rename("value").reset_index().assign(rater=lambda f: f["group"])
+
+
+def _scenario_means(frame: pd.DataFrame, items: list[Item], scenarios: int) -> np.ndarray:
+    """scenarios x items: the mean answer (yes = 1, no = 0), nan where nobody answered."""
+    position = {item.code: k for k, item in enumerate(items)}
+    means = frame.groupby(["scenario", "item"])["value"].mean()
+    out = np.full((scenarios, len(items)), np.nan)
+    for (s, code), mean in means.items():
+        if code in position:
+            out[s, position[code]] = mean
+    return out
+
+
+def survey_statistics(data: SurveyData) -> list[AlphaSpec | RhoSpec]:
+    """Every alpha and rho of the report, in the order the report shows them."""
+    answers, items, scenarios = data.answers, data.items, len(data.scenarios)
+    specs: list[AlphaSpec | RhoSpec] = []
+    if not items:
+        return specs
+    people = answers[answers["group"] == PEOPLE]
+    for label, chosen in _item_sets(items):
+        specs.append(
+            _alpha(f"alpha:people:{label}", "Between people", chosen, people, scenarios, "rater")
+        )
+    for proxy in data.proxies:
+        rows = answers[answers["group"] == proxy.key]
+        for label, chosen in _item_sets(items):
+            specs.append(
+                _alpha(
+                    f"alpha:{proxy.key}:{label}",
+                    f"Within {proxy.label}, across its runs",
+                    chosen,
+                    rows,
+                    scenarios,
+                    "rater",
+                )
+            )
+    if len(data.proxies) > 1:
+        consensus = proxy_consensus(answers[answers["group"] != PEOPLE])
+        for label, chosen in _item_sets(items):
+            specs.append(
+                _alpha(
+                    f"alpha:proxies:{label}",
+                    "Across proxies",
+                    chosen,
+                    consensus,
+                    scenarios,
+                    "rater",
+                )
+            )
+    people_means = _scenario_means(people, items, scenarios)
+    groups: dict[str, list[int]] = {}
+    for k, item in enumerate(items):
+        if item.group:
+            groups.setdefault(item.group, []).append(k)
+    for proxy in data.proxies:
+        means = _scenario_means(answers[answers["group"] == proxy.key], items, scenarios)
+        for k, item in enumerate(items):
+            specs.append(
+                RhoSpec(
+                    f"rho:{proxy.key}:{item.code}",
+                    proxy,
+                    item.code,
+                    means[:, k],
+                    people_means[:, k],
+                    1,
+                )
+            )
+        for name, columns in groups.items():
+            codes = "-".join((items[columns[0]].code, items[columns[-1]].code))
+            specs.append(
+                RhoSpec(
+                    f"rho:{proxy.key}:{name}",
+                    proxy,
+                    f"{name} ({codes})",
+                    means[:, columns].ravel(),
+                    people_means[:, columns].ravel(),
+                    len(columns),
+                )
+            )
+    return specs
+
+
+def survey_intervals(
+    data: SurveyData,
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, list]:
+    """key -> [low, high, resamples used, resamples undefined] for every alpha and rho, from
+    one set of scenario resamples. `progress(done, total)` is told as statistics finish."""
+    specs = survey_statistics(data)
+    if not data.scenarios or not specs:
+        return {}
+    draws = agreement.resample_draws(len(data.scenarios), resamples=resamples, seed=seed)
+    out = {}
+    for done, spec in enumerate(specs, start=1):
+        estimate = spec.estimate()
+        interval = agreement.percentile_interval(
+            estimate if isinstance(spec, AlphaSpec) else estimate[0], spec.resamples(draws)
+        )
+        out[spec.key] = [
+            interval.low,
+            interval.high,
+            interval.resamples_used,
+            interval.resamples_undefined,
+        ]
+        if progress is not None:
+            progress(done, len(specs))
+    return out
+
+
+# --- the report ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Figure:
+    table: Table
+    svg: Callable[[], str]  # draws the plot (matplotlib is imported only when one is drawn)
+
+
+@dataclass
+class SurveyReport:
+    data_n: str
+    tables: dict[str, Table] = field(default_factory=dict)
+    figures: dict[str, Figure] = field(default_factory=dict)
+    distributions: list[str] = field(default_factory=list)  # figure names, one per item
+    people: int = 0
+    proxies: int = 0
+    answers: int = 0
+    scenarios: int = 0
+    simulated: bool = False
+    offline: bool = False
+    excluded: dict[str, int] = field(default_factory=dict)
+    intervals_missing: int = 0
+
+
+def _who(data: SurveyData, group: Group) -> str:
+    if group.key == PEOPLE:
+        return "People (simulated)" if group.simulated else "People"
+    return group.label + (" (offline demo model)" if group.offline else "")
+
+
+def _n(scenarios: int, raters: int, answers: int, who: str = "people") -> str:
+    return f"{scenarios:,} scenarios, {raters:,} {who}, {answers:,} answers"
+
+
+def _ci(intervals: dict, key: str) -> tuple:
+    found = intervals.get(key)
+    return (found[0], found[1]) if found else (None, None)
+
+
+def _alpha_table(data, specs, intervals) -> Table:
+    rows = []
+    for spec in specs:
+        if not isinstance(spec, AlphaSpec):
+            continue
+        low, high = _ci(intervals, spec.key)
+        rows.append(
+            {
+                "who": spec.who,
+                "items": spec.items,
+                "level": spec.level,
+                "alpha": spec.estimate(),
+                "low": low,
+                "high": high,
+                "units": spec.units,
+                "raters": spec.raters,
+                "ratings": spec.ratings,
+            }
+        )
+    return Table(
+        name="alpha",
+        title="Krippendorff's alpha",
+        columns=[
+            Column("who", "Agreement"),
+            Column("items", "Items"),
+            Column("level", "Level"),
+            Column("alpha", "Alpha", "float"),
+            Column("low", "95% CI low", "float"),
+            Column("high", "95% CI high", "float"),
+            Column("units", "Units", "int"),
+            Column("raters", "Raters", "int"),
+            Column("ratings", "Ratings", "int"),
+        ],
+        rows=rows,
+        notes=[
+            "Units are (scenario, item) pairs; a unit counts when two or more raters rated it. "
+            "Ordinal for the labelled scales, nominal for yes/no; 'pooled' holds every scale "
+            "item in one reliability matrix.",
+            "Within a proxy, each of its runs is a rater. Across proxies, each proxy is a "
+            "rater whose rating of a unit is the median of its runs (the lower median when "
+            "they are even; for yes/no the majority, ties to no): the published study does not "
+            "say how it combined a proxy's runs.",
+            "95% intervals: percentile bootstrap over scenarios (1,000 resamples, seed 0); the "
+            "published study gave none.",
+        ],
+        n=_n(len(data.scenarios), data.answers["rater"].nunique(), len(data.answers), "raters"),
+    )
+
+
+def _rho_table(data, specs, intervals) -> Table:
+    rows = []
+    for spec in specs:
+        if not isinstance(spec, RhoSpec):
+            continue
+        rho, p, pairs = spec.estimate()
+        low, high = _ci(intervals, spec.key)
+        rows.append(
+            {
+                "proxy": _who(data, spec.proxy),
+                "items": spec.items,
+                "rho": rho,
+                "p": p,
+                "low": low,
+                "high": high,
+                "scenarios": spec.scenarios,
+                "pairs": pairs,
+            }
+        )
+    people = data.answers[data.answers["group"] == PEOPLE]
+    return Table(
+        name="rho",
+        title="Spearman's rho: each proxy against people, per-scenario means",
+        columns=[
+            Column("proxy", "Proxy"),
+            Column("items", "Items"),
+            Column("rho", "Rho", "float"),
+            Column("p", "p", "float", 4),
+            Column("low", "95% CI low", "float"),
+            Column("high", "95% CI high", "float"),
+            Column("scenarios", "Scenarios", "int"),
+            Column("pairs", "Pairs", "int"),
+        ],
+        rows=rows,
+        notes=[
+            "A scenario's mean is over its people (after exclusions) and over the proxy's runs; "
+            "yes counts 1 and no 0. A group's rho is over its (scenario, item) pairs.",
+            "Two-sided p from scipy.stats.spearmanr; no correction for the many tests shown.",
+        ],
+        n=_n(len(data.scenarios), people["rater"].nunique(), len(people)),
+    )
+
+
+def _distribution(data: SurveyData, item: Item) -> Table:
+    rows = []
+    for group in data.groups:
+        values = data.answers.loc[
+            (data.answers["group"] == group.key) & (data.answers["item"] == item.code), "value"
+        ]
+        row = {"who": f"{_who(data, group)} (n={len(values):,})", "answers": len(values)}
+        offset = 1 if item.ordinal else 0
+        for point, _label in enumerate(item.labels):
+            share = 100 * float((values == point + offset).mean()) if len(values) else np.nan
+            row[f"p{point}"] = share
+        rows.append(row)
+    return Table(
+        name=f"distribution-{item.code}",
+        title=f"{item.code}: {item.wording}",
+        columns=[
+            Column("who", "Who"),
+            *[Column(f"p{p}", label, "percent", 1) for p, label in enumerate(item.labels)],
+            Column("answers", "Answers", "int"),
+        ],
+        rows=rows,
+        n=_n(
+            len(data.scenarios),
+            data.answers["rater"].nunique(),
+            int(sum(r["answers"] for r in rows)),
+            "raters",
+        ),
+    )
+
+
+def _ranges(data: SurveyData) -> Table:
+    scales = [item for item in data.items if item.ordinal]
+    width = max((item.points for item in scales), default=5)
+    rows = []
+    for group in data.groups:
+        frame = data.answers[data.answers["group"] == group.key]
+        matrix = _matrix(frame, scales, len(data.scenarios), "rater")
+        counts = agreement.rating_ranges(matrix) if scales else {}
+        total = sum(counts.values())
+        row = {"who": _who(data, group), "units": total}
+        for span in range(width):
+            row[f"r{span}"] = 100 * counts.get(span, 0) / total if total else np.nan
+        rows.append(row)
+    return Table(
+        name="ranges",
+        title="Range of ratings per scenario and item (Figure 4)",
+        columns=[
+            Column("who", "Who"),
+            *[
+                Column(
+                    f"r{s}",
+                    RANGE_LABELS[s] if s < len(RANGE_LABELS) else f"{s} points apart",
+                    "percent",
+                    1,
+                )
+                for s in range(width)
+            ],
+            Column("units", "Units", "int"),
+        ],
+        rows=rows,
+        notes=[
+            "Over the scale items: for each (scenario, item), the highest rating minus the "
+            "lowest, among people, or among a proxy's runs. Percent of units."
+        ],
+        n=_n(len(data.scenarios), data.answers["rater"].nunique(), len(data.answers), "raters"),
+    )
+
+
+def _sd_cdf(data: SurveyData) -> Table:
+    rows = []
+    for group in data.groups:
+        frame = data.answers[data.answers["group"] == group.key].copy()
+        frame["value"] = [
+            float(data.item[c].unit_value(np.array([v]))[0])
+            for c, v in zip(frame["item"], frame["value"], strict=True)
+        ]
+        matrix = _matrix(frame, data.items, len(data.scenarios), "rater")
+        xs, ys = agreement.ecdf(agreement.unit_sds(matrix))
+        rows += [
+            {"who": _who(data, group), "sd": x, "share": y} for x, y in zip(xs, ys, strict=True)
+        ]
+    return Table(
+        name="sd-cdf",
+        title="Cumulative distribution of the standard deviation per scenario and item (Figure 5)",
+        columns=[
+            Column("who", "Who"),
+            Column("sd", "Standard deviation", "float"),
+            Column("share", "Share of units at or below", "float"),
+        ],
+        rows=rows,
+        notes=[
+            "Answers mapped to -1..1 (a 5-point scale to -1, -0.5, 0, 0.5, 1; yes 1, no -1), "
+            "then the population standard deviation of each (scenario, item) among people, "
+            "or among a proxy's runs."
+        ],
+        n=_n(len(data.scenarios), data.answers["rater"].nunique(), len(data.answers), "raters"),
+    )
+
+
+DEMOGRAPHICS = (
+    ("age", "Age", AgeBand),
+    ("gender", "Gender", Gender),
+    ("education", "Education", Education),
+    ("income", "Household income", Income),
+)
+
+
+def _demographics(data: SurveyData) -> Table:
+    people = data.people
+    rows = []
+    for column, title, choices in DEMOGRAPHICS:
+        values = people[column].fillna("") if len(people) else pd.Series(dtype=str)
+        for value, label in [*choices.choices, ("", "Not answered")]:
+            count = int((values == value).sum())
+            if count or value:
+                rows.append(
+                    {
+                        "what": f"{title}: {label}",
+                        "people": count,
+                        "percent": 100 * count / len(people) if len(people) else np.nan,
+                    }
+                )
+    notes = []
+    if len(people) and people["simulated"].any():
+        notes.append(
+            f"{int(people['simulated'].sum())} of these people are simulated by the "
+            "demo: their answers are made up, not given by anyone."
+        )
+    return Table(
+        name="demographics",
+        title="The people who rated (Table 3)",
+        columns=[
+            Column("what", "Characteristic"),
+            Column("people", "People", "int"),
+            Column("percent", "Percent", "percent", 1),
+        ],
+        rows=rows,
+        notes=notes,
+        n=f"{len(people):,} people after exclusions",
+    )
+
+
+def survey_report(data: SurveyData, *, intervals: dict | None = None) -> SurveyReport:
+    """Every table and figure of the report; `intervals` from `survey_intervals` fill the
+    confidence columns (empty without)."""
+    from . import plots
+
+    intervals = intervals or {}
+    specs = survey_statistics(data)
+    answers = data.answers
+    report = SurveyReport(
+        data_n=_n(
+            len(data.scenarios),
+            int((answers["group"] == PEOPLE).groupby(answers["rater"]).any().sum()),
+            len(answers),
+        ),
+        people=len(data.people),
+        proxies=len(data.proxies),
+        answers=len(answers),
+        scenarios=len(data.scenarios),
+        simulated=data.groups[0].simulated,
+        offline=any(g.offline for g in data.proxies),
+        excluded=data.excluded,
+        intervals_missing=sum(1 for s in specs if s.key not in intervals),
+    )
+    report.tables["alpha"] = _alpha_table(data, specs, intervals)
+    report.tables["rho"] = _rho_table(data, specs, intervals)
+    report.tables["demographics"] = _demographics(data)
+    for item in data.items:
+        table = _distribution(data, item)
+        keys = [f"p{p}" for p in range(item.points)]
+
+        def draw(table=table, item=item, keys=keys):
+            return plots.stacked_percent_bars(
+                title=table.title,
+                rows=[
+                    (r["who"], [0.0 if np.isnan(r[k]) else r[k] for k in keys]) for r in table.rows
+                ],
+                categories=list(item.labels),
+            )
+
+        report.figures[table.name] = Figure(table, draw)
+        report.distributions.append(table.name)
+    ranges = _ranges(data)
+    span_keys = [c.key for c in ranges.columns if c.key.startswith("r")]
+    report.figures["ranges"] = Figure(
+        ranges,
+        lambda: plots.grouped_bars(
+            title=ranges.title,
+            categories=[c.label for c in ranges.columns if c.key in span_keys],
+            series={
+                r["who"]: [0.0 if np.isnan(r[k]) else r[k] for k in span_keys] for r in ranges.rows
+            },
+            xlabel="Range of the ratings of a (scenario, item)",
+            ylabel="Percent of units",
+        ),
+    )
+    cdf = _sd_cdf(data)
+
+    def draw_cdf():
+        series: dict[str, tuple[list, list]] = {}
+        for row in cdf.rows:
+            xs, ys = series.setdefault(row["who"], ([], []))
+            xs.append(row["sd"])
+            ys.append(row["share"])
+        return plots.step_lines(
+            title=cdf.title,
+            series=series,
+            xlabel="Standard deviation (answers on -1..1)",
+            ylabel="Share of units at or below",
+        )
+
+    report.figures["sd-cdf"] = Figure(cdf, draw_cdf)
+    return report
+
+
+# --- where people and proxies disagree ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    scenario: int
+    name: str
+    people_mean: float
+    proxies_mean: float
+    gap: float
+    people: int
+    proxy_ratings: int
+
+
+def disagreements(data: SurveyData) -> list[Disagreement]:
+    """Scenarios ranked by the gap between people and proxies: the mean over items of the
+    absolute difference of their mean answers, mapped to -1..1 (largest first)."""
+    answers = data.answers.copy()
+    if answers.empty or not data.proxies:
+        return []
+    answers["unit"] = [
+        float(data.item[c].unit_value(np.array([v]))[0])
+        for c, v in zip(answers["item"], answers["value"], strict=True)
+    ]
+    answers["side"] = np.where(answers["group"] == PEOPLE, "people", "proxies")
+    means = answers.groupby(["scenario", "item", "side"])["unit"].mean().unstack("side")
+    if "people" not in means or "proxies" not in means:
+        return []
+    means = means.dropna()
+    gaps = (means["people"] - means["proxies"]).abs().groupby("scenario").mean()
+    side_means = means.groupby("scenario").mean()
+    counts = answers.groupby(["scenario", "side"])["rater"].nunique().unstack("side")
+    found = [
+        Disagreement(
+            scenario=int(s),
+            name=data.scenarios[int(s)],
+            people_mean=float(side_means.loc[s, "people"]),
+            proxies_mean=float(side_means.loc[s, "proxies"]),
+            gap=float(gap),
+            people=int(counts.loc[s, "people"]),
+            proxy_ratings=int(counts.loc[s, "proxies"]),
+        )
+        for s, gap in gaps.items()
+    ]
+    return sorted(found, key=lambda d: (-d.gap, d.name))
+
+
+def disagreement_detail(data: SurveyData, scenario: int) -> list[dict]:
+    """Per item: each side's mean (on the item's own scale) and its explanations, for one
+    scenario, people first and then each proxy."""
+    rows = data.answers[data.answers["scenario"] == scenario]
+    detail = []
+    for item in data.items:
+        answered = rows[rows["item"] == item.code]
+        sides = []
+        for group in data.groups:
+            mine = answered[answered["group"] == group.key]
+            if mine.empty:
+                continue
+            offset = 1 if item.ordinal else 0
+            sides.append(
+                {
+                    "who": _who(data, group),
+                    "mean": float(mine["value"].mean()),
+                    "answers": [
+                        (item.labels[int(v) - offset], text)
+                        for v, text in zip(mine["value"], mine["explanation"], strict=True)
+                    ],
+                }
+            )
+        detail.append({"item": item, "sides": sides})
+    return detail

@@ -1,0 +1,221 @@
+"""A user-perception study's answers, read once from the stored rows, for its report.
+
+People are read after exclusions: their completed assignments (a returned participant's are
+released, an expired one's never completed), less the participants rejected in review or who
+failed an attention check. Proxies are read from their own assignments (status proxy). Each
+proxy model is a group of its own, its runs (proxy participants) the raters within it.
+Attention checks are for people and are left out of every analysis.
+"""
+
+import hashlib
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from django.db import connection
+from django.db.models import Count, Max, Q
+
+from apps.llm.models import ModelConfig
+from apps.surveys.models import (
+    Answer,
+    AssignmentStatus,
+    ItemKind,
+    Participant,
+    ParticipantKind,
+    ReviewStatus,
+    Study,
+    StudyScenario,
+    SurveyItem,
+)
+
+PEOPLE = "people"
+
+
+@dataclass(frozen=True)
+class Item:
+    code: str
+    wording: str
+    kind: str
+    labels: tuple[str, ...]  # the answers' labels, lowest first (No, Yes for yes/no items)
+
+    @property
+    def points(self) -> int:
+        return len(self.labels)
+
+    @property
+    def ordinal(self) -> bool:
+        return self.kind == ItemKind.SCALE
+
+    @property
+    def level(self) -> str:
+        """Krippendorff's level: ordinal for a labelled scale, nominal for yes/no."""
+        return "ordinal" if self.ordinal else "nominal"
+
+    @property
+    def group(self) -> str | None:
+        """The published groups of scale items: helpfulness (H2-H3), privacy (P1-P4)."""
+        if not self.ordinal:
+            return None
+        return {"H": "helpfulness", "P": "privacy"}.get(self.code[:1].upper())
+
+    def unit_value(self, values: np.ndarray) -> np.ndarray:
+        """Answers mapped onto -1..1, as the paper's Figure 5 maps them (yes 1, no -1)."""
+        if not self.ordinal:
+            return np.where(np.isnan(values), np.nan, 2 * values - 1)
+        return -1 + 2 * (values - 1) / (self.points - 1)
+
+
+@dataclass(frozen=True)
+class Group:
+    key: str  # "people", or "model:<id>"
+    label: str
+    offline: bool = False
+    simulated: bool = False
+
+
+@dataclass
+class SurveyData:
+    """Every answer of the study's analysis, one row each: group, rater (a participant),
+    scenario index, item code, value (1..points; yes 1, no 0) and explanation."""
+
+    study: Study
+    items: list[Item]
+    scenarios: list[str]  # names, in order; a scenario's index is its position here
+    groups: list[Group]
+    answers: pd.DataFrame
+    people: pd.DataFrame  # one row per person analysed: participant, simulated, demographics
+    excluded: dict[str, int] = field(default_factory=dict)  # reason -> people
+
+    def group(self, key: str) -> Group:
+        return next(g for g in self.groups if g.key == key)
+
+    @property
+    def proxies(self) -> list[Group]:
+        return [g for g in self.groups if g.key != PEOPLE]
+
+    @property
+    def item(self) -> dict[str, Item]:
+        return {item.code: item for item in self.items}
+
+
+def _value(kind: str, value: str) -> float:
+    if kind == ItemKind.YES_NO:
+        return {"yes": 1.0, "no": 0.0}.get(value, np.nan)
+    try:
+        return float(int(value))
+    except ValueError:
+        return np.nan
+
+
+def _excluded_humans(study: Study) -> tuple[set[int], dict[str, int]]:
+    humans = Participant.objects.filter(study=study, kind=ParticipantKind.HUMAN)
+    rejected = set(humans.filter(review_status=ReviewStatus.REJECTED).values_list("pk", flat=True))
+    failed = set(humans.filter(attention_failed=True).values_list("pk", flat=True)) - rejected
+    reasons = {}
+    if rejected:
+        reasons["rejected in review"] = len(rejected)
+    if failed:
+        reasons["failed an attention check"] = len(failed)
+    return rejected | failed, reasons
+
+
+def survey_data(*, study: Study) -> SurveyData:
+    items = [
+        Item(
+            code=i.code,
+            wording=i.wording,
+            kind=i.kind,
+            labels=tuple(i.scale_labels) if i.kind == ItemKind.SCALE else ("No", "Yes"),
+        )
+        for i in SurveyItem.objects.filter(study=study, attention_check=False)
+    ]
+    kinds = {item.code: item.kind for item in items}
+    scenarios = list(
+        StudyScenario.objects.filter(study=study)
+        .order_by("scenario__name")
+        .values_list("scenario__name", flat=True)
+    )
+    index = {name: i for i, name in enumerate(scenarios)}
+    excluded, reasons = _excluded_humans(study)
+    rows = (
+        Answer.objects.filter(
+            assignment__study_scenario__study=study,
+            item__attention_check=False,
+            assignment__status__in=[AssignmentStatus.COMPLETED, AssignmentStatus.PROXY],
+        )
+        .exclude(assignment__participant_id__in=excluded)
+        .values_list(
+            "assignment__participant_id",
+            "assignment__participant__kind",
+            "assignment__participant__model_id",
+            "assignment__study_scenario__scenario__name",
+            "item__code",
+            "value",
+            "explanation",
+        )
+        .order_by()
+    )
+    frame = pd.DataFrame(
+        list(rows),
+        columns=["rater", "kind", "model_id", "scenario", "item", "raw", "explanation"],
+    )
+    frame["scenario"] = frame["scenario"].map(index)
+    frame["value"] = [_value(kinds[c], v) for c, v in zip(frame["item"], frame["raw"], strict=True)]
+    frame = frame.dropna(subset=["value"])
+    frame["group"] = np.where(
+        frame["kind"] == ParticipantKind.HUMAN,
+        PEOPLE,
+        "model:" + frame["model_id"].astype("Int64").astype(str),
+    )
+    people = pd.DataFrame(
+        list(
+            Participant.objects.filter(
+                pk__in=frame.loc[frame["group"] == PEOPLE, "rater"].unique().tolist()
+            ).values("pk", "simulated", "age", "gender", "education", "income")
+        ),
+        columns=["pk", "simulated", "age", "gender", "education", "income"],
+    )
+    groups = [Group(PEOPLE, "People", simulated=bool(people["simulated"].any()))]
+    answered = set(frame["group"])
+    proxy_models = ModelConfig.objects.filter(
+        pk__in=Participant.objects.filter(study=study, kind=ParticipantKind.PROXY).values(
+            "model_id"
+        )
+    ).order_by("display_name")
+    for model in proxy_models:
+        key = f"model:{model.pk}"
+        if key in answered:
+            groups.append(Group(key, model.display_name, offline=model.is_offline))
+    return SurveyData(
+        study=study,
+        items=items,
+        scenarios=scenarios,
+        groups=groups,
+        answers=frame[["group", "rater", "scenario", "item", "value", "explanation"]],
+        people=people,
+        excluded=reasons,
+    )
+
+
+def survey_fingerprint(*, study: Study) -> str:
+    """A digest that changes whenever anything a report reads changes: answers saved, people
+    reviewed or flagged, proxies added. Kept results are valid while it is the same."""
+    answers = Answer.objects.filter(assignment__study_scenario__study=study).aggregate(
+        n=Count("pk"),
+        last=Max("saved_at"),
+        top=Max("pk"),
+        assignments=Count(
+            "assignment", distinct=True, filter=Q(assignment__status=AssignmentStatus.COMPLETED)
+        ),
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT md5(coalesce(string_agg(concat_ws(':', id, status, review_status,"
+            " attention_failed, kind), ',' ORDER BY id), '')) FROM surveys_participant"
+            " WHERE study_id = %s",
+            [study.pk],
+        )
+        participants = cursor.fetchone()[0]
+    items = (study.items_version, study.study_scenarios.count())
+    text = repr((sorted(answers.items()), participants, items))
+    return hashlib.sha256(text.encode()).hexdigest()

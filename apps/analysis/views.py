@@ -1,0 +1,119 @@
+"""The survey report's pages (role_required(RESEARCHER), under /analysis/studies/<id>/):
+the report, each of its tables as CSV, each plot as SVG with its data as CSV, the bootstrap
+intervals asked for and followed (htmx), and the disagreement browser.
+
+The study's data is read once per fingerprint and kept in the cache (a report and its
+plots and downloads are several requests over the same rows); a change to the data changes
+the fingerprint, and so what is read.
+"""
+
+from django.contrib import messages
+from django.core.cache import cache
+from django.core.paginator import Paginator
+from django.db import transaction
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from apps.accounts.roles import Role, role_required
+from apps.surveys.models import Study
+from workers.analysis import survey_bootstrap_task
+
+from . import services
+from .models import BootstrapStatus, SurveyBootstrap
+from .survey import RESAMPLES, SEED, disagreement_detail, disagreements, survey_report
+from .survey_data import SurveyData, survey_data, survey_fingerprint
+from .tables import table_csv_response
+
+researcher = role_required(Role.RESEARCHER)
+DATA_SECONDS = 3600
+DISAGREEMENTS_PER_PAGE = 10
+
+
+def _data(study: Study, fingerprint: str) -> SurveyData:
+    key = f"analysis:survey:{study.pk}:{fingerprint}"
+    data = cache.get(key)
+    if data is None:
+        data = survey_data(study=study)
+        cache.set(key, data, DATA_SECONDS)
+    return data
+
+
+def _bootstrap(study: Study, fingerprint: str) -> SurveyBootstrap | None:
+    return SurveyBootstrap.objects.filter(
+        study=study, fingerprint=fingerprint, resamples=RESAMPLES, seed=SEED
+    ).first()
+
+
+def _report(study_id: int):
+    study = get_object_or_404(Study, pk=study_id)
+    fingerprint = survey_fingerprint(study=study)
+    data = _data(study, fingerprint)
+    bootstrap = _bootstrap(study, fingerprint)
+    done = bootstrap is not None and bootstrap.status == BootstrapStatus.DONE
+    report = survey_report(data, intervals=bootstrap.intervals if done else None)
+    return study, data, report, bootstrap
+
+
+@researcher
+@require_GET
+def survey_report_page(request, study_id: int):
+    study, data, report, bootstrap = _report(study_id)
+    if request.htmx:  # the progress of the intervals, polled while they are computed
+        return render(request, "analysis/survey_report.html#bootstrap",
+                      {"study": study, "bootstrap": bootstrap, "report": report})  # fmt: skip
+    figures = [report.figures[name] for name in report.distributions]
+    context = {
+        "study": study, "report": report, "bootstrap": bootstrap, "distributions": figures,
+        "ranges": report.figures["ranges"], "sd_cdf": report.figures["sd-cdf"],
+        "alpha": report.tables["alpha"], "rho": report.tables["rho"],
+        "demographics": report.tables["demographics"], "proxies": data.proxies,
+    }  # fmt: skip
+    return render(request, "analysis/survey_report.html", context)
+
+
+@researcher
+@require_GET
+def survey_table_csv(request, study_id: int, name: str):
+    study, _data, report, _bootstrap = _report(study_id)
+    table = report.tables.get(name) or (report.figures[name].table if name in report.figures
+                                        else None)  # fmt: skip
+    if table is None:
+        raise Http404("No such table.")
+    return table_csv_response(table, filename=f"study-{study.pk}-{name}.csv")
+
+
+@researcher
+@require_GET
+def survey_figure_svg(request, study_id: int, name: str):
+    _study, _data, report, _bootstrap = _report(study_id)
+    figure = report.figures.get(name)
+    if figure is None:
+        raise Http404("No such figure.")
+    response = HttpResponse(figure.svg(), content_type="image/svg+xml; charset=utf-8")
+    # Opened on its own, the SVG is a document: it may style itself and run nothing.
+    response["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'"
+    return response
+
+
+@researcher
+@require_POST
+def survey_bootstrap(request, study_id: int):
+    study = get_object_or_404(Study, pk=study_id)
+    bootstrap, to_enqueue = services.survey_bootstrap_request(study=study, user=request.user)
+    if to_enqueue:
+        transaction.on_commit(lambda: survey_bootstrap_task.delay(bootstrap.pk))
+        messages.success(request, "Computing the confidence intervals: this page shows progress.")
+    return redirect("analysis:survey_report", study.pk)
+
+
+@researcher
+@require_GET
+def survey_disagreements(request, study_id: int):
+    study = get_object_or_404(Study, pk=study_id)
+    data = _data(study, survey_fingerprint(study=study))
+    page = Paginator(disagreements(data), DISAGREEMENTS_PER_PAGE).get_page(request.GET.get("page"))
+    rows = [(d, disagreement_detail(data, d.scenario)) for d in page]
+    context = {"study": study, "page": page, "rows": rows, "proxies": data.proxies,
+               "simulated": data.groups[0].simulated if data.groups else False}  # fmt: skip
+    return render(request, "analysis/survey_disagreements.html", context)
