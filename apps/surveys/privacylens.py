@@ -1,4 +1,4 @@
-"""PrivacyLens records: what an importable record must hold, and its trajectory as steps.
+r"""PrivacyLens records: what an importable record must hold, and its trajectory as steps.
 
 A record (SALT-NLP/PrivacyLens `data/main_data.json`) has `name`, `seed`, `vignette` and
 `trajectory`; the trajectory's `executable_trajectory` is the text of the agent's tool calls:
