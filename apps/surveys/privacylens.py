@@ -1,4 +1,4 @@
-"""PrivacyLens records: what an importable record must hold, and its trajectory as steps.
+r"""PrivacyLens records: what an importable record must hold, and its trajectory as steps.
 
 A record (SALT-NLP/PrivacyLens `data/main_data.json`) has `name`, `seed`, `vignette` and
 `trajectory`; the trajectory's `executable_trajectory` is the text of the agent's tool calls:
@@ -9,6 +9,13 @@ A record (SALT-NLP/PrivacyLens `data/main_data.json`) has `name`, `seed`, `vigne
 
 Participants see the task (`user_instruction`) and these steps. The text is split, never
 rewritten: a step's input or observation that is not valid JSON is shown as the text it is.
+A label counts wherever it stands, mid-line or indented (11 of the 493 records have one so),
+but never inside a JSON value: "Observation:" in an email's body is part of the email.
+
+JSON is shown as its source spells it: `spelled` parses it keeping every number's text (500.00
+stays 500.00, 1e3 stays 1e3) and every key of an object, in order, repeated keys too. Strings
+are shown decoded, as the characters the source means: `\n` is a line break, `\u00e9` is é,
+`\"` is a quote mark; true, false and null have one spelling each.
 
 A record is refused when a page could not show it: a name that does not `fullmatch` (`$`
 lets a trailing newline through), `user_name` or `final_action` longer than their columns,
@@ -51,7 +58,10 @@ COLUMNS = {
     "trajectory.final_action": Scenario._meta.get_field("final_action").max_length,
 }
 TYPE_NAMES = {str: "a string", dict: "an object", list: "a list"}
-_LINE = re.compile(r"^(Action|Action Input|Observation):[ \t]?", re.MULTILINE)
+# `\b`: "ReAction:" holds no label.
+_LABEL = re.compile(r"\b(Action Input|Action|Observation):[ \t]?")
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
 
 
 def _lookup(record: dict, path: str):
@@ -123,7 +133,9 @@ class Step:
 
 
 def _part(text: str) -> Part:
-    text = text.strip("\n")
+    # Leading line breaks go (the label's line ends there), leading spaces stay (a text's
+    # first-line indent); trailing space is the next label's indent, not this part's.
+    text = text.strip("\n").rstrip()
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):  # deep nesting: shown as text, never a 500
@@ -134,12 +146,40 @@ def _part(text: str) -> Part:
     return Part(text, data)
 
 
+def _after_json(trajectory: str, start: int) -> int:
+    """Where the JSON object or list that the text at `start` opens with ends, or `start`
+    when it opens with none: a label is looked for only after it."""
+    begin = _JSON_SPACE.match(trajectory, start).end()
+    if trajectory[begin : begin + 1] not in ("{", "["):
+        return start
+    try:
+        _, end = _DECODER.raw_decode(trajectory, begin)
+    except (ValueError, RecursionError):  # not JSON after all: the text up to the next label
+        return start
+    return end
+
+
+def _labelled(trajectory: str) -> tuple[str, list[tuple[str, str]]]:
+    """(text before the first label, (label, text) pairs): every character but the labels'."""
+    found = _LABEL.search(trajectory)
+    if found is None:
+        return trajectory, []
+    preamble, pairs = trajectory[: found.start()], []
+    while found is not None:
+        label, start = found.group(1), found.end()
+        past = start if label == "Action" else _after_json(trajectory, start)
+        following = _LABEL.search(trajectory, past)
+        end = following.start() if following else len(trajectory)
+        pairs.append((label, trajectory[start:end]))
+        found = following
+    return preamble, pairs
+
+
 def trajectory_steps(trajectory: str) -> tuple[str, list[Step]]:
     """(text before the first action, the steps). Splitting loses no character of content."""
-    pieces = _LINE.split(trajectory)
-    preamble, rest = pieces[0].strip("\n"), pieces[1:]
+    preamble, pairs = _labelled(trajectory)
     steps: list[dict] = []
-    for label, body in zip(rest[0::2], rest[1::2], strict=True):
+    for label, body in pairs:
         if label == "Action" or not steps:
             steps.append({"action": body.strip() if label == "Action" else ""})
             if label == "Action":
@@ -148,4 +188,25 @@ def trajectory_steps(trajectory: str) -> tuple[str, list[Step]]:
         if key in steps[-1]:  # a second observation for one action: keep it as its own step
             steps.append({"action": ""})
         steps[-1][key] = _part(body)
-    return preamble, [Step(s["action"], s.get("action_input"), s.get("observation")) for s in steps]
+    return preamble.strip("\n").rstrip(), [
+        Step(s["action"], s.get("action_input"), s.get("observation")) for s in steps
+    ]
+
+
+@dataclass(frozen=True)
+class Number:
+    """A JSON number as the source spells it."""
+
+    text: str
+
+
+class Members(list):
+    """A JSON object: its (key, value) pairs in the source's order, a repeated key each time."""
+
+
+def spelled(text: str) -> object:
+    """The JSON value of `text` as written: a Number for every number, Members for every
+    object, lists, decoded strings, True, False and None. ValueError when it is not JSON."""
+    return json.loads(
+        text, parse_int=Number, parse_float=Number, parse_constant=Number, object_pairs_hook=Members
+    )

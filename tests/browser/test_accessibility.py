@@ -46,6 +46,26 @@ def study(transactional_db, make_study):
 
 
 @pytest.mark.parametrize("size", list(SIZES))
+def test_a_folded_result_has_no_serious_accessibility_violations_closed_or_open(
+    new_context, transactional_db, make_study, size
+):
+    study = make_study(count=1, scenarios_per_participant=1)  # main100: one long result
+    context = new_context(viewport=SIZES[size])
+    fake_prolific(context)
+    page = context.new_page()
+    page.goto(link(study, new_pid()))
+    page.get_by_role("button", name="I agree to take part").click()
+    page.get_by_role("button", name="Start the first scenario").click()
+    summary = page.locator("details.fold > summary")
+    expect(summary).to_have_count(1)
+    found = {"closed": violations(page)}
+    summary.click()
+    expect(page.locator("details.fold dl.json-object").first).to_be_visible()
+    found["open"] = violations(page)
+    assert found == {"closed": [], "open": []}
+
+
+@pytest.mark.parametrize("size", list(SIZES))
 def test_participant_pages_have_no_serious_accessibility_violations(new_context, study, size):
     context = new_context(viewport=SIZES[size])
     fake_prolific(context)

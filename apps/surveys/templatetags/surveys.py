@@ -1,51 +1,66 @@
 """Scenario context as readable HTML: JSON objects as definition lists, lists as lists.
 
-Nothing is reworded or reordered: keys and strings appear exactly as in the record, and
-every one of them goes through `format_html`, so markup in a scenario is shown, never run.
+Nothing is reworded or reordered: keys and strings appear as in the record, numbers as the
+record spells them (privacylens.spelled), and every one of them goes through `format_html`,
+so markup in a scenario is shown, never run.
 """
 
 import html
-import json
 
 from django import template
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from apps.surveys.privacylens import trajectory_steps
+from apps.console.uploads import deeper_than
+from apps.surveys.privacylens import Members, Number, Part, spelled, trajectory_steps
 
 register = template.Library()
 MAX_DEPTH = 12
+# An observation longer than this is folded (a <details>, closed): on a phone the first
+# scenario of the demo was ten screens of tool output before its first question.
+FOLD_CHARACTERS = 600
+FOLD_LINES = 15
 
 
-def json_html(value, depth: int = 0) -> SafeString:
-    if depth > MAX_DEPTH:
-        text = json.dumps(value, ensure_ascii=False, indent=2)
-        return format_html('<pre class="json-text">{}</pre>', text)
-    if isinstance(value, dict):
+def json_html(value) -> SafeString:
+    if isinstance(value, Members):
         if not value:
             return mark_safe('<span class="json-literal">{}</span>')
-        rows = format_html_join(
-            "", "<dt>{}</dt><dd>{}</dd>", ((k, json_html(v, depth + 1)) for k, v in value.items())
-        )
+        rows = format_html_join("", "<dt>{}</dt><dd>{}</dd>", ((k, json_html(v)) for k, v in value))
         return format_html('<dl class="json-object">{}</dl>', rows)
     if isinstance(value, list):
         if not value:
             return mark_safe('<span class="json-literal">[]</span>')
-        rows = format_html_join("", "<li>{}</li>", ((json_html(v, depth + 1),) for v in value))
+        rows = format_html_join("", "<li>{}</li>", ((json_html(v),) for v in value))
         return format_html('<ol class="json-list">{}</ol>', rows)
     if isinstance(value, str):
         return format_html('<span class="json-string">{}</span>', value)
-    return format_html('<span class="json-literal">{}</span>', json.dumps(value))
+    if isinstance(value, Number):
+        return format_html('<span class="json-literal">{}</span>', value.text)
+    literal = {True: "true", False: "false", None: "null"}[value]
+    return format_html('<span class="json-literal">{}</span>', literal)
 
 
 @register.simple_tag
-def json_block(part) -> SafeString:
-    """A step's input or observation: structured when it is JSON, verbatim text otherwise."""
+def json_block(part: Part | None) -> SafeString:
+    """A step's input or observation: structured when it is JSON, verbatim text otherwise
+    (also when it nests deeper than a page can indent)."""
     if part is None:
         return mark_safe("")
-    if part.is_json:
-        return json_html(part.data)
+    if part.is_json and deeper_than(part.data, max_depth=MAX_DEPTH) is None:
+        return json_html(spelled(part.text))
     return format_html('<pre class="json-text">{}</pre>', part.text)
+
+
+@register.filter
+def fold_size(part: Part | None) -> str:
+    """How long a step's observation is ("2,310 characters") when it is long enough to be
+    shown folded; "" otherwise."""
+    if part is None:
+        return ""
+    if len(part.text) > FOLD_CHARACTERS or part.text.count("\n") >= FOLD_LINES:
+        return f"{len(part.text):,} characters"
+    return ""
 
 
 @register.filter
