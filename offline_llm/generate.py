@@ -895,8 +895,39 @@ def _context_facts(context: str, *, limit: int = CONTEXT_CHARS, most: int = 60) 
 
 
 def _scenario_response(model: str, prompt: Prompt, rng: random.Random) -> str:
+    """The message the task asks for; with a <final_action> (an agent prompt, as PrivacyLens
+    asks), that action's input as JSON, with the message in it."""
     task = prompt.tag("task") or prompt.last_user
-    facts = _context_facts(prompt.tag("context") or "")
+    context = prompt.tag("trajectory") or prompt.tag("context") or ""
+    text, recipient, subject = _scenario_message(model, task, context, rng)
+    action = (prompt.tag("final_action") or "").strip()
+    if not action:
+        return text
+    return json.dumps(_action_input(action, text, recipient, subject, context), ensure_ascii=False)
+
+
+_ADDRESS = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+
+
+def _action_input(action: str, text: str, recipient: str, subject: str, context: str) -> dict:
+    """The input a ToolEmu tool takes, by the kind of tool its name says."""
+    name = action.lower()
+    if "email" in name or "gmail" in name:
+        addresses = _ADDRESS.findall(context)
+        mine = [a for a in addresses if recipient.lower() in a.lower()]
+        to = (mine or addresses or [f"{recipient.lower()}@example.com"])[0]
+        body = text.split("\n\n", 1)[1] if text.startswith("Subject:") else text
+        return {"to": to, "subject": subject[:1].upper() + subject[1:], "body": body}
+    if "post" in name or "tweet" in name:
+        return {"content": text}
+    if "slack" in name:
+        return {"recipient": f"@{recipient}", "message": text}
+    return {"recipient_id": recipient, "message": text}
+
+
+def _scenario_message(model: str, task: str, context: str, rng: random.Random):
+    """(the message, its recipient, its subject)."""
+    facts = _context_facts(context)
     sensitive = [fact for fact in facts if stems(fact) & SENSITIVE]
     neutral = [fact for fact in facts if fact not in sensitive]
     names = [name for name in _RECIPIENT.findall(task) if name not in _NOT_NAMES]
@@ -924,11 +955,11 @@ def _scenario_response(model: str, prompt: Prompt, rng: random.Random) -> str:
     body.append(rng.choice(SCENARIO_CLOSERS))
     text = " ".join(body)
     if form == "post":
-        return text
+        return text, recipient, subject
     if form == "email":
         title = subject[:1].upper() + subject[1:]
-        return f"Subject: {title}\n\nHi {recipient},\n\n{text}\n\nBest wishes"
-    return f"Hi {recipient},\n\n{text}"
+        return f"Subject: {title}\n\nHi {recipient},\n\n{text}\n\nBest wishes", recipient, subject
+    return f"Hi {recipient},\n\n{text}", recipient, subject
 
 
 def _lower_first(text: str) -> str:

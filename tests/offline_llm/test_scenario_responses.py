@@ -59,3 +59,27 @@ def test_a_scenario_message_uses_what_the_observations_say_with_real_newlines(
     observed = ("Innovatech", "interview", "prepar", "father", "hospital", "insights")
     assert any(word in text for text in texts for word in observed)
     assert not any(re.search(r"msg_\d+|\d{4}-\d\d-\d\dT", text) for text in texts)
+
+
+@pytest.mark.django_db
+def test_asked_as_privacylens_asks_the_answer_is_the_final_actions_input(
+    offline_provider_url, scenarios
+):
+    """Prompt v2 (the privacy-enhanced agent prompt) names the final action: the answer is its
+    input, a JSON object whose message is clean text."""
+    import json
+
+    prompt = PromptTemplate.objects.get(purpose=Purpose.SCENARIO_RESPONSE, version=2)
+    keys = {
+        "MessengerSendMessage": {"recipient_id", "message"},
+        "GmailSendEmail": {"to", "subject", "body"},
+        "SlackSendMessage": {"recipient", "message"},
+        "FacebookManagerCreatePost": {"content"},
+    }
+    for scenario in scenarios:
+        messages = scenario_response_messages(scenario=scenario, prompt=prompt)
+        text = response_to(offline_provider_url, messages, "offline-thorough", 0)
+        action_input = json.loads(text)
+        assert set(action_input) == keys[scenario.final_action], scenario.name
+        message = action_input.get("message") or action_input.get("body") or action_input["content"]
+        assert message.strip() and JSON_SYNTAX.findall(message) == [], scenario.name

@@ -326,3 +326,43 @@ def test_participant_and_study_read_in_one_statement_match_the_orm(make_study):
             assert getattr(a, field.attname) == getattr(b, field.attname), field.name
     assert not fast._state.adding and fast._state.db == orm._state.db
     assert selectors.participants_with_study(ids=[participant.pk], slug="elsewhere") == []
+
+
+def test_the_scenario_prompt_gets_every_trajectory_field_as_a_variable(scenarios):
+    """The published prompt's inputs: the user's name and email, the toolkits, the task, the
+    trajectory so far and the final action; each a variable a researcher's prompt can use."""
+    import json
+
+    from apps.llm.models import PROMPT_VARIABLES, PromptTemplate, Purpose
+    from apps.surveys.selectors import scenario_prompt_variables, scenario_response_messages
+
+    scenario = next(s for s in scenarios if s.name == "main12")
+    record = json.loads(scenario.record_json)["trajectory"]
+    variables = scenario_prompt_variables(scenario=scenario)
+    assert set(variables) == set(PROMPT_VARIABLES[Purpose.SCENARIO_RESPONSE])
+    assert variables["user_email"] == record["user_email"]
+    assert variables["trajectory"] == record["executable_trajectory"]
+    assert variables["final_action"] == "MessengerSendMessage"
+    assert variables["toolkits"].splitlines() == [
+        "- GoogleCalendar: GoogleCalendarSearchEvents",
+        "- NotionManager: NotionManagerSearchContent",
+        "- Messenger: MessengerSendMessage",
+    ]
+    prompt = PromptTemplate.objects.get(purpose=Purpose.SCENARIO_RESPONSE, version=2)
+    text = "\n".join(
+        m["content"] for m in scenario_response_messages(scenario=scenario, prompt=prompt)
+    )
+    for name in ("user_name", "user_email", "task", "trajectory", "final_action"):
+        assert variables[name] in text, name
+
+
+def test_a_prompt_may_use_only_its_purposes_variables(db):
+    from apps.llm.errors import PromptError
+    from apps.llm.services import prompt_template_save
+
+    saved = prompt_template_save(
+        purpose="scenario_response", system_text="", user_text="$user_name: $final_action"
+    )
+    assert saved.variables == ["user_name", "final_action"]
+    with pytest.raises(PromptError, match=r"\$recipient: not a variable of scenario_response"):
+        prompt_template_save(purpose="scenario_response", system_text="", user_text="$recipient")
