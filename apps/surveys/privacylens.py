@@ -146,6 +146,13 @@ def _part(text: str) -> Part:
     return Part(text, data)
 
 
+def action_input(text: str) -> Part | None:
+    """A response that is an action's input (a JSON object, as PrivacyLens's agent prompt
+    asks for), as a part the page shows like a step's input; None for any other text."""
+    part = _part(text)
+    return part if isinstance(part.data, dict) else None
+
+
 def _after_json(trajectory: str, start: int) -> int:
     """Where the JSON object or list that the text at `start` opens with ends, or `start`
     when it opens with none: a label is looked for only after it."""

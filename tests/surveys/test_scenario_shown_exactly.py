@@ -278,3 +278,27 @@ def test_a_record_whose_json_does_not_close_is_accepted_and_shown_as_text(db):
     assert [(s.action, s.observation and s.observation.text) for s in steps] == [
         ("A", "[["), ("B", None),
     ]  # fmt: skip
+
+
+def test_a_response_that_is_an_actions_input_is_shown_as_its_fields(make_study):
+    """PrivacyLens's agent prompt answers with the final action's input: participants read
+    its fields (the message, its recipient) rather than JSON punctuation; other text stays
+    text."""
+    from apps.surveys.models import ResponseSource, ScenarioResponse, StudyScenario
+    from apps.surveys.selectors import process_caches_clear, scenario_body_html
+
+    study = make_study(live=False, count=1)
+    scenario = study.study_scenarios.get().scenario
+    text = '{"recipient_id": "Emily", "message": "Hi Emily,\\n\\nGood luck <b>Friday</b>."}'
+    response = ScenarioResponse.objects.create(
+        scenario=scenario, text=text, source=ResponseSource.IMPORTED, model_name="m"
+    )
+    ss = StudyScenario.objects.get(study=study, scenario=scenario)
+    ss.response = response
+    ss.save(update_fields=["response"])
+    process_caches_clear()
+    page = str(scenario_body_html(study_scenario=ss))
+    assert f"<code>{scenario.final_action}</code>" in page
+    assert "<dt>recipient_id</dt>" in page and "<dt>message</dt>" in page
+    assert "Hi Emily,\nGood luck &lt;b&gt;Friday&lt;/b&gt;." in page.replace("\n\n", "\n")
+    assert '{"recipient_id"' not in page

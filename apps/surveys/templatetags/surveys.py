@@ -12,7 +12,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 from apps.console.uploads import deeper_than
-from apps.surveys.privacylens import Members, Number, Part, spelled, trajectory_steps
+from apps.surveys.privacylens import Members, Number, Part, action_input, spelled, trajectory_steps
 
 register = template.Library()
 MAX_DEPTH = 12
@@ -61,6 +61,11 @@ def fold_size(part: Part | None) -> str:
     if len(part.text) > FOLD_CHARACTERS or part.text.count("\n") >= FOLD_LINES:
         return f"{len(part.text):,} characters"
     return ""
+
+
+@register.filter(name="action_input")
+def action_input_filter(text: str) -> Part | None:
+    return action_input(text)
 
 
 @register.filter
