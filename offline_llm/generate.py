@@ -982,7 +982,7 @@ def _lower_first(text: str) -> str:
 # the temperature, so that one proxy's runs agree closely (published 0.88-0.98).
 
 RUN_NOISE = 0.04  # standard deviation on the 0-1 leaning, at temperature 1
-MODEL_SCENARIO_NOISE = 0.07  # a model's stable reaction to one scenario, per item
+MODEL_SCENARIO_NOISE = 0.12  # a model's stable reaction to one scenario, per item
 MODEL_ITEM_SPREAD = 0.06  # a model's stable leaning on one item, at most this either way
 DONE_THRESHOLD = 0.45  # help leaning above which the task counts as done
 

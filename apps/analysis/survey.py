@@ -121,12 +121,16 @@ def _alpha(key, who, items: list[Item], frame, scenarios: int, rater: str) -> Al
     return AlphaSpec(
         key=key,
         who=who,
-        items=", ".join(i.code for i in items) if len(items) > 1 else items[0].code,
+        items=pooled_label(items) if len(items) > 1 else items[0].code,
         level=level,
         matrix=_matrix(frame, items, scenarios, rater),
         clusters=np.repeat(np.arange(scenarios), len(items)),
         domain=domain,
     )
+
+
+def pooled_label(items: list[Item]) -> str:
+    return "Pooled: " + ", ".join(item.code for item in items)
 
 
 def _item_sets(items: list[Item]) -> list[tuple[str, list[Item]]]:

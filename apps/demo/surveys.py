@@ -16,6 +16,10 @@ from apps.llm.models import ModelConfig
 from apps.surveys.forms import DEFAULT_TEXTS
 from apps.surveys.models import Scenario, Study, StudyStatus
 from apps.surveys.services import (
+    PROXY_WORK,
+    SCENARIO_RESPONSE_WORK,
+    proxy_run_create,
+    proxy_run_launch,
     response_import_csv,
     scenario_import_json,
     scenario_responses_request,
@@ -62,3 +66,59 @@ def demo_surveys_load() -> tuple[Study, str]:
         response_import_csv(text=RESPONSES.read_text(encoding="utf-8"), study=study)
     study_set_status(study=study, status=StudyStatus.LIVE)
     return study, "study live"
+
+
+# --- the survey report's demo: simulated people and offline proxies -------------------------
+
+REPORT_SLUG = "demo-report"
+REPORT_NAME = "Demo: the published user study, reproduced (simulated people, offline proxies)"
+PROXY_MODELS = ["Offline Terse (demo)", "Offline Thorough (demo)", "Offline Friendly (demo)"]
+PROXY_RUNS = 5
+PROXY_SEED = 7
+
+
+def demo_survey_report_load() -> str:
+    """A closed study over the 40 scenarios, each rated by five simulated people and by three
+    offline proxy models five times each, so that the survey report has data on first start.
+    Made once; safe to run again."""
+    from .runs import provider_up, work_until_settled
+    from .simulated_people import simulated_people_add
+
+    study = Study.objects.filter(slug=REPORT_SLUG).first()
+    if study is None:
+        data = SCENARIOS.read_bytes()
+        scenario_import_json(text=data)
+        names = [r["name"] for r in json.loads(data)]
+        study = study_create(
+            slug=REPORT_SLUG, name=REPORT_NAME, scenarios=Scenario.objects.filter(name__in=names),
+            code_completed="REPORTDONE", code_no_consent="REPORTNOCONSENT",
+            code_failed_attention="REPORTATTENTION", code_full="REPORTFULL", **DEFAULT_TEXTS,
+        )  # fmt: skip
+    models = list(ModelConfig.objects.filter(display_name__in=PROXY_MODELS))
+    writer = ModelConfig.objects.filter(display_name=MODEL).first()
+    if len(models) < len(PROXY_MODELS) or writer is None:
+        return "skipped (the offline demo models are missing)"
+    waiting = study.study_scenarios.filter(response__isnull=True).exists()
+    needs_proxies = not study.proxy_runs.exists()
+    if (waiting or needs_proxies) and not provider_up():
+        return "skipped (the offline provider does not answer; run `make run`)"
+    if waiting:
+        generation, _to_enqueue = scenario_responses_request(study=study, model=writer)
+        work_until_settled(SCENARIO_RESPONSE_WORK.name, generation.pk)
+        if study.study_scenarios.filter(response__isnull=True).exists():
+            return "incomplete (some scenarios got no response; run load_demo again)"
+    if study.status == StudyStatus.DRAFT:
+        study = study_set_status(study=study, status=StudyStatus.LIVE)
+    people = simulated_people_add(study=study)
+    if study.status == StudyStatus.LIVE:  # nobody real takes part in it
+        study = study_set_status(study=study, status=StudyStatus.CLOSED)
+    if needs_proxies:
+        run = proxy_run_create(
+            study=study, models=models, runs_per_model=PROXY_RUNS, seed=PROXY_SEED
+        )
+        proxy_run_launch(run=run)
+        work_until_settled(PROXY_WORK.name, run.pk)
+    return (
+        f"{study.study_scenarios.count()} scenarios, {people or 'its'} simulated people, "
+        f"proxies: {', '.join(PROXY_MODELS)} x {PROXY_RUNS}"
+    )

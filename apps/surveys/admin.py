@@ -138,16 +138,18 @@ class ParticipantAdmin(ReadOnlyAdmin):
         "__str__",
         "study",
         "kind",
+        "simulated",
         "status",
         "review_status",
         "attention_failed",
         "finished_at",
     )
-    list_filter = ("study", "status", "review_status", "kind")
+    list_filter = ("study", "status", "review_status", "kind", "simulated")
     search_fields = ("prolific_pid", "prolific_session_id")
     actions = [mark_returned]
     csv_fields = (
-        "id", "study_id", "kind", "prolific_pid", "prolific_study_id", "prolific_session_id",
+        "id", "study_id", "kind", "simulated", "model__display_name", "run_index",
+        "prolific_pid", "prolific_study_id", "prolific_session_id",
         "status", "attention_failed", "completion_code", "age", "gender", "education", "income",
         "review_status", "rejection_category", "created_at", "consented_at", "finished_at",
     )  # fmt: skip
@@ -172,7 +174,9 @@ class AnswerAdmin(ReadOnlyAdmin):
     list_filter = ("item__code", "assignment__study_scenario__study", "assignment__status")
     list_select_related = ("assignment", "item")
     csv_fields = (
-        "id", "assignment__participant__prolific_pid", "assignment__study_scenario__scenario__name",
+        "id", "assignment__participant__prolific_pid", "assignment__participant__kind",
+        "assignment__participant__simulated", "assignment__participant__model__display_name",
+        "assignment__participant__run_index", "assignment__study_scenario__scenario__name",
         "assignment__status", "item__code", "value", "explanation", "first_saved_at", "saved_at",
         "save_count",
     )  # fmt: skip

@@ -10,7 +10,7 @@ from apps.accounts.services import user_create
 from apps.demo.questions import demo_question_bank_load
 from apps.demo.rubrics import demo_rubrics_load
 from apps.demo.runs import demo_runs_load
-from apps.demo.surveys import PARTICIPANT_QUERY, demo_surveys_load
+from apps.demo.surveys import PARTICIPANT_QUERY, demo_survey_report_load, demo_surveys_load
 from apps.llm.models import ModelConfig
 
 DEMO_USERS = [
@@ -67,6 +67,7 @@ class Command(BaseCommand):
         self.stdout.write(
             f"Survey demo ({state}): participants start at /s/{study.slug}/?{PARTICIPANT_QUERY}"
         )
+        self.stdout.write(f"Survey report demo: {demo_survey_report_load()}")
         logins_file.write_text(json.dumps(logins, indent=2))
         logins_file.chmod(0o600)
         self.stdout.write("Demo logins (also in .data/demo-logins.json):")
