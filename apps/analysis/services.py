@@ -19,9 +19,7 @@ PROGRESS_EVERY = 5  # statistics between two writes of the progress
 def survey_bootstrap_request(*, study: Study, user=None) -> tuple[SurveyBootstrap, bool]:
     """(the bootstrap of the study's data as it is now, whether the caller should queue its
     task): an existing one is kept (done, or under way); a failed one is asked again."""
-    # From the database: a trigger bumps `items_version`, so the caller's copy may be stale,
-    # and a fingerprint from it would never match the worker's (the task would always fail).
-    fingerprint = survey_fingerprint(study=Study.objects.get(pk=study.pk))
+    fingerprint = survey_fingerprint(study=study)
     key = {"study": study, "fingerprint": fingerprint, "resamples": RESAMPLES, "seed": SEED}
     try:
         with transaction.atomic():
