@@ -100,14 +100,16 @@ class RhoSpec:
         return agreement.spearman_resamples(self.x, self.y, draws=pairs)
 
 
-def _matrix(frame: pd.DataFrame, items: list[Item], scenarios: int, rater: str) -> np.ndarray:
+def _matrix(
+    frame: pd.DataFrame, items: list[Item], scenarios: int, rater: str, column: str = "value"
+) -> np.ndarray:
     """raters x (scenario, item) units, scenario-major: unit s * len(items) + k."""
     position = {item.code: k for k, item in enumerate(items)}
     rows = frame[frame["item"].isin(position)]
     codes, _labels = pd.factorize(rows[rater])
     matrix = np.full((max(len(_labels), 1), scenarios * len(items)), np.nan)
     units = rows["scenario"].to_numpy() * len(items) + rows["item"].map(position).to_numpy()
-    matrix[codes, units] = rows["value"].to_numpy()
+    matrix[codes, units] = rows[column].to_numpy()
     return matrix
 
 
@@ -144,10 +146,12 @@ def _item_sets(items: list[Item]) -> list[tuple[str, list[Item]]]:
 
 def proxy_consensus(frame: pd.DataFrame) -> pd.DataFrame:
     """One rating per (proxy, scenario, item): the lower median of the proxy's runs."""
-    ordered = frame.sort_values("value")
-    grouped = ordered.groupby(["group", "scenario", "item"], sort=False)["value"]
-    lower = grouped.agg(lambda v: v.iloc[(len(v) - 1) // 2])
-    return lower.rename("value").reset_index().assign(rater=lambda f: f["group"])
+    keys = ["group", "scenario", "item"]
+    ordered = frame.sort_values([*keys, "value"], kind="stable")
+    grouped = ordered.groupby(keys, sort=False)
+    middle = grouped.cumcount() == (grouped["value"].transform("size") - 1) // 2
+    lower = ordered.loc[middle, [*keys, "value"]]
+    return lower.assign(rater=lower["group"]).reset_index(drop=True)
 
 
 def _scenario_means(frame: pd.DataFrame, items: list[Item], scenarios: int) -> np.ndarray:
@@ -167,13 +171,13 @@ def survey_statistics(data: SurveyData) -> list[AlphaSpec | RhoSpec]:
     specs: list[AlphaSpec | RhoSpec] = []
     if not items:
         return specs
-    people = answers[answers["group"] == PEOPLE]
+    people = data.answers_of(PEOPLE)
     for label, chosen in _item_sets(items):
         specs.append(
             _alpha(f"alpha:people:{label}", "Between people", chosen, people, scenarios, "rater")
         )
     for proxy in data.proxies:
-        rows = answers[answers["group"] == proxy.key]
+        rows = data.answers_of(proxy.key)
         for label, chosen in _item_sets(items):
             specs.append(
                 _alpha(
@@ -204,7 +208,7 @@ def survey_statistics(data: SurveyData) -> list[AlphaSpec | RhoSpec]:
         if item.group:
             groups.setdefault(item.group, []).append(k)
     for proxy in data.proxies:
-        means = _scenario_means(answers[answers["group"] == proxy.key], items, scenarios)
+        means = _scenario_means(data.answers_of(proxy.key), items, scenarios)
         for k, item in enumerate(items):
             specs.append(
                 RhoSpec(
@@ -369,7 +373,7 @@ def _rho_table(data, specs, intervals) -> Table:
                 "pairs": pairs,
             }
         )
-    people = data.answers[data.answers["group"] == PEOPLE]
+    people = data.answers_of(PEOPLE)
     return Table(
         name="rho",
         title="Spearman's rho: each proxy against people, per-scenario means",
@@ -395,15 +399,14 @@ def _rho_table(data, specs, intervals) -> Table:
 
 def _distribution(data: SurveyData, item: Item) -> Table:
     rows = []
+    offset = 1 if item.ordinal else 0
     for group in data.groups:
-        values = data.answers.loc[
-            (data.answers["group"] == group.key) & (data.answers["item"] == item.code), "value"
-        ]
+        frame = data.answers_of(group.key)
+        values = frame.loc[frame["item"] == item.code, "value"].to_numpy()
         row = {"who": f"{_who(data, group)} (n={len(values):,})", "answers": len(values)}
-        offset = 1 if item.ordinal else 0
-        for point, _label in enumerate(item.labels):
-            share = 100 * float((values == point + offset).mean()) if len(values) else np.nan
-            row[f"p{point}"] = share
+        counts = np.bincount((values - offset).astype(int), minlength=item.points)
+        for point in range(item.points):
+            row[f"p{point}"] = 100 * counts[point] / len(values) if len(values) else np.nan
         rows.append(row)
     return Table(
         name=f"distribution-{item.code}",
@@ -428,7 +431,7 @@ def _ranges(data: SurveyData) -> Table:
     width = max((item.points for item in scales), default=5)
     rows = []
     for group in data.groups:
-        frame = data.answers[data.answers["group"] == group.key]
+        frame = data.answers_of(group.key)
         matrix = _matrix(frame, scales, len(data.scenarios), "rater")
         counts = agreement.rating_ranges(matrix) if scales else {}
         total = sum(counts.values())
@@ -464,12 +467,8 @@ def _ranges(data: SurveyData) -> Table:
 def _sd_cdf(data: SurveyData) -> Table:
     rows = []
     for group in data.groups:
-        frame = data.answers[data.answers["group"] == group.key].copy()
-        frame["value"] = [
-            float(data.item[c].unit_value(np.array([v]))[0])
-            for c, v in zip(frame["item"], frame["value"], strict=True)
-        ]
-        matrix = _matrix(frame, data.items, len(data.scenarios), "rater")
+        frame = data.answers_of(group.key)
+        matrix = _matrix(frame, data.items, len(data.scenarios), "rater", column="unit")
         xs, ys = agreement.ecdf(agreement.unit_sds(matrix))
         rows += [
             {"who": _who(data, group), "sd": x, "share": y} for x, y in zip(xs, ys, strict=True)
@@ -629,10 +628,6 @@ def disagreements(data: SurveyData) -> list[Disagreement]:
     answers = data.answers.copy()
     if answers.empty or not data.proxies:
         return []
-    answers["unit"] = [
-        float(data.item[c].unit_value(np.array([v]))[0])
-        for c, v in zip(answers["item"], answers["value"], strict=True)
-    ]
     answers["side"] = np.where(answers["group"] == PEOPLE, "people", "proxies")
     means = answers.groupby(["scenario", "item", "side"])["unit"].mean().unstack("side")
     if "people" not in means or "proxies" not in means:

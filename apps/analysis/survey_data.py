@@ -85,6 +85,22 @@ class SurveyData:
     answers: pd.DataFrame
     people: pd.DataFrame  # one row per person analysed: participant, simulated, demographics
     excluded: dict[str, int] = field(default_factory=dict)  # reason -> people
+    by_group: dict[str, pd.DataFrame] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self):
+        # Computed once for every table: each answer on -1..1 (Item.unit_value), and the
+        # answers of each group apart (a report filters by group some hundred times).
+        answers = self.answers
+        points = answers["item"].map({i.code: i.points for i in self.items}).astype(float)
+        ordinal = answers["item"].map({i.code: i.ordinal for i in self.items}).astype(bool)
+        values = answers["value"].to_numpy(dtype=float)
+        answers["unit"] = np.where(
+            ordinal, -1 + 2 * (values - 1) / (points - 1).clip(lower=1), 2 * values - 1
+        )
+        self.by_group = {key: frame for key, frame in answers.groupby("group", sort=False)}
+
+    def answers_of(self, key: str) -> pd.DataFrame:
+        return self.by_group.get(key, self.answers.iloc[0:0])
 
     def group(self, key: str) -> Group:
         return next(g for g in self.groups if g.key == key)
@@ -191,7 +207,7 @@ def survey_data(*, study: Study) -> SurveyData:
         items=items,
         scenarios=scenarios,
         groups=groups,
-        answers=frame[["group", "rater", "scenario", "item", "value", "explanation"]],
+        answers=frame[["group", "rater", "scenario", "item", "value", "explanation"]].copy(),
         people=people,
         excluded=reasons,
     )

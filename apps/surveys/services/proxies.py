@@ -209,8 +209,11 @@ def proxy_run_create(
                         run.seed, participant.model_id, participant.run_index, ss.pk
                     ),
                 )
-                for participant in participants
+                # Scenario by scenario, every proxy within: the engine claims rows in id
+                # order, and a batch of one model's rows would wait on that model's limit
+                # alone (benchmarks/survey_report.py).
                 for position, ss in enumerate(scenarios, start=1)
+                for participant in participants
             ),
             batch_size=CREATE_BATCH,
         )
