@@ -86,11 +86,19 @@ def survey_table_csv(request, study_id: int, name: str):
 @researcher
 @require_GET
 def survey_figure_svg(request, study_id: int, name: str):
-    _study, _data, report, _bootstrap = _report(study_id)
-    figure = report.figures.get(name)
-    if figure is None:
-        raise Http404("No such figure.")
-    response = HttpResponse(figure.svg(), content_type="image/svg+xml; charset=utf-8")
+    study = get_object_or_404(Study, pk=study_id)
+    fingerprint = survey_fingerprint(study=study)
+    # A figure depends on the data alone (not on the intervals), and takes matplotlib a few
+    # hundred milliseconds to draw: drawn once per fingerprint.
+    key = f"analysis:svg:{study.pk}:{fingerprint}:{name}"
+    svg = cache.get(key)
+    if svg is None:
+        figure = survey_report(_data(study, fingerprint)).figures.get(name)
+        if figure is None:
+            raise Http404("No such figure.")
+        svg = figure.svg()
+        cache.set(key, svg, DATA_SECONDS)
+    response = HttpResponse(svg, content_type="image/svg+xml; charset=utf-8")
     # Opened on its own, the SVG is a document: it may style itself and run nothing.
     response["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'"
     return response
