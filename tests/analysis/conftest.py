@@ -91,11 +91,16 @@ def hand_study(make_study):
                 0: dict(zip(["H1", "H2", "P1"], first, strict=True), AC1="no"),
                 1: dict(zip(["H1", "H2", "P1"], second, strict=True), AC1="no"),
             },
+            explanation=f"Person {number} explains",
         )
         rated.people.append(participant)
     model = ModelConfigFactory(name="offline-terse")
     for run, values in enumerate([("2", "3"), ("4", "3")]):
-        rate(proxy(study, model, run), {0: {"H2": values[0]}, 1: {"H2": values[1]}})
+        rate(
+            proxy(study, model, run),
+            {0: {"H2": values[0]}, 1: {"H2": values[1]}},
+            explanation=f"Proxy run {run} explains",
+        )
     rated.models.append(model)
 
     extreme = {0: {"H1": "yes", "H2": "5", "P1": "1", "AC1": "no"},

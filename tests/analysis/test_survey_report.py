@@ -12,11 +12,12 @@ from scipy import stats
 
 from apps.analysis import agreement, services
 from apps.analysis.models import BootstrapStatus, SurveyBootstrap
-from apps.analysis.survey import RESAMPLES, SEED, survey_report
+from apps.analysis.survey import RESAMPLES, SEED, proxy_consensus, survey_report
 from apps.analysis.survey_data import survey_data, survey_fingerprint
 from apps.surveys.models import Answer, ParticipantKind, ReviewStatus
-from tests.analysis.builders import person, rate
+from tests.analysis.builders import person, proxy, rate
 from tests.analysis.conftest import ITEMS, SCALES
+from tests.factories import ModelConfigFactory
 
 pytestmark = [
     pytest.mark.django_db,
@@ -146,6 +147,44 @@ def test_alpha_across_proxies_takes_each_proxys_lower_median(rated_study):
         assert_alpha_row(row, matrix, codes)
         assert row["raters"] == 2
         assert row["units"] == 8 * len(codes)
+
+
+def test_across_proxies_an_even_number_of_runs_takes_the_lower_median(make_study):
+    study = make_study(live=False, count=2)
+    runs = {
+        "offline-terse": [
+            {0: {"H1": "yes", "H2": "2"}, 1: {"H1": "yes", "H2": "5"}},
+            {0: {"H1": "no", "H2": "4"}, 1: {"H1": "yes", "H2": "5"}},
+        ],
+        "offline-friendly": [
+            {0: {"H1": "no", "H2": "3"}, 1: {"H1": "yes", "H2": "1"}},
+            {0: {"H1": "no", "H2": "3"}, 1: {"H1": "no", "H2": "5"}},
+        ],
+    }
+    for name, answers in runs.items():
+        model = ModelConfigFactory(name=name)
+        for run, values in enumerate(answers):
+            rate(proxy(study, model, run), values)
+
+    data = survey_data(study=study)
+    rows = alpha_rows(survey_report(data))
+
+    # terse: s0 H1 yes/no -> no (a tie goes to no), H2 2/4 -> 2; s1 yes, 5.
+    # friendly: s0 no, 3; s1 H1 yes/no -> no, H2 1/5 -> 1.
+    consensus = proxy_consensus(data.answers)
+    found = {(data.group(g).label.split(" @")[0], s, i): v for g, s, i, v in
+             consensus[["group", "scenario", "item", "value"]].itertuples(index=False)}  # fmt: skip
+    assert found == {
+        ("offline-terse", 0, "H1"): 0, ("offline-terse", 0, "H2"): 2,
+        ("offline-terse", 1, "H1"): 1, ("offline-terse", 1, "H2"): 5,
+        ("offline-friendly", 0, "H1"): 0, ("offline-friendly", 0, "H2"): 3,
+        ("offline-friendly", 1, "H1"): 0, ("offline-friendly", 1, "H2"): 1,
+    }  # fmt: skip
+    h1 = np.array([[0.0, 1.0], [0.0, 0.0]])
+    h2 = np.array([[2.0, 5.0], [3.0, 1.0]])
+    assert rows["Across proxies", "H1"]["alpha"] == pytest.approx(packages_alpha(h1, ["H1"]))
+    assert rows["Across proxies", "H2"]["alpha"] == pytest.approx(packages_alpha(h2, ["H2"]))
+    assert rows["Across proxies", "H2"]["ratings"] == 4
 
 
 def test_the_alpha_table_has_one_row_per_agreement_and_item_set(rated_study):
