@@ -108,7 +108,9 @@ def _matrix(
     rows = frame[frame["item"].isin(position)]
     codes, _labels = pd.factorize(rows[rater])
     matrix = np.full((max(len(_labels), 1), scenarios * len(items)), np.nan)
-    units = rows["scenario"].to_numpy() * len(items) + rows["item"].map(position).to_numpy()
+    # As integers: with no row, pandas maps the items to an empty float array, no index.
+    item = rows["item"].map(position).to_numpy(dtype=int)
+    units = rows["scenario"].to_numpy(dtype=int) * len(items) + item
     matrix[codes, units] = rows[column].to_numpy()
     return matrix
 

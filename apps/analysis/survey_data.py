@@ -232,11 +232,9 @@ def survey_fingerprint(*, study: Study) -> str:
             [study.pk],
         )
         participants = cursor.fetchone()[0]
-    # From the database, not `study`: a trigger bumps items_version, so an instance in
-    # memory may hold an older one.
-    items = (
-        Study.objects.filter(pk=study.pk).values_list("items_version", flat=True).first(),
-        study.study_scenarios.count(),
-    )
+    # From the database, not the caller's instance: a trigger bumps the version as items
+    # change, so an instance read before that holds an old one.
+    version = Study.objects.filter(pk=study.pk).values_list("items_version", flat=True).get()
+    items = (version, study.study_scenarios.count())
     text = repr((sorted(answers.items()), participants, items))
     return hashlib.sha256(text.encode()).hexdigest()
