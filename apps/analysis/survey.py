@@ -302,6 +302,20 @@ def _n(scenarios: int, raters: int, answers: int, who: str = "people") -> str:
     return f"{scenarios:,} scenarios, {raters:,} {who}, {answers:,} answers"
 
 
+def _everyone_n(data: SurveyData) -> str:
+    """What the whole report rests on, people and proxies apart."""
+    people = data.answers_of(PEOPLE)
+    text = _n(len(data.scenarios), people["rater"].nunique(), len(people))
+    proxies = data.answers[data.answers["group"] != PEOPLE]
+    if data.proxies:
+        models = len(data.proxies)
+        text += (
+            f"; {models:,} proxy model{'s' if models != 1 else ''} in "
+            f"{proxies['rater'].nunique():,} runs, {len(proxies):,} answers"
+        )
+    return text
+
+
 def _ci(intervals: dict, key: str) -> tuple:
     found = intervals.get(key)
     return (found[0], found[1]) if found else (None, None)
@@ -545,11 +559,7 @@ def survey_report(data: SurveyData, *, intervals: dict | None = None) -> SurveyR
     specs = survey_statistics(data)
     answers = data.answers
     report = SurveyReport(
-        data_n=_n(
-            len(data.scenarios),
-            int((answers["group"] == PEOPLE).groupby(answers["rater"]).any().sum()),
-            len(answers),
-        ),
+        data_n=_everyone_n(data),
         people=len(data.people),
         proxies=len(data.proxies),
         answers=len(answers),

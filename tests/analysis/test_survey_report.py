@@ -24,7 +24,7 @@ pytestmark = [
     # a side with one value (the hand-made case) has no rho, and scipy says so
     pytest.mark.filterwarnings("ignore::scipy.stats.ConstantInputWarning"),
 ]
-POOLED = ", ".join(SCALES)
+POOLED = "Pooled: " + ", ".join(SCALES)
 GROUPS = {"helpfulness (H2-H3)": ["H2", "H3"], "privacy (P1-P4)": ["P1", "P2", "P3", "P4"]}
 
 
@@ -387,7 +387,7 @@ def test_proxies_answers_never_count_among_peoples(hand_study):
     rho = rho_rows(report)[f"{hand_study.models[0].display_name} (offline demo model)", "H2"]
     # People's H2 means: s0 1, s1 13/3; the proxy's: s0 3, s1 3. A constant side: no rho.
     assert math.isnan(rho["rho"]) and rho["pairs"] == 2
-    assert report.data_n.startswith("2 scenarios, 3 people")
+    assert report.data_n == "2 scenarios, 3 people, 18 answers; 1 proxy model in 2 runs, 4 answers"
 
 
 # --- 5. the bootstrap intervals, kept per fingerprint -------------------------------------------

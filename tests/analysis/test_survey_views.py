@@ -95,7 +95,7 @@ def test_the_report_shows_its_tables_figures_and_what_they_rest_on(researcher_cl
         assert reverse("analysis:survey_figure_svg", args=[study.pk, name]) in html
         assert reverse("analysis:survey_table_csv", args=[study.pk, name]) in html
     # 3 people kept, 2 scenarios; 18 of their answers and 4 of the proxy's.
-    assert "Based on 2 scenarios, 3 people, 22 answers, and 1 proxy model." in html
+    assert "Based on 2 scenarios, 3 people, 18 answers; 1 proxy model in 2 runs, 4 answers." in html
     assert "Left out: 1 rejected in review; 1 failed an attention check." in html
     assert "AC1" not in html
     assert "offline demo models" in html
