@@ -149,18 +149,22 @@ def test_a_researcher_launches_a_proxy_run_from_the_study_and_watches_it_finish(
     assert problems == []
 
 
-def people_rated(study) -> None:
-    """`PEOPLE` people, each rating every scenario on every item, from a fixed seed."""
-    draw = random.Random(7)
+def rated(participant, *, seed: int) -> None:
+    """Every scenario of the participant's study rated on every item, drawn from `seed`."""
+    draw = random.Random(seed)
+    study = participant.study
     items = SurveyItem.objects.filter(study=study, attention_check=False)
-    for number in range(1, PEOPLE + 1):
-        answers = {
-            index: {
-                item.code: draw.choice([value for value, _label in item.choices]) for item in items
-            }
-            for index in range(SCENARIOS)
-        }
-        rate(person(study, number), answers)
+    answers = {
+        index: {item.code: draw.choice([value for value, _label in item.choices]) for item in items}
+        for index in range(study.study_scenarios.count())
+    }
+    rate(participant, answers)
+
+
+def people_rated(study, people: int = PEOPLE) -> None:
+    """`people` people, each rating every scenario on every item."""
+    for number in range(1, people + 1):
+        rated(person(study, number), seed=number)
 
 
 def shown_as(raw: str, shown: str) -> str:
