@@ -36,6 +36,10 @@ class Column:
     kind: Kind = "text"
     digits: int = 3
 
+    @property
+    def numeric(self) -> bool:
+        return self.kind != "text"
+
     def format(self, value) -> str:
         if value is None or (isinstance(value, numbers.Real) and math.isnan(value)):
             return MISSING
@@ -64,6 +68,14 @@ class Table:
 
     def formatted_rows(self) -> list[list[str]]:
         return [[column.format(row[column.key]) for column in self.columns] for row in self.rows]
+
+    def formatted_cells(self) -> list[list[tuple[str, bool]]]:
+        """`formatted_rows` with whether each cell is a number: the page sets numbers
+        right, so that their digits line up down a column."""
+        return [
+            [(column.format(row[column.key]), column.numeric) for column in self.columns]
+            for row in self.rows
+        ]
 
     def raw_rows(self) -> Iterator[list]:
         for row in self.rows:

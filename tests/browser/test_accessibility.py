@@ -12,13 +12,17 @@ from playwright.sync_api import expect
 from apps.accounts.roles import Role
 from apps.grading.services.calibration import calibration_create
 from apps.runs.services import sampling_run_create
+from apps.surveys import services as survey_services
+from tests.analysis.builders import proxy
 from tests.browser.sessions import signed_in
 from tests.browser.test_mobile import answer
 from tests.browser.test_survey_participant import fake_prolific, link
+from tests.browser.test_survey_report import people_rated, rated
 from tests.factories import (
     assign,
     draft_with_criteria,
     new_pid,
+    offline_model,
     question_make,
     user_with_role,
 )
@@ -142,6 +146,42 @@ def test_the_study_pages_have_no_serious_accessibility_violations(
     ):
         page.goto(url)
         found[name] = violations(page)
+    assert {name: lines for name, lines in found.items() if lines} == {}
+
+
+OPEN_DETAILS = "() => document.querySelectorAll('details').forEach(d => { d.open = true; })"
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_the_survey_report_and_proxy_run_pages_have_no_serious_accessibility_violations(
+    new_context, live_server, study, offline_provider_url, size
+):
+    """With people's and two proxy models' answers stored, a draft proxy run and a running
+    one (no worker: it stays running). Every <details> is opened: what it hides is checked."""
+    models = [
+        offline_model(offline_provider_url, name=n) for n in ("offline-terse", "offline-friendly")
+    ]
+    people_rated(study, people=5)
+    for seed, model in enumerate(models * 2):
+        rated(proxy(study, model, run_index=seed // len(models) + 1), seed=100 + seed)
+    draft = survey_services.proxy_run_create(study=study, models=models[:1], runs_per_model=2)
+    running = survey_services.proxy_run_launch(
+        run=survey_services.proxy_run_create(study=study, models=models[1:], runs_per_model=1)
+    )
+    researcher = user_with_role(Role.RESEARCHER)
+    page = signed_in(new_context, live_server, researcher, viewport=SIZES[size]).new_page()
+    found = {}
+    for name, url in (
+        ("survey report", f"/analysis/studies/{study.pk}/survey/"),
+        ("disagreements", f"/analysis/studies/{study.pk}/survey/disagreements/"),
+        ("proxy runs", f"/studies/{study.pk}/proxies/"),
+        ("draft proxy run", f"/studies/{study.pk}/proxies/{draft.pk}/"),
+        ("running proxy run", f"/studies/{study.pk}/proxies/{running.pk}/"),
+    ):
+        assert page.goto(url).ok, name
+        page.evaluate(OPEN_DETAILS)
+        found[name] = violations(page)
+    expect(page.get_by_test_id("progress")).to_be_visible()
     assert {name: lines for name, lines in found.items() if lines} == {}
 
 
