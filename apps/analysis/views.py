@@ -58,7 +58,7 @@ def _report(study_id: int):
 @researcher
 @require_GET
 def survey_report_page(request, study_id: int):
-    study, data, report, bootstrap = _report(study_id)
+    study, _, report, bootstrap = _report(study_id)
     if request.htmx:  # the progress of the intervals, polled while they are computed
         return render(request, "analysis/survey_report.html#bootstrap",
                       {"study": study, "bootstrap": bootstrap, "report": report})  # fmt: skip
@@ -66,8 +66,7 @@ def survey_report_page(request, study_id: int):
     context = {
         "study": study, "report": report, "bootstrap": bootstrap, "distributions": figures,
         "ranges": report.figures["ranges"], "sd_cdf": report.figures["sd-cdf"],
-        "alpha": report.tables["alpha"], "rho": report.tables["rho"],
-        "demographics": report.tables["demographics"], "proxies": data.proxies,
+        "demographics": report.tables["demographics"],
     }  # fmt: skip
     return render(request, "analysis/survey_report.html", context)
 
@@ -75,7 +74,7 @@ def survey_report_page(request, study_id: int):
 @researcher
 @require_GET
 def survey_table_csv(request, study_id: int, name: str):
-    study, _data, report, _bootstrap = _report(study_id)
+    study, _, report, _bootstrap = _report(study_id)
     table = report.tables.get(name) or (report.figures[name].table if name in report.figures
                                         else None)  # fmt: skip
     if table is None:
