@@ -238,3 +238,21 @@ def survey_fingerprint(*, study: Study) -> str:
     items = (version, study.study_scenarios.count())
     text = repr((sorted(answers.items()), participants, items))
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def studies_with_answers():
+    """Studies, newest first, each with `people` (who answered, simulated included) and
+    `proxies` (proxy participants) counted."""
+    return Study.objects.annotate(
+        people=Count(
+            "participants",
+            filter=Q(
+                participants__kind=ParticipantKind.HUMAN,
+                participants__assignments__answered_at__isnull=False,
+            ),
+            distinct=True,
+        ),
+        proxies=Count(
+            "participants", filter=Q(participants__kind=ParticipantKind.PROXY), distinct=True
+        ),
+    ).order_by("-created_at", "-pk")

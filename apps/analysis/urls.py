@@ -4,6 +4,7 @@ from . import views
 
 app_name = "analysis"
 urlpatterns = [
+    path("", views.report_index, name="index"),
     path("studies/<int:study_id>/survey/", views.survey_report_page, name="survey_report"),
     path(
         "studies/<int:study_id>/survey/tables/<slug:name>.csv",

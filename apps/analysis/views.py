@@ -22,12 +22,13 @@ from workers.analysis import survey_bootstrap_task
 from . import services
 from .models import BootstrapStatus, SurveyBootstrap
 from .survey import RESAMPLES, SEED, disagreement_detail, disagreements, survey_report
-from .survey_data import SurveyData, survey_data, survey_fingerprint
+from .survey_data import SurveyData, studies_with_answers, survey_data, survey_fingerprint
 from .tables import table_csv_response
 
 researcher = role_required(Role.RESEARCHER)
 DATA_SECONDS = 3600
 DISAGREEMENTS_PER_PAGE = 10
+STUDIES_PER_PAGE = 25
 
 
 def _data(study: Study, fingerprint: str) -> SurveyData:
@@ -53,6 +54,14 @@ def _report(study_id: int):
     done = bootstrap is not None and bootstrap.status == BootstrapStatus.DONE
     report = survey_report(data, intervals=bootstrap.intervals if done else None)
     return study, data, report, bootstrap
+
+
+@researcher
+@require_GET
+def report_index(request):
+    """Every study, with what its survey report would rest on, newest first."""
+    studies = Paginator(studies_with_answers(), STUDIES_PER_PAGE).get_page(request.GET.get("page"))
+    return render(request, "analysis/index.html", {"page": studies})
 
 
 @researcher

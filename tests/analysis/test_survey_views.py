@@ -31,6 +31,7 @@ def urls(study) -> list[tuple[str, str]]:
     """(method, url) for every URL of apps/analysis/urls.py."""
     pk = study.pk
     return [
+        ("get", reverse("analysis:index")),
         ("get", reverse("analysis:survey_report", args=[pk])),
         ("get", reverse("analysis:survey_table_csv", args=[pk, "alpha"])),
         ("get", reverse("analysis:survey_figure_svg", args=[pk, "ranges"])),
@@ -338,3 +339,15 @@ def test_simulated_people_are_labelled_as_simulated(researcher_client, hand_stud
     html = researcher_client.get(disagreements_url(study)).content.decode()
     assert "simulated by the demo" in html
     assert re.search(r"People \(simulated\): mean", html)
+
+
+def test_the_reports_page_lists_every_study_with_who_answered(role_client, hand_study):
+    from apps.accounts.roles import Role
+
+    page = role_client(Role.RESEARCHER).get(reverse("analysis:index")).content.decode()
+    url = reverse("analysis:survey_report", args=[hand_study.study.pk])
+    assert f'<a href="{url}">{hand_study.study.name}</a>' in page
+    # Five people answered (two of them are left out of the report), two proxy runs.
+    assert '<td class="num">5</td><td class="num">2</td>' in page.replace("\n", "")
+    for role in (Role.EXPERT, Role.REVIEWER):
+        assert role_client(role).get(reverse("analysis:index")).status_code == 403

@@ -424,7 +424,7 @@ def test_generating_from_the_study_page_fills_it_with_the_models_responses(
     missing = study.study_scenarios.filter(response__isnull=True)
     assert wait_until(lambda: not missing.exists(), timeout=90)
     page = client.get(f"/studies/{study.pk}/").content.decode()
-    provenance = f"{model.display_name}, prompt scenario_response v1 (generated through"
+    provenance = f"{model.display_name}, prompt scenario_response v2 (generated through"
     assert page.count(provenance) == 3
     assert "have no response to rate yet" not in page
     study.refresh_from_db()

@@ -83,7 +83,7 @@ def test_worker_generates_responses_with_provenance_and_the_study_goes_live(
             model.pk,
             True,
         )
-        assert response.prompt_version == "scenario_response v1"
+        assert response.prompt_version == "scenario_response v2"
         row = ScenarioResponseCall.objects.get(study_scenario=ss)
         assert (row.status, row.response_id) == (ScenarioCallStatus.DONE, response.pk)
         call = LLMCall.objects.get(caller=f"scenario_response_call:{row.pk}", status=CallStatus.OK)
