@@ -25,6 +25,7 @@ from .models import (
     Page,
     PageTime,
     Participant,
+    ParticipantKind,
     ParticipantStatus,
     ProxyCall,
     ProxyCallStatus,
@@ -39,6 +40,12 @@ from .models import (
     StudyScenario,
     SurveyItem,
 )
+
+
+def people(study: Study):
+    """The study's participants who are people (from Prolific, or simulated by the demo):
+    proxy models are never reviewed, approved, paid or counted among participants."""
+    return study.participants.filter(kind=ParticipantKind.HUMAN)
 
 
 def study_scenarios_with_counts(*, study: Study):
@@ -77,7 +84,7 @@ def study_progress(*, study: Study, rows=None) -> Progress:
     rows = list(rows if rows is not None else study_scenarios_with_counts(study=study))
     k = study.ratings_per_scenario
     statuses = dict(
-        study.participants.values_list("status").annotate(n=Count("pk")).values_list("status", "n")
+        people(study).values_list("status").annotate(n=Count("pk")).values_list("status", "n")
     )
     return Progress(
         scenarios=len(rows),
@@ -346,7 +353,8 @@ def study_estimate(*, study: Study) -> duration.Estimate:
 def review(*, study: Study, status: str | None = None) -> Review:
     """The finished submissions (with `status`, if given) and their quality flags."""
     participants = (
-        study.participants.filter(status=ParticipantStatus.FINISHED)
+        people(study)
+        .filter(status=ParticipantStatus.FINISHED)
         .order_by("finished_at")
         .prefetch_related(
             Prefetch(
@@ -367,9 +375,11 @@ def review(*, study: Study, status: str | None = None) -> Review:
     items = study_items(study=study).items
     estimate = duration.study_estimate(study=study, items=items)
     checks = sum(1 for i in items if i.attention_check)
-    counted = study.participants.filter(
-        status=ParticipantStatus.FINISHED, finished_at__isnull=False
-    ).exclude(review_status=ReviewStatus.REJECTED)
+    counted = (
+        people(study)
+        .filter(status=ParticipantStatus.FINISHED, finished_at__isnull=False)
+        .exclude(review_status=ReviewStatus.REJECTED)
+    )
     spans = counted.values_list("created_at", "finished_at")
     times = quality.Times.of([(end - start).total_seconds() for start, end in spans])
     rows = []
@@ -404,9 +414,11 @@ def page_seconds(*, participant: Participant) -> dict[str, float | None]:
 
 
 def approvals(*, study: Study):
-    return study.participants.filter(
-        review_status=ReviewStatus.APPROVED, status=ParticipantStatus.FINISHED
-    ).order_by("finished_at")
+    return (
+        people(study)
+        .filter(review_status=ReviewStatus.APPROVED, status=ParticipantStatus.FINISHED)
+        .order_by("finished_at")
+    )
 
 
 @dataclass(frozen=True)

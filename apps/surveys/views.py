@@ -40,6 +40,7 @@ from .models import (
     Assignment,
     Page,
     Participant,
+    ParticipantKind,
     ParticipantStatus,
     ReviewStatus,
     Study,
@@ -457,7 +458,7 @@ def study_review(request, study_id):
     context = {
         "study": study, "review": review, "rows": review.rows,
         "status": status, "statuses": ReviewStatus.choices, "reject_form": RejectForm(),
-        "active": study.participants.filter(status=ParticipantStatus.ACTIVE),
+        "active": selectors.people(study).filter(status=ParticipantStatus.ACTIVE),
         "prolific_configured": prolific_client() is not None,
     }  # fmt: skip
     return render(request, "surveys/review.html", context)
@@ -466,7 +467,9 @@ def study_review(request, study_id):
 @researcher
 @require_POST
 def participant_review(request, study_id, participant_id):
-    participant = get_object_or_404(Participant, pk=participant_id, study_id=study_id)
+    participant = get_object_or_404(
+        Participant, pk=participant_id, study_id=study_id, kind=ParticipantKind.HUMAN
+    )
     action, client = request.POST.get("action"), prolific_client()
     try:
         if action == "reject":

@@ -207,3 +207,30 @@ def test_a_set_temperature_is_sent_and_none_leaves_the_providers_default(make_st
     assert call.study_scenario.response.text in text
     for item in proxy_items(study=study):
         assert json.dumps(item.wording, ensure_ascii=False) in text
+
+
+def test_proxies_are_never_reviewed_approved_or_counted_among_participants(
+    make_study, models, role_client
+):
+    from django.urls import reverse
+
+    from apps.accounts.roles import Role
+
+    study = make_study(live=False, count=2)
+    run = services.proxy_run_create(study=study, models=models, runs_per_model=1)
+    services.proxy_run_launch(run=run)
+    work_all(run)
+    proxies = Participant.objects.filter(proxy_run=run)
+    assert set(proxies.values_list("status", flat=True)) == {ParticipantStatus.FINISHED}
+
+    assert selectors.review(study=study).rows == []
+    assert not selectors.approvals(study=study).exists()
+    assert sum(selectors.study_progress(study=study).participants.values()) == 0
+    client = role_client(Role.RESEARCHER)
+    for proxy in proxies:
+        url = reverse("surveys:participant_review", args=[study.pk, proxy.pk])
+        assert client.post(url, {"action": "approve"}).status_code == 404
+    with pytest.raises(SurveyError):
+        services.participants_approve(
+            study=study, participant_ids=[p.pk for p in proxies], user=None
+        )

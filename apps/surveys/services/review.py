@@ -11,6 +11,7 @@ from ..errors import ProlificError, SurveyError
 from ..models import (
     AssignmentStatus,
     Participant,
+    ParticipantKind,
     ParticipantStatus,
     RejectionCategory,
     ReviewStatus,
@@ -36,6 +37,8 @@ def participant_mark_returned(*, participant: Participant) -> Participant:
 
 
 def _reviewable(participant: Participant) -> None:
+    if participant.kind != ParticipantKind.HUMAN:
+        raise SurveyError("A proxy model is not a submission: it is never reviewed.")
     if participant.status != ParticipantStatus.FINISHED:
         raise SurveyError("Only finished submissions can be reviewed.")
     if participant.review_status != ReviewStatus.PENDING:
@@ -50,7 +53,9 @@ def participants_approve(
 ) -> list[Participant]:  # fmt: skip
     """Approve finished, unreviewed submissions of `study`: with a client, on Prolific first
     (its bulk-approve endpoint, one call per Prolific study), and here only if it accepted."""
-    participants = list(study.participants.filter(pk__in=participant_ids).order_by("pk"))
+    participants = list(
+        study.participants.filter(pk__in=participant_ids, kind=ParticipantKind.HUMAN).order_by("pk")
+    )
     if not participants or len(participants) != len(set(participant_ids)):
         raise SurveyError("Choose submissions of this study to approve.")
     for participant in participants:
