@@ -47,6 +47,9 @@ def test_a_batch_another_process_is_importing_is_skipped(tmp_path):
     with psycopg.connect(url, autocommit=True) as other:
         other.execute("SELECT pg_advisory_lock(%s, %s)", [LOCK_NAMESPACE, batch.pk])
         assert import_posts_task(batch.pk) == "skipped"
+        # Released here, not by closing: the server frees a closed session's locks when its
+        # backend has exited, which can be a moment after the client has gone.
+        other.execute("SELECT pg_advisory_unlock(%s, %s)", [LOCK_NAMESPACE, batch.pk])
     assert SourcePost.objects.count() == 0
     assert import_posts_task(batch.pk) == ImportStatus.DONE
 
