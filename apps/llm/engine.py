@@ -50,6 +50,7 @@ from django.utils import timezone
 from . import gateway, leases
 from .errors import LLMError
 from .models import CallStatus, ModelConfig, PromptTemplate
+from .progress import GAVE_UP_KEY
 
 log = logging.getLogger(__name__)
 
@@ -216,6 +217,27 @@ def claimable(states: leases.LeaseStates, now: dt.datetime) -> Q:
 def held(rows: QuerySet, *, states: leases.LeaseStates, owner: str) -> QuerySet:
     """`rows` that `owner` still holds: write results through this."""
     return leases.lease_held(rows, states=states, owner=owner)
+
+
+def failed_rows(rows: QuerySet, *, states: leases.LeaseStates, error_kind: str = "") -> QuerySet:
+    """`rows` that failed: all, or those that failed with `error_kind` (a CallStatus, or
+    GAVE_UP_KEY for those a worker gave up on, stored without a kind). ValueError for any
+    other kind."""
+    failed = rows.filter(status=states.failed)
+    if not error_kind:
+        return failed
+    if error_kind not in CallStatus.values and error_kind != GAVE_UP_KEY:
+        raise ValueError(f"Unknown kind of error: {error_kind!r}.")
+    return failed.filter(error_kind="" if error_kind == GAVE_UP_KEY else error_kind)
+
+
+def rows_requeue(rows: QuerySet, *, states: leases.LeaseStates, **reset) -> int:
+    """Put `rows` back to waiting with a fresh budget of attempts, no lease, no error and
+    no reservation (and `reset`, fields of their own); how many."""
+    return rows.update(
+        status=states.waiting, attempts=0, error="", error_kind="", lease_owner="",
+        lease_expires_at=None, reserved_usd=None, completed_at=None, **reset,
+    )  # fmt: skip
 
 
 def committed(rows: QuerySet, *, states: leases.LeaseStates) -> Decimal:

@@ -223,15 +223,11 @@ def responses_retry(*, run: SamplingRun, error_kind: str = "") -> int:
         run = _benchmark_run(run.pk)
         if run.status == RunStatus.CANCELLED:
             raise RunError("The run was cancelled: nothing in it is called again.")
-        failed = run.responses.filter(status=ResponseStatus.FAILED)
-        if error_kind:
-            if error_kind not in CallStatus.values and error_kind != "worker":
-                raise RunError(f"Unknown kind of error: {error_kind!r}.")
-            failed = failed.filter(error_kind="" if error_kind == "worker" else error_kind)
-        count = failed.update(
-            status=ResponseStatus.PENDING, attempts=0, error="", error_kind="",
-            lease_owner="", lease_expires_at=None, reserved_usd=None, completed_at=None,
-        )  # fmt: skip
+        try:
+            failed = engine.failed_rows(run.responses, states=LEASE_STATES, error_kind=error_kind)
+        except ValueError as exc:
+            raise RunError(str(exc)) from exc
+        count = engine.rows_requeue(failed, states=LEASE_STATES)
         if count and run.status == RunStatus.FINISHED:
             run.status, run.finished_at = RunStatus.RUNNING, None
             run.save(update_fields=["status", "finished_at"])

@@ -291,15 +291,11 @@ def proxy_calls_retry(*, run: ProxyRun, error_kind: str = "") -> int:
         run = _locked(run)
         if run.status == ProxyRunStatus.CANCELLED:
             raise SurveyError("The proxy run was cancelled: nothing in it is called again.")
-        failed = run.calls.filter(status=ProxyCallStatus.FAILED)
-        if error_kind:
-            if error_kind not in CallStatus.values and error_kind != "worker":
-                raise SurveyError(f"Unknown kind of error: {error_kind!r}.")
-            failed = failed.filter(error_kind="" if error_kind == "worker" else error_kind)
-        count = failed.update(
-            status=ProxyCallStatus.PENDING, attempts=0, error="", error_kind="",
-            lease_owner="", lease_expires_at=None, reserved_usd=None, completed_at=None,
-        )  # fmt: skip
+        try:
+            failed = engine.failed_rows(run.calls, states=STATES, error_kind=error_kind)
+        except ValueError as exc:
+            raise SurveyError(str(exc)) from exc
+        count = engine.rows_requeue(failed, states=STATES)
         if count and run.status == ProxyRunStatus.FINISHED:
             run.status, run.finished_at = ProxyRunStatus.RUNNING, None
             run.save(update_fields=["status", "finished_at"])
