@@ -151,6 +151,9 @@ def test_a_proxy_that_never_answers_validly_fails_its_call_with_the_reason(
     assert "no answer for H1" in call.error
     assert not Answer.objects.filter(assignment__participant__proxy_run=run).exists()
     # Failed calls go back to pending with a fresh budget of attempts when retried.
+    with pytest.raises(SurveyError, match="Unknown kind of error: 'bogus'"):
+        services.proxy_calls_retry(run=run, error_kind="bogus")
+    assert services.proxy_calls_retry(run=run, error_kind=CallStatus.TIMEOUT) == 0
     assert services.proxy_calls_retry(run=run, error_kind=CallStatus.INVALID_OUTPUT) == 1
     assert ProxyCall.objects.get(run=run).status == ProxyCallStatus.PENDING
 
