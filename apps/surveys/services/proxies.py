@@ -483,12 +483,15 @@ class ProxyWork(engine.Work):
                     item=item,
                     first_saved_at=now,
                     saved_at=now,
-                    value=answer_value(item, answer["value"]),
+                    value=value,
                     explanation=answer["explanation"].strip(),
                 )
                 for assignment, (call, answers) in zip(assignments, answered, strict=True)
                 for answer in answers
+                # Checked when it arrived (answers_check); an item edited since, before any
+                # answer froze the items, may no longer take it: that answer is not kept.
                 if (item := items[call.run.study_id].get(answer["code"])) is not None
+                and (value := answer_value(item, answer["value"])) is not None
             )
             engine.rows_write(rows, RECORDED_FIELDS)
 
