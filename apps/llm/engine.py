@@ -180,6 +180,62 @@ class Work:
         return None
 
 
+class RunWork(Work):
+    """A Work whose scope is a run row with a `status` (taking calls only while it is
+    `running_status`) and an optional `budget_usd`, and whose rows carry `error`,
+    `error_kind`, `reserved_usd` and `completed_at`: sampling, grading and proxy runs."""
+
+    running_status: str = "running"
+    budget_reached_status: str = "budget_reached"
+    max_error_chars: int = 2000
+
+    def runs(self) -> QuerySet:
+        """The runs this work takes calls for."""
+        raise NotImplementedError
+
+    def scope_lock(self, scope):
+        run = self.runs().select_for_update().filter(pk=scope).only("status", "budget_usd").first()
+        if run is None or run.status != self.running_status:
+            return False
+        if run.budget_usd is None:
+            return True
+        return Budget(
+            limit=run.budget_usd, committed=committed(self.rows(scope), states=self.states)
+        )
+
+    def budget_reached(self, scope):
+        self.runs().filter(pk=scope, status=self.running_status).update(
+            status=self.budget_reached_status
+        )
+
+    def active_scopes(self):
+        return self.runs().filter(status=self.running_status).values_list("pk", flat=True)
+
+    def refuse(self, failures, *, owner):
+        now = timezone.now()
+        for pk, reason in failures:
+            leases.lease_end(
+                self.model.objects.filter(pk=pk), states=self.states, owner=owner,
+                status=self.states.failed, error=reason[: self.max_error_chars],
+                error_kind=CallStatus.BAD_REQUEST, reserved_usd=None, completed_at=now,
+            )  # fmt: skip
+
+    def gave_up(self):
+        return {**super().gave_up(), "error_kind": "", "reserved_usd": None,
+                "completed_at": timezone.now()}  # fmt: skip
+
+    def still_working(self, scope: int) -> float | bool | None:
+        """For `settle`: 0 (look again now) while rows wait to be claimed, None while rows are
+        held (their holders settle the run when they finish), False when every row is over
+        and the run can be settled."""
+        rows = self.rows(scope)
+        if rows.filter(claimable(self.states, timezone.now())).exists():
+            return 0
+        if rows.filter(status=self.states.running).exists():
+            return None
+        return False
+
+
 _registry: dict[str, Work] = {}
 
 

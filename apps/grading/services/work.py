@@ -18,7 +18,6 @@ from django.utils import timezone
 
 from apps.llm import costs, engine, leases
 from apps.llm.errors import PromptError
-from apps.llm.models import CallStatus
 from apps.llm.selectors import prompt_render
 from apps.runs.models import RunStatus
 from apps.runs.services import RunWork, call_seed
@@ -129,11 +128,9 @@ class _GradingWork(RunWork):
                 grading_rows_make(run=run)
 
     def settle(self, scope):
-        rows = self.rows(scope)
-        if rows.filter(engine.claimable(self.states, timezone.now())).exists():
-            return 0
-        if rows.filter(status=self.states.running).exists():
-            return None  # their holders settle the run when they finish
+        working = self.still_working(scope)
+        if working is not False:
+            return working
         run = GradingRun.objects.select_related("sampling_run").get(pk=scope)
         if run.status != RunStatus.RUNNING:
             return None
@@ -149,18 +146,8 @@ class _GradingWork(RunWork):
         )
         return None
 
-    def gave_up(self):
-        return {**super().gave_up(), "error_kind": "", "reserved_usd": None,
-                "completed_at": timezone.now()}  # fmt: skip
-
     def refuse(self, failures, *, owner):
-        now = timezone.now()
-        for pk, reason in failures:
-            leases.lease_end(
-                self.model.objects.filter(pk=pk), states=self.states, owner=owner,
-                status=CallState.ERROR, error=reason[:MAX_ERROR_CHARS],
-                error_kind=CallStatus.BAD_REQUEST, reserved_usd=None, completed_at=now,
-            )  # fmt: skip
+        super().refuse(failures, owner=owner)
         self._after_errors([pk for pk, _reason in failures])
 
     def _after_errors(self, ids):

@@ -16,9 +16,9 @@ from django.db import transaction
 from django.db.models.functions import Length
 from django.utils import timezone
 
-from apps.llm import costs, engine, leases
+from apps.llm import costs, engine
 from apps.llm.errors import PromptError
-from apps.llm.models import CallStatus, ModelConfig, PromptTemplate, Purpose
+from apps.llm.models import ModelConfig, PromptTemplate, Purpose
 from apps.llm.selectors import prompt_current, prompt_render
 from apps.questions.models import Question
 
@@ -234,31 +234,13 @@ def responses_retry(*, run: SamplingRun, error_kind: str = "") -> int:
     return count
 
 
-class RunWork(engine.Work):
+class RunWork(engine.RunWork):
     """The engine's view of rows whose scope is a run with a `RunStatus` and an optional
     budget: a sampling run's responses here, a grading run's calls in apps/grading."""
 
-    def runs(self):
-        """The runs this work takes calls for."""
-        raise NotImplementedError
-
-    def scope_lock(self, scope):
-        run = self.runs().select_for_update().filter(pk=scope).only("status", "budget_usd").first()
-        if run is None or run.status != RunStatus.RUNNING:
-            return False
-        if run.budget_usd is None:
-            return True
-        return engine.Budget(
-            limit=run.budget_usd, committed=engine.committed(self.rows(scope), states=self.states)
-        )
-
-    def budget_reached(self, scope):
-        self.runs().filter(pk=scope, status=RunStatus.RUNNING).update(
-            status=RunStatus.BUDGET_REACHED
-        )
-
-    def active_scopes(self):
-        return self.runs().filter(status=RunStatus.RUNNING).values_list("pk", flat=True)
+    running_status = RunStatus.RUNNING
+    budget_reached_status = RunStatus.BUDGET_REACHED
+    max_error_chars = MAX_ERROR_CHARS
 
 
 def run_status_move(run, *, sources, target: str, error: type[Exception], noun: str = "run"):
@@ -386,29 +368,14 @@ class SampleWork(RunWork):
                 rows.append(row)
             engine.rows_write(rows, RECORDED_FIELDS)
 
-    def refuse(self, failures, *, owner):
-        for pk, reason in failures:
-            leases.lease_end(
-                Response.objects.filter(pk=pk), states=self.states, owner=owner,
-                status=ResponseStatus.FAILED, error=reason[:MAX_ERROR_CHARS],
-                error_kind=CallStatus.BAD_REQUEST, reserved_usd=None, completed_at=timezone.now(),
-            )  # fmt: skip
-
-    def gave_up(self):
-        return {**super().gave_up(), "error_kind": "", "reserved_usd": None,
-                "completed_at": timezone.now()}  # fmt: skip
-
     def settle(self, scope):
-        rows = self.rows(scope)
-        now = timezone.now()
-        if rows.filter(engine.claimable(self.states, now)).exists():
-            return 0
-        if rows.filter(status=self.states.running).exists():
-            return None  # their holders settle the run when they finish
+        working = self.still_working(scope)
+        if working is not False:
+            return working
         with transaction.atomic():
             SamplingRun.objects.filter(pk=scope, status=RunStatus.RUNNING).exclude(
                 responses__status__in=[ResponseStatus.PENDING, ResponseStatus.RUNNING]
-            ).update(status=RunStatus.FINISHED, finished_at=now)
+            ).update(status=RunStatus.FINISHED, finished_at=timezone.now())
         return None
 
 

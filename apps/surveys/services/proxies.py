@@ -24,9 +24,9 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from apps.llm import costs, engine, leases
+from apps.llm import costs, engine
 from apps.llm.errors import PromptError
-from apps.llm.models import CallStatus, ModelConfig, Purpose
+from apps.llm.models import ModelConfig, Purpose
 from apps.llm.selectors import prompt_current, prompt_render
 
 from ..errors import SurveyError
@@ -327,7 +327,7 @@ def proxy_estimate(*, study: Study, models, runs_per_model: int) -> dict:
     return {"calls": calls, "cost_usd": total, "models": per_model}
 
 
-class ProxyWork(engine.Work):
+class ProxyWork(engine.RunWork):
     """The engine's view of a proxy run's calls (scope: the run)."""
 
     name = "surveys.proxy"
@@ -336,27 +336,15 @@ class ProxyWork(engine.Work):
     states = STATES
     estimate_fields = ("pk", "participant__model_id", "study_scenario_id")
 
+    running_status = ProxyRunStatus.RUNNING
+    budget_reached_status = ProxyRunStatus.BUDGET_REACHED
+    max_error_chars = MAX_ERROR_CHARS
+
     def rows(self, scope):
         return ProxyCall.objects.filter(run_id=scope)
 
-    def scope_lock(self, scope):
-        run = ProxyRun.objects.select_for_update().filter(pk=scope).only("status", "budget_usd")
-        run = run.first()
-        if run is None or run.status != ProxyRunStatus.RUNNING:
-            return False
-        if run.budget_usd is None:
-            return True
-        return engine.Budget(
-            limit=run.budget_usd, committed=engine.committed(self.rows(scope), states=self.states)
-        )
-
-    def budget_reached(self, scope):
-        ProxyRun.objects.filter(pk=scope, status=ProxyRunStatus.RUNNING).update(
-            status=ProxyRunStatus.BUDGET_REACHED
-        )
-
-    def active_scopes(self):
-        return ProxyRun.objects.filter(status=ProxyRunStatus.RUNNING).values_list("pk", flat=True)
+    def runs(self):
+        return ProxyRun.objects.all()
 
     def estimate(self, rows):
         models = ModelConfig.objects.in_bulk({r["participant__model_id"] for r in rows})
@@ -495,29 +483,17 @@ class ProxyWork(engine.Work):
             )
             engine.rows_write(rows, RECORDED_FIELDS)
 
-    def refuse(self, failures, *, owner):
-        for pk, reason in failures:
-            leases.lease_end(
-                ProxyCall.objects.filter(pk=pk), states=self.states, owner=owner,
-                status=ProxyCallStatus.FAILED, error=reason[:MAX_ERROR_CHARS],
-                error_kind=CallStatus.BAD_REQUEST, reserved_usd=None, completed_at=timezone.now(),
-            )  # fmt: skip
-
-    def gave_up(self):
-        return {**super().gave_up(), "error_kind": "", "reserved_usd": None,
-                "completed_at": timezone.now()}  # fmt: skip
-
     def settle(self, scope):
         """When no call is left: each proxy whose every call is done has finished, and so
         has the run."""
-        rows = self.rows(scope)
+        working = self.still_working(scope)
+        if working is not False:
+            return working
         now = timezone.now()
-        if rows.filter(engine.claimable(self.states, now)).exists():
-            return 0
-        if rows.filter(status=self.states.running).exists():
-            return None  # their holders settle the run when they finish
         with transaction.atomic():
-            unfinished = rows.exclude(status=ProxyCallStatus.DONE).values("participant_id")
+            unfinished = (
+                self.rows(scope).exclude(status=ProxyCallStatus.DONE).values("participant_id")
+            )
             Participant.objects.filter(proxy_run_id=scope, status=ParticipantStatus.ACTIVE).exclude(
                 pk__in=unfinished
             ).update(status=ParticipantStatus.FINISHED, finished_at=now)
