@@ -67,10 +67,15 @@ def report_index(request):
 @researcher
 @require_GET
 def survey_report_page(request, study_id: int):
-    study, _, report, bootstrap = _report(study_id)
     if request.htmx:  # the progress of the intervals, polled while they are computed
+        study = get_object_or_404(Study, pk=study_id)
+        bootstrap = _bootstrap(study, survey_fingerprint(study=study))
+        report = None  # the tables come along only with the poll that finds them done
+        if bootstrap is not None and bootstrap.status == BootstrapStatus.DONE:
+            _study, _, report, bootstrap = _report(study_id)
         return render(request, "analysis/survey_report.html#bootstrap",
                       {"study": study, "bootstrap": bootstrap, "report": report})  # fmt: skip
+    study, _, report, bootstrap = _report(study_id)
     figures = [report.figures[name] for name in report.distributions]
     context = {
         "study": study, "report": report, "bootstrap": bootstrap, "distributions": figures,
