@@ -296,7 +296,8 @@ def spearman(x, y) -> tuple[float, float, int]:
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     both = ~(np.isnan(x) | np.isnan(y))
     n = int(both.sum())
-    if n < 2:
+    # A constant side has no rho: scipy says so with nan and a warning in every request's log.
+    if n < 2 or np.ptp(x[both]) == 0 or np.ptp(y[both]) == 0:
         return np.nan, np.nan, n
     result = stats.spearmanr(x[both], y[both])
     return float(result.statistic), float(result.pvalue), n
