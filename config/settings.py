@@ -69,6 +69,10 @@ OFFLINE_LLM_URL = env("OFFLINE_LLM_URL", "http://127.0.0.1:8089/v1")
 # CSV instead), and how many requests one address may make to participants' pages a minute.
 PROLIFIC_API_URL = env("PROLIFIC_API_URL", "https://api.prolific.com")
 PROLIFIC_API_TOKEN = env("PROLIFIC_API_TOKEN", "")
+# The key of the keyed hash that stands for a Prolific ID in every export and API answer but
+# the approvals CSV (apps/surveys/pseudonyms.py). Empty: derived from SECRET_KEY. Changing
+# either changes every pseudonym, so keep it as long as the studies' data is analysed.
+PSEUDONYM_KEY = env("PSEUDONYM_KEY", "")
 SURVEY_RATE_LIMIT_PER_MINUTE = env_int("SURVEY_RATE_LIMIT_PER_MINUTE", 600)
 
 INSTALLED_APPS = [
