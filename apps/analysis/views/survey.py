@@ -19,11 +19,11 @@ from apps.accounts.roles import Role, role_required
 from apps.surveys.models import Study
 from workers.analysis import survey_bootstrap_task
 
-from . import services
-from .models import BootstrapStatus, SurveyBootstrap
-from .survey import RESAMPLES, SEED, disagreement_detail, disagreements, survey_report
-from .survey_data import SurveyData, studies_with_answers, survey_data, survey_fingerprint
-from .tables import table_csv_response
+from .. import services
+from ..models import BootstrapStatus, SurveyBootstrap
+from ..survey import RESAMPLES, SEED, disagreement_detail, disagreements, survey_report
+from ..survey_data import SurveyData, studies_with_answers, survey_data, survey_fingerprint
+from ..tables import table_csv_response
 
 researcher = role_required(Role.RESEARCHER)
 DATA_SECONDS = 3600
