@@ -28,6 +28,7 @@ import pandas as pd
 from apps.surveys.models import AgeBand, Education, Gender, Income
 
 from . import agreement
+from .figures import Figure
 from .survey_data import PEOPLE, Group, Item, SurveyData
 from .tables import Column, Table
 
@@ -268,12 +269,6 @@ def survey_intervals(
 
 
 # --- the report ---------------------------------------------------------------------------------
-
-
-@dataclass
-class Figure:
-    table: Table
-    svg: Callable[[], str]  # draws the plot (matplotlib is imported only when one is drawn)
 
 
 @dataclass
