@@ -86,6 +86,8 @@ INSTALLED_APPS = [
     "csp",  # Content-Security-Policy (below)
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's files for /api/docs/, served by us: no CDN
+    "django_filters",
     "django_htmx",
     "template_partials",
     "apps.accounts",
@@ -188,20 +190,57 @@ STORAGES = {
 # Serve from the finders in development so `make run` needs no collectstatic step.
 WHITENOISE_USE_FINDERS = not PRODUCTION
 
+# The API (/api/v1/, config/api.py; README "The API"): researchers only, with a token
+# (`Authorization: Bearer <key>`, apps/accounts/api_auth.py) or the browser's session (the
+# docs page); JSON only; cursor pagination; every error in one shape (apps/accounts/api_errors.py).
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        # First, so that a request without credentials is a 401 with its challenge.
+        "apps.accounts.api_auth.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["apps.accounts.roles.IsResearcher"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_PAGINATION_CLASS": "apps.console.api_pages.CursorPage",
     "PAGE_SIZE": 100,
+    # Money and other decimals as JSON numbers, as the long lists' rows (written by
+    # PostgreSQL) carry them; the CSV exports keep every digit.
+    "COERCE_DECIMAL_TO_STRING": False,
+    "EXCEPTION_HANDLER": "apps.accounts.api_errors.api_exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Assay API",
-    "DESCRIPTION": "Read and export Assay's studies, runs and results.",
+    "DESCRIPTION": (
+        "Read and export Assay's studies, runs and results, and start and control runs. "
+        "Researchers only: `Authorization: Bearer <key>` with a key from /accounts/tokens/. "
+        "Lists are cursor-paginated (follow `next`); every error has the `Error` shape."
+    ),
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SCHEMA_PATH_PREFIX": "/api/v1",
+    "SERVE_PERMISSIONS": ["apps.accounts.roles.IsResearcher"],
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    # One name for each set of choices that several fields share (runs' statuses, kinds).
+    "ENUM_NAME_OVERRIDES": {
+        "RunStatusEnum": "apps.runs.models.RunStatus",
+        "ResponseStatusEnum": "apps.runs.models.ResponseStatus",
+        "CallStateEnum": "apps.grading.models.CallState",
+        "CriterionKindEnum": "apps.rubrics.models.Kind",
+        "ParticipantKindEnum": "apps.surveys.models.ParticipantKind",
+        "LengthBucketEnum": "apps.questions.models.LengthBucket",
+        "NeedTypeEnum": "apps.questions.models.NeedType",
+        "ColumnKindEnum": ["text", "int", "float", "percent"],
+    },
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "apps.accounts.api_errors.errors_documented",
+    ],
 }
 
 # Celery. A task that outlives the broker's visibility timeout is delivered a second time

@@ -67,6 +67,9 @@ class IsResearcher(BasePermission):
     """API default: only researchers read the API."""
 
     message = "Only researchers may use the API."
+    # Read by the URL inventory (tests/accounts/test_permission_inventory.py), as it reads
+    # `role_required`'s.
+    required_roles = frozenset({Role.RESEARCHER})
 
     def has_permission(self, request, view):
         return user_has_role(request.user, Role.RESEARCHER)

@@ -19,10 +19,10 @@ from apps.accounts.roles import Role, role_required
 from apps.surveys.models import Study
 from workers.analysis import survey_bootstrap_task
 
-from .. import services
+from .. import selectors, services
 from ..models import BootstrapStatus, SurveyBootstrap
-from ..survey import RESAMPLES, SEED, disagreement_detail, disagreements, survey_report
-from ..survey_data import SurveyData, studies_with_answers, survey_data, survey_fingerprint
+from ..survey import disagreement_detail, disagreements, survey_report
+from ..survey_data import SurveyData, studies_with_answers, survey_fingerprint
 from ..tables import table_csv_response
 
 researcher = role_required(Role.RESEARCHER)
@@ -32,27 +32,16 @@ STUDIES_PER_PAGE = 25
 
 
 def _data(study: Study, fingerprint: str) -> SurveyData:
-    key = f"analysis:survey:{study.pk}:{fingerprint}"
-    data = cache.get(key)
-    if data is None:
-        data = survey_data(study=study)
-        cache.set(key, data, DATA_SECONDS)
-    return data
+    return selectors.survey_data_cached(study=study, fingerprint=fingerprint)
 
 
 def _bootstrap(study: Study, fingerprint: str) -> SurveyBootstrap | None:
-    return SurveyBootstrap.objects.filter(
-        study=study, fingerprint=fingerprint, resamples=RESAMPLES, seed=SEED
-    ).first()
+    return selectors.survey_bootstrap_current(study=study, fingerprint=fingerprint)
 
 
 def _report(study_id: int):
     study = get_object_or_404(Study, pk=study_id)
-    fingerprint = survey_fingerprint(study=study)
-    data = _data(study, fingerprint)
-    bootstrap = _bootstrap(study, fingerprint)
-    done = bootstrap is not None and bootstrap.status == BootstrapStatus.DONE
-    report = survey_report(data, intervals=bootstrap.intervals if done else None)
+    data, report, bootstrap = selectors.survey_report_current(study=study)
     return study, data, report, bootstrap
 
 

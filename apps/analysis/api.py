@@ -1,0 +1,115 @@
+"""The reports' tables in the API: the same `Table`s the report pages show, as JSON (raw
+values at full precision, a missing value as null) and as the page's own CSV."""
+
+from django.http import Http404
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.surveys.models import Study
+
+from .selectors import survey_report_current
+from .survey import SurveyReport
+from .tables import Table, table_csv_response
+
+
+class TableEntrySerializer(serializers.Serializer):
+    name = serializers.CharField()
+    title = serializers.CharField()
+    n = serializers.CharField(help_text="What the numbers rest on.")
+    figure = serializers.BooleanField(help_text="The data behind one of the report's figures.")
+
+
+class SurveyReportSerializer(serializers.Serializer):
+    study = serializers.IntegerField()
+    n = serializers.CharField(help_text="What the whole report rests on.")
+    tables = TableEntrySerializer(many=True)
+
+
+class ColumnSerializer(serializers.Serializer):
+    key = serializers.CharField()
+    label = serializers.CharField()
+    kind = serializers.ChoiceField(choices=["text", "int", "float", "percent"])
+
+
+class TableSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    title = serializers.CharField()
+    n = serializers.CharField()
+    notes = serializers.ListField(child=serializers.CharField())
+    columns = ColumnSerializer(many=True)
+    rows = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="One object per row, keyed by the columns' keys; a missing value is null. "
+        "A percent column holds percentage points (42.5 for 42.5%).",
+    )
+
+
+def _tables(report: SurveyReport) -> dict[str, tuple[Table, bool]]:
+    tables = {name: (table, False) for name, table in report.tables.items()}
+    for name, figure in report.figures.items():
+        tables.setdefault(name, (figure.table, True))
+    return tables
+
+
+def table_json(table: Table) -> dict:
+    keys = [column.key for column in table.columns]
+    return {
+        "name": table.name,
+        "title": table.title,
+        "n": table.n,
+        "notes": list(table.notes),
+        "columns": [{"key": c.key, "label": c.label, "kind": c.kind} for c in table.columns],
+        # raw_rows: NumPy's numbers as plain ones and NaN as None, as the CSV has them.
+        "rows": [dict(zip(keys, row, strict=True)) for row in table.raw_rows()],
+    }
+
+
+def _survey_table(study_id: int, name: str) -> tuple[Study, Table]:
+    study = get_object_or_404(Study, pk=study_id)
+    _data, report, _bootstrap = survey_report_current(study=study)
+    found = _tables(report).get(name)
+    if found is None:
+        raise Http404("The survey report has no table of this name.")
+    return study, found[0]
+
+
+class SurveyReportView(APIView):
+    """The tables of a study's survey report (people and proxy models compared)."""
+
+    @extend_schema(responses=SurveyReportSerializer, operation_id="reports_survey_retrieve")
+    def get(self, request, study_id: int):
+        study = get_object_or_404(Study, pk=study_id)
+        _data, report, _bootstrap = survey_report_current(study=study)
+        entries = [
+            {"name": name, "title": table.title, "n": table.n, "figure": figure}
+            for name, (table, figure) in _tables(report).items()
+        ]
+        return Response({"study": study.pk, "n": report.data_n, "tables": entries})
+
+
+class SurveyTableView(APIView):
+    """One table of a study's survey report, with its columns and raw values."""
+
+    @extend_schema(responses=TableSerializer, operation_id="reports_survey_table_retrieve")
+    def get(self, request, study_id: int, name: str):
+        _study, table = _survey_table(study_id, name)
+        return Response(table_json(table))
+
+
+class SurveyTableCsvView(APIView):
+    """One table of a study's survey report as CSV: the report page's own download."""
+
+    def perform_content_negotiation(self, request, force=False):
+        return super().perform_content_negotiation(request, force=True)
+
+    @extend_schema(
+        responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="The CSV.")},
+        operation_id="reports_survey_table_csv",
+    )
+    def get(self, request, study_id: int, name: str):
+        study, table = _survey_table(study_id, name)
+        return table_csv_response(table, filename=f"study-{study.pk}-{name}.csv")

@@ -1,0 +1,43 @@
+"""Reads of the reports that more than one entry point serves (the pages and the API).
+
+A study's survey data is read once per fingerprint and kept in the cache: a report and its
+plots and downloads are several requests over the same rows, and a change to the data
+changes the fingerprint, and so what is read.
+"""
+
+from django.core.cache import cache
+
+from apps.surveys.models import Study
+
+from .models import BootstrapStatus, SurveyBootstrap
+from .survey import RESAMPLES, SEED, SurveyReport, survey_report
+from .survey_data import SurveyData, survey_data, survey_fingerprint
+
+DATA_SECONDS = 3600
+
+
+def survey_data_cached(*, study: Study, fingerprint: str) -> SurveyData:
+    key = f"analysis:survey:{study.pk}:{fingerprint}"
+    data = cache.get(key)
+    if data is None:
+        data = survey_data(study=study)
+        cache.set(key, data, DATA_SECONDS)
+    return data
+
+
+def survey_bootstrap_current(*, study: Study, fingerprint: str) -> SurveyBootstrap | None:
+    return SurveyBootstrap.objects.filter(
+        study=study, fingerprint=fingerprint, resamples=RESAMPLES, seed=SEED
+    ).first()
+
+
+def survey_report_current(
+    *, study: Study
+) -> tuple[SurveyData, SurveyReport, SurveyBootstrap | None]:
+    """The study's report on its data as it is now, with the intervals once computed."""
+    fingerprint = survey_fingerprint(study=study)
+    data = survey_data_cached(study=study, fingerprint=fingerprint)
+    bootstrap = survey_bootstrap_current(study=study, fingerprint=fingerprint)
+    done = bootstrap is not None and bootstrap.status == BootstrapStatus.DONE
+    report = survey_report(data, intervals=bootstrap.intervals if done else None)
+    return data, report, bootstrap

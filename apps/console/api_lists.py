@@ -1,0 +1,150 @@
+"""What every read endpoint of the API shares: `ReadViewSet` (list and retrieve, cursor
+pages, ids in the path) and, for the long lists (responses, judgments, scores, answers),
+`LongList`: the list read on the fast path (`Columns`, apps/console/api_pages.py) and
+`export/`, the same columns in the same order as formula-safe CSV, streamed. A long list's
+Serializer stays its documented schema; tests hold the fast path equal to it.
+"""
+
+from collections.abc import Callable
+
+from django import forms
+from django.db import models
+from django.http import StreamingHttpResponse
+from django_filters import rest_framework as filters
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
+from rest_framework import status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from apps.accounts.api_errors import Conflict, Refused
+
+from .api_pages import Columns, CursorPage
+from .csv_export import csv_rows
+
+CSV_CONTENT_TYPE = "text/csv; charset=utf-8"
+
+
+def csv_response(columns: Columns, queryset: models.QuerySet, *, filename: str):
+    response = StreamingHttpResponse(
+        csv_rows(columns.keys, columns.rows(queryset)), content_type=CSV_CONTENT_TYPE
+    )
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+BIGINT_MAX = 2**63 - 1
+
+
+@extend_schema_field(OpenApiTypes.INT)
+class IdFilter(filters.NumberFilter):
+    """A row's id: a whole number a primary key can hold (anything else is a 400)."""
+
+    field_class = forms.IntegerField
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("min_value", 1)
+        kwargs.setdefault("max_value", BIGINT_MAX)
+        super().__init__(*args, **kwargs)
+
+
+class ReadViewSet(viewsets.ReadOnlyModelViewSet):
+    """List and retrieve, researchers only (the default permission), ids in the path."""
+
+    pagination_class = CursorPage
+    lookup_value_converter = "int"  # with the router's path converters (config/api.py)
+
+    def perform_content_negotiation(self, request, force=False):
+        # An Accept header the view cannot serve gets JSON (or the CSV the view returns)
+        # rather than a 406: every answer's type is documented, whatever was asked for.
+        return super().perform_content_negotiation(request, force=True)
+
+
+class LongList:
+    """A read-only viewset's mixin for a long list: `columns` (the rows of the list and of
+    its export), `serializer_class` (their documented schema, and what `retrieve` answers),
+    `export_name` (the CSV's filename, before the filters)."""
+
+    columns: Columns
+    export_name: str
+
+    def list(self, request, *args, **kwargs):
+        queryset = self.filter_queryset(self.get_queryset())
+        return self.paginator.page_json(queryset, request, self, self.columns)
+
+    @extend_schema(
+        filters=True,
+        responses={
+            (200, "text/csv"): OpenApiResponse(
+                OpenApiTypes.STR,
+                description="Every row of the filtered list, in the list's order and keys, "
+                "as formula-safe CSV, streamed.",
+            )
+        },
+    )
+    @action(detail=False, methods=["get"], url_path="export", pagination_class=None)
+    def export(self, request, *args, **kwargs):
+        queryset = self.filter_queryset(self.get_queryset())
+        return csv_response(self.columns, queryset, filename=f"{self.export_name}.csv")
+
+
+class RunControls:
+    """POST a new draft run (sampling, grading or proxy), and launch/, pause/, resume/ and
+    cancel/ on one, each through the run's own service, as its page does.
+    `create_serializer_class` validates a new run and makes it with the service (the app's
+    domain error is then a 400 with its message); `controls` maps each control to its service
+    and whether it makes the run take calls again, and `work_started(run)` then queues the
+    engine's batches (after commit); a domain error there is a 409 with its message."""
+
+    domain_error: type[Exception]
+    create_serializer_class: type
+    controls: dict[str, tuple[Callable, bool]]
+
+    def work_started(self, run) -> None:
+        raise NotImplementedError
+
+    def get_serializer_class(self):
+        if self.action == "create":
+            return self.create_serializer_class
+        return super().get_serializer_class()
+
+    def create(self, request, *args, **kwargs):
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            run = serializer.save()
+        except self.domain_error as exc:
+            raise Refused(str(exc)) from exc
+        body = self.serializer_class(self.get_queryset().get(pk=run.pk)).data
+        return Response(body, status=status.HTTP_201_CREATED)
+
+    def control(self, name: str):
+        run = self.get_object()
+        service, starts = self.controls[name]
+        try:
+            run = service(run=run)
+        except self.domain_error as exc:
+            raise Conflict(str(exc)) from exc
+        if starts:
+            self.work_started(run)
+        return Response(self.get_serializer(self.get_queryset().get(pk=run.pk)).data)
+
+    @extend_schema(request=None, description="Draft to running: the workers start calling.")
+    @action(detail=True, methods=["post"])
+    def launch(self, request, *args, **kwargs):
+        return self.control("launch")
+
+    @extend_schema(request=None, description="No new calls; the calls in flight finish.")
+    @action(detail=True, methods=["post"])
+    def pause(self, request, *args, **kwargs):
+        return self.control("pause")
+
+    @extend_schema(request=None, description="Go on from where it stopped; nothing is repeated.")
+    @action(detail=True, methods=["post"])
+    def resume(self, request, *args, **kwargs):
+        return self.control("resume")
+
+    @extend_schema(request=None, description="For good: nothing more is called; results stay.")
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, *args, **kwargs):
+        return self.control("cancel")

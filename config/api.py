@@ -1,0 +1,54 @@
+"""The API's URLs, /api/v1/ (README "The API"): a router over every app's viewsets (each
+app's `api.py` holds its serializers, filters and viewsets) and the reports' views.
+Researchers only, with a token or a session; every error in one shape
+(apps/accounts/api_errors.py)."""
+
+from django.urls import path
+from drf_spectacular.views import SpectacularSwaggerSplitView
+from rest_framework.routers import SimpleRouter
+
+from apps.analysis import api as analysis
+from apps.grading import api as grading
+from apps.questions import api as questions
+from apps.rubrics import api as rubrics
+from apps.runs import api as runs
+from apps.surveys import api as surveys
+
+router = SimpleRouter(use_regex_path=False)
+router.register("topics", questions.TopicViewSet, basename="topic")
+router.register("questions", questions.QuestionViewSet, basename="question")
+router.register("rubrics", rubrics.RubricViewSet, basename="rubric")
+router.register("sampling-runs", runs.SamplingRunViewSet, basename="sampling-run")
+router.register("responses", runs.ResponseViewSet, basename="response")
+router.register("grading-runs", grading.GradingRunViewSet, basename="grading-run")
+router.register("judgments", grading.JudgmentViewSet, basename="judgment")
+router.register("scores", grading.ScoreViewSet, basename="score")
+router.register("calibrations", grading.CalibrationViewSet, basename="calibration")
+router.register("studies", surveys.StudyViewSet, basename="study")
+router.register("scenarios", surveys.ScenarioViewSet, basename="scenario")
+router.register("participants", surveys.ParticipantViewSet, basename="participant")
+router.register("answers", surveys.AnswerViewSet, basename="answer")
+router.register("proxy-runs", surveys.ProxyRunViewSet, basename="proxy-run")
+
+SURVEY = "reports/studies/<int:study_id>/survey/"
+urlpatterns = [
+    *router.urls,
+    path(SURVEY, analysis.SurveyReportView.as_view(), name="report-survey"),
+    path(
+        SURVEY + "tables/<slug:name>/",
+        analysis.SurveyTableView.as_view(),
+        name="report-survey-table",
+    ),
+    path(
+        SURVEY + "tables/<slug:name>.csv",
+        analysis.SurveyTableCsvView.as_view(),
+        name="report-survey-table-csv",
+    ),
+]
+
+
+class DocsView(SpectacularSwaggerSplitView):
+    """Swagger UI from our own static files (drf-spectacular-sidecar: no CDN), its start-up
+    script served by the same view (`?script`), so that the page runs no inline script."""
+
+    template_name = "accounts/api_docs.html"
