@@ -4,9 +4,10 @@ Researchers only, with a token or a session; every error in one shape
 (apps/accounts/api_errors.py)."""
 
 from django.urls import path
-from drf_spectacular.views import SpectacularSwaggerSplitView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import SimpleRouter
 
+from apps.accounts.api_errors import JsonErrors
 from apps.analysis import api as analysis
 from apps.grading import api as grading
 from apps.questions import api as questions
@@ -52,3 +53,7 @@ class DocsView(SpectacularSwaggerSplitView):
     script served by the same view (`?script`), so that the page runs no inline script."""
 
     template_name = "accounts/api_docs.html"
+
+
+class SchemaView(JsonErrors, SpectacularAPIView):
+    """The OpenAPI 3 schema (YAML, or JSON with ?format=json), researchers only."""

@@ -3,7 +3,7 @@ from axes.models import AccessAttempt, AccessFailureLog, AccessLog
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 
-from .models import User
+from .models import ApiToken, User
 from .services import sign_in_unlock
 
 UNLOCK_PERMISSION = "axes.delete_accessattempt"
@@ -71,6 +71,29 @@ class SignInLogAdmin(AccessLogAdmin):
 @admin.register(AccessFailureLog)
 class SignInFailureLogAdmin(AccessFailureLogAdmin):
     """Every failed sign-in, kept after an unlock forgets the attempts that counted it."""
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Researchers' API tokens, read only: the key itself is never stored, and its hash is not
+    shown. A token is revoked by its owner on /accounts/tokens/, or stopped with its user
+    (inactive, or no longer a researcher)."""
+
+    list_display = ("name", "user", "prefix", "created_at", "last_used_at", "revoked_at")
+    list_filter = (("revoked_at", admin.EmptyFieldListFilter),)
+    search_fields = ("name", "user__username", "prefix")
+    fields = ("user", "name", "prefix", "created_at", "last_used_at", "revoked_at")
+    readonly_fields = fields
+    csv_fields = ("id", "user_id", "name", "prefix", "created_at", "last_used_at", "revoked_at")
+
+    def has_add_permission(self, request):
+        return False
 
     def has_change_permission(self, request, obj=None):
         return False

@@ -17,6 +17,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, JsonResponse
 from django.views import defaults
 from rest_framework import exceptions, status
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
@@ -101,6 +102,17 @@ def api_exception_handler(exc, context):
             message=str(detail),
         )
     return response
+
+
+class JsonErrors:
+    """A view mixin for a DRF view that serves another type (the schema's YAML): its errors
+    are JSON all the same, as documented."""
+
+    def handle_exception(self, exc):
+        response = super().handle_exception(exc)
+        self.request.accepted_renderer = JSONRenderer()
+        self.request.accepted_media_type = JSONRenderer.media_type
+        return response
 
 
 def page_not_found(request, exception=None):

@@ -1,9 +1,15 @@
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth import views as auth_views
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
 
+from .errors import AccountError
+from .forms import ApiTokenForm
 from .home import home_panels_render
-from .roles import ALL_ROLES, public, role_required, user_roles
+from .models import ApiToken
+from .roles import ALL_ROLES, Role, public, role_required, user_roles
+from .services import api_token_create, api_token_revoke
 
 
 @role_required(*ALL_ROLES)
@@ -42,3 +48,39 @@ password_change_done = role_required(*ALL_ROLES)(
         template_name="registration/password_change_done.html"
     )
 )
+
+
+@role_required(Role.RESEARCHER)
+def api_tokens(request):
+    """One's own API tokens; a POST makes one and shows its key, this once."""
+    status, key, made = 200, None, None
+    form = ApiTokenForm(request.POST or None)
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                made, key = api_token_create(user=request.user, name=form.cleaned_data["name"])
+            except AccountError as exc:
+                form.add_error("name", str(exc))
+                status = 400
+            else:
+                form = ApiTokenForm()
+        else:
+            status = 400
+    tokens = ApiToken.objects.filter(user=request.user)
+    context = {"form": form, "tokens": tokens, "key": key, "made": made}
+    response = render(request, "accounts/api_tokens.html", context, status=status)
+    if key is not None:
+        # The key is in this page alone: no cache, no back-button copy, may keep it.
+        response["Cache-Control"] = "no-store"
+    return response
+
+
+@role_required(Role.RESEARCHER)
+@require_POST
+def api_token_revoke_view(request, token_id: int):
+    token = get_object_or_404(ApiToken, pk=token_id, user=request.user)
+    if request.POST.get("confirmed") != "yes":
+        return render(request, "accounts/api_token_revoke.html", {"token": token})
+    api_token_revoke(token=token, user=request.user)
+    messages.success(request, f"Revoked: the token “{token.name}” is refused from now on.")
+    return redirect("api_tokens")
