@@ -1,0 +1,1316 @@
+"""Reports and exports over a finished rubric benchmark at the published size.
+
+    .venv/bin/python benchmarks/reports_and_exports.py           # 450 questions x 18 models x 5
+    .venv/bin/python benchmarks/reports_and_exports.py --quick   # 40 questions x 6 models x 5
+
+Against a database of its own (assay_bench_reports, created, migrated and dropped on the
+server of DATABASE_URL) and Redis db 6 (the cache the report's tables may use), DEBUG off:
+
+1. seeded set-based (INSERT ... SELECT, no ORM row by row): 450 questions in the nine
+   topics, most of them labelled, each with an approved rubric of 12 criteria; 18 models in
+   four families; one finished sampling run of 450 x 18 x 5 = 40,500 answers whose lengths
+   vary by model; two finished checklist grading runs over it (two graders), each with one
+   judgment per answer and criterion (486,000 each, 972,000 in all), verdicts drawn from a
+   per-model ability, a per-topic and per-question difficulty, a per-criterion ease and noise
+   (the second grader disagrees with the first now and then), a few errored calls; every
+   answer's score by the scoring rule, in SQL, a sample of them checked against
+   `apps.rubrics.scoring`; a calibration set graded by two experts;
+2. the baseline: a raw `COPY (SELECT ...) TO STDOUT (FORMAT csv)` of every judgment row
+   through psycopg 3, every chunk read, with the columns, joins and order of the console's
+   Judgment export (the SELECT compiled from `JudgmentAdmin`'s queryset; the statements the
+   export runs are recorded and compared with it);
+3. the console's "Export selected rows as CSV" on /admin/grading/judgment/ with every row
+   selected (`select_across`), and the API's streamed export /api/v1/judgments/export/, each
+   in a fresh process (Django's test client, a researcher signed in / a bearer token), the
+   whole body read: time against the COPY's, and the process's peak RSS;
+4. the API's paginated list /api/v1/judgments/ followed by its `next` links, through the
+   same test client in a fresh process: rows per second against the streamed export's;
+5. `benchmark_report_for` on each grading run, the cache cleared before each of 5 runs:
+   the median time to compute every table (not the figures' SVG).
+
+Targets (the issue's): report tables <= 5 s; an export <= 3 x the COPY with peak RSS <=
+200 MB; the paginated list >= 0.5 x the streamed export's rows per second. A measurement
+whose code is not there is reported as not available, with the reason. A missed target
+gets a cProfile of what missed it in the output. Prints a markdown report (also
+benchmarks/output/reports_and_exports.md); a full-size run adds it, dated, under
+"## Reports and exports" in benchmarks/RESULTS.md.
+"""
+
+import argparse
+import cProfile
+import datetime as dt
+import importlib
+import io
+import json
+import os
+import pstats
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlparse, urlunparse
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+DB_NAME = "assay_bench_reports"
+REDIS_DB = 6
+REPEATS = 5
+TARGET_REPORT_S, TARGET_EXPORT_RATIO, TARGET_RSS_MB, TARGET_LIST_RATIO = 5.0, 3.0, 200, 0.5
+PAGE_SIZE = 1000
+LIST_ROWS_MAX = 0  # 0: walk every page of the grading run
+RESEARCHER = "bench-researcher"
+CLIENT_NAME = "reports-and-exports benchmark"
+ADMIN_URL = "/admin/grading/judgment/"
+API_LIST_URL = "/api/v1/judgments/"
+API_EXPORT_URL = "/api/v1/judgments/export/"
+
+# Four families of answering models: (family, version, how long its answers run in
+# sentences, its ability on the logit scale). Quick runs take them in turn across families.
+MODELS = [
+    ("GPT", "4.1", 16, 0.9), ("GPT", "4.1 mini", 12, 0.5), ("GPT", "4o", 14, 0.6),
+    ("GPT", "4o mini", 10, 0.2), ("GPT", "o3", 22, 1.0),
+    ("Claude", "Opus 4", 24, 1.1), ("Claude", "Sonnet 4", 18, 0.8),
+    ("Claude", "Sonnet 3.7", 17, 0.6), ("Claude", "Haiku 3.5", 9, 0.1),
+    ("Claude", "Haiku 4.5", 11, 0.4),
+    ("Gemini", "2.5 Pro", 26, 0.9), ("Gemini", "2.5 Flash", 15, 0.5),
+    ("Gemini", "2.0 Flash", 11, 0.1), ("Gemini", "2.5 Flash-Lite", 8, -0.1),
+    ("Llama", "4 Maverick", 13, 0.2), ("Llama", "4 Scout", 10, -0.1),
+    ("Llama", "3.3 70B", 12, -0.2), ("Llama", "3.1 8B", 7, -0.7),
+]  # fmt: skip
+GRADERS = [("GPT", "4.1", "openai/offline-grader-gpt-4.1"),
+           ("Claude", "Sonnet 4", "openai/offline-grader-claude-sonnet-4")]  # fmt: skip
+ERRORED_CALLS = 0.002  # checklist calls that ended in an explicit error (all their judgments)
+SECOND_GRADER_FLIPS = 0.08  # how often the second grader's verdict differs from the first's
+
+SENTENCES = [
+    "Start by changing the password of the account from a device you trust, not the one you suspect.",
+    "Turn on two-step verification with an authenticator app rather than text messages if you can.",
+    "Check the account's recent sign-in activity and sign out every session you do not recognise.",
+    "Look at the recovery email address and phone number and make sure both are still yours.",
+    "If the service offers backup codes, print them or keep them somewhere offline and safe.",
+    "Do not reply to the message, click its links or call the number it gives you.",
+    "Report the profile to the platform using its own reporting tool, and keep screenshots first.",
+    "Your bank's fraud line, printed on the back of your card, is the right number to call.",
+    "A password manager makes it practical to give every account a long and different password.",
+    "Keep your phone's operating system and apps up to date so that known holes are closed.",
+    "Review which apps have access to your account and remove the ones you no longer use.",
+    "If you think someone has physical access to your phone, check it for apps you did not install.",
+    "It is normal for recovery to take a few days, and the form is the only official way back in.",
+    "Be wary of anyone who contacts you offering to recover the account for a fee.",
+    "You can ask the platform to remove personal information that was posted without consent.",
+    "Keeping a dated log of incidents helps if you later go to the police or to a lawyer.",
+    "Most providers let you download a copy of your data, which shows what they hold about you.",
+    "Freezing your credit with the main bureaus stops new accounts being opened in your name.",
+    "A factory reset removes most stalkerware, but back up your photos and messages first.",
+    "Browser extensions can read the pages you visit, so keep only the ones you really need.",
+    "Public Wi-Fi is fine for most browsing today, as long as the site uses HTTPS.",
+    "Blocking the account stops it contacting you, and the person is not told that you did it.",
+    "If money has already left your account, tell your bank straight away: speed matters here.",
+    "Scammers often create urgency; a genuine company will not rush you to pay in gift cards.",
+    "Use the privacy settings to limit who can see your friends list, posts and contact details.",
+    "An email that passes the provider's spam filter can still be a phishing attempt.",
+    "You do not need to pay for antivirus on a modern phone; the built-in protection is enough.",
+    "Changing the router's default admin password closes an easy way into your home network.",
+    "Sharing your location should be a choice you make per app, not a default you forget about.",
+    "If you feel unsafe, local support organisations can help you plan the next steps.",
+]
+MET = [
+    "The response says this explicitly and early, with a concrete step the person can take.",
+    "It covers this point directly, in plain language the asker can act on.",
+    "The answer includes this advice and explains briefly why it matters in this situation.",
+    "This is addressed in the second paragraph, where the response walks through the settings.",
+    "The response does this: it names the official route and warns against the alternatives.",
+    "It meets the criterion, although the point is made in passing rather than as a main step.",
+]
+NOT_MET = [
+    "The response does not mention this anywhere; it focuses on other steps instead.",
+    "This point is missing: the answer stays general and never gets to it.",
+    "The answer touches on a related idea but does not actually give this advice.",
+    "Nothing in the response addresses this, so the criterion is not met.",
+    "It skips this entirely and moves on to account settings that the question did not ask about.",
+    "The response implies the opposite in its closing lines, so this is not met.",
+]
+SECOND = [
+    "The rest of the response is consistent with this.",
+    "It would have been better placed at the start.",
+    "No other part of the answer changes this judgment.",
+    "The wording is clear enough for a non-expert to follow.",
+    "This matches the advice the rubric expects for this kind of question.",
+]
+HASH_KEY = 10_000_000  # response id x this + criterion id: a key per (answer, criterion)
+
+
+def with_db(url: str, name: str) -> str:
+    return urlunparse(urlparse(url)._replace(path=f"/{name}"))
+
+
+def rss_mb() -> float:
+    """This process's resident set now, in MB."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+# --- seeding ------------------------------------------------------------------------------------
+
+
+SEED_FUNCTIONS = """
+-- A uniform number in [0, 1) for a key and a stream: the same draw whenever it is asked for,
+-- so that both graders see the same answer quality and a rerun seeds the same data.
+CREATE OR REPLACE FUNCTION pg_temp.u(k bigint, s bigint) RETURNS float8
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT (hashint8extended(k, s) & 4503599627370495)::float8 / 4503599627370496 $$;
+-- A standard normal from two uniforms (Box-Muller).
+CREATE OR REPLACE FUNCTION pg_temp.z(k bigint, s bigint) RETURNS float8
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT sqrt(-2 * ln(1 - pg_temp.u(k, s))) * cos(2 * pi() * pg_temp.u(k, s + 1000)) $$;
+"""
+
+
+class Seeded:
+    """What the measurements need of the seeded data."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+def seed_users():
+    """Researchers and an expert. They never sign in with a password (the measuring processes
+    use `force_login` and a token), so theirs is random."""
+    import secrets
+
+    from apps.accounts.roles import Role
+    from apps.accounts.services import user_create
+
+    def make(username, role):
+        return user_create(username=username, password=secrets.token_urlsafe(), roles=[role])
+
+    return (make(RESEARCHER, Role.RESEARCHER), make("bench-researcher-2", Role.RESEARCHER),
+            make("bench-expert", Role.EXPERT))  # fmt: skip
+
+
+def seed_models() -> tuple[list, list]:
+    from decimal import Decimal
+
+    from apps.llm.models import ModelConfig
+
+    def slug(text: str) -> str:
+        return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+    answering = ModelConfig.objects.bulk_create(
+        ModelConfig(
+            display_name=f"{family} {version}", family=family, version=version,
+            litellm_model=f"openai/offline-{slug(family)}-{slug(version)}",
+            input_price_per_mtok=Decimal("2.50"), output_price_per_mtok=Decimal("10.00"),
+        )
+        for family, version, _length, _ability in MODELS
+    )  # fmt: skip
+    graders = ModelConfig.objects.bulk_create(
+        ModelConfig(
+            display_name=f"Grader: {family} {version}", family=family, version=version,
+            litellm_model=litellm, input_price_per_mtok=Decimal("2.00"),
+            output_price_per_mtok=Decimal("8.00"),
+        )
+        for family, version, litellm in GRADERS
+    )  # fmt: skip
+    return answering, graders
+
+
+def model_order(count: int) -> list[int]:
+    """Indexes into MODELS: all of them, or `count` taken in turn across the families."""
+    if count >= len(MODELS):
+        return list(range(len(MODELS)))
+    families = {}
+    for i, (family, *_rest) in enumerate(MODELS):
+        families.setdefault(family, []).append(i)
+    order, k = [], 0
+    while len(order) < count:
+        for members in families.values():
+            if k < len(members) and len(order) < count:
+                order.append(members[k])
+        k += 1
+    return sorted(order)
+
+
+def seed(*, questions: int, models: int, samples: int, note) -> Seeded:
+    """The whole benchmark's data; see the module's docstring. Set-based, in one transaction
+    per step, with the foreign keys' triggers off for the big inserts (every id comes from a
+    join over the rows it refers to)."""
+    from django.db import connection, transaction
+    from django.utils import timezone
+
+    from apps.grading.models import GradingMode, GradingRun
+    from apps.llm.models import Purpose
+    from apps.llm.selectors import prompt_current
+    from apps.runs.models import RunStatus, SamplingRun
+    from benchmarks.run_at_scale import build_questions
+
+    t0 = time.monotonic()
+    researcher, second, expert = seed_users()
+    with transaction.atomic():
+        bank = build_questions(questions)
+    with connection.cursor() as c:
+        # Most questions labelled and verified; every tenth left unlabelled (no need type).
+        c.execute(
+            """UPDATE questions_question SET label_status = 'verified', labelled_by_id = %s,
+                   verified_by_id = %s WHERE id %% 10 <> 0""",
+            [researcher.pk, second.pk],
+        )
+        c.execute(
+            """UPDATE questions_question SET need_type = '', mentions_prior_attempt = false
+               WHERE id %% 10 = 0""",
+            [],
+        )
+    answering, graders = seed_models()
+    chosen = [answering[i] for i in model_order(models)]
+    now = timezone.now()
+    launched = now - dt.timedelta(hours=6)
+    run = SamplingRun.objects.create(
+        name="Reports benchmark: published-size run", status=RunStatus.FINISHED,
+        prompt=prompt_current(purpose=Purpose.SAMPLE), samples_per_item=samples,
+        launched_at=launched, finished_at=launched + dt.timedelta(minutes=20),
+        created_by=researcher,
+    )  # fmt: skip
+    run.model_configs.set(chosen)
+    run.questions.set(bank)
+    grading_runs = [
+        GradingRun.objects.create(
+            name=f"Reports benchmark: graded by {g.display_name}",
+            sampling_run=run,
+            grader=g,
+            prompt=prompt_current(purpose=Purpose.GRADE_CHECKLIST),
+            mode=GradingMode.CHECKLIST,
+            params={"temperature": 0},
+            status=RunStatus.FINISHED,
+            created_by=researcher,
+            launched_at=launched + dt.timedelta(minutes=30 + 40 * k),
+            finished_at=launched + dt.timedelta(minutes=60 + 40 * k),
+        )
+        for k, g in enumerate(graders)
+    ]
+    note(f"  questions, rubrics, models and runs in {time.monotonic() - t0:.1f} s")
+
+    abilities = {m.pk: MODELS[i][3] for i, m in zip(model_order(models), chosen, strict=True)}
+    lengths = {m.pk: MODELS[i][2] for i, m in zip(model_order(models), chosen, strict=True)}
+    with transaction.atomic(), connection.cursor() as c:
+        c.execute("SET LOCAL session_replication_role = replica")
+        c.execute("SET LOCAL synchronous_commit = off")
+        c.execute(SEED_FUNCTIONS)
+        c.execute(
+            "CREATE TEMP TABLE bench_model (id bigint, ability float8, sentences int) ON COMMIT DROP"
+        )
+        c.executemany(
+            "INSERT INTO bench_model VALUES (%s, %s, %s)",
+            [(pk, abilities[pk], lengths[pk]) for pk in abilities],
+        )
+        t = time.monotonic()
+        c.execute(
+            """
+            INSERT INTO runs_response (run_id, model_id, question_id, sample_index, seed, status,
+                text, input_tokens, output_tokens, cost_usd, latency_ms, error, error_kind,
+                attempts, lease_owner, created_at, started_at, completed_at)
+            SELECT %(run)s, m.id, q.id, s, (hashint8extended(q.id * 1000 + m.id * 10 + s, 5) & 2147483647),
+                'done', x.text, 40 + length(q.text) / 4, length(x.text) / 4,
+                round((40 + length(q.text) / 4) * 2.5e-6 + length(x.text) / 4 * 1e-5, 6),
+                800 + length(x.text) * 6, '', '', 1, '', %(launched)s,
+                %(launched)s + (q.id * 7 + s) * interval '10 ms',
+                %(launched)s + (q.id * 7 + s) * interval '10 ms' + interval '3 s'
+            FROM questions_question q CROSS JOIN bench_model m CROSS JOIN generate_series(0, %(samples)s - 1) s
+            CROSS JOIN LATERAL (
+                SELECT string_agg((%(sentences)s::text[])[1 + floor(pg_temp.u(q.id * 100000 + m.id * 100 + s * 10 + g, 11) * %(n)s)::int], ' ') AS text
+                FROM generate_series(1, greatest(3, round(m.sentences * (0.6 + 0.8 * pg_temp.u(q.id * 1000 + m.id * 10 + s, 12)))::int)) g
+            ) x
+            ORDER BY q.id, m.id, s
+            """,
+            {"run": run.pk, "launched": launched, "samples": samples, "sentences": SENTENCES,
+             "n": len(SENTENCES)},
+        )  # fmt: skip
+        note(f"  {c.rowcount:,} responses in {time.monotonic() - t:.1f} s")
+        # Per-question difficulty: the topic's and the question's own, on the logit scale.
+        c.execute(
+            """CREATE TEMP TABLE bench_question ON COMMIT DROP AS
+               SELECT q.id, r.id AS rubric_id,
+                      0.5 * pg_temp.z(q.topic_id, 21) + 0.6 * pg_temp.z(q.id, 22) AS difficulty
+               FROM questions_question q JOIN rubrics_rubric r ON r.question_id = q.id
+                    AND r.state = 'approved'"""
+        )
+        for k, g in enumerate(grading_runs):
+            t = time.monotonic()
+            c.execute(
+                """
+                INSERT INTO grading_checklistcall (grading_run_id, response_id, rubric_id, status,
+                    raw_output, input_tokens, output_tokens, cost_usd, latency_ms, error_kind,
+                    error, attempts, lease_owner, started_at, completed_at)
+                SELECT %(g)s, r.id, bq.rubric_id,
+                    CASE WHEN e.bad THEN 'error' ELSE 'done' END, '',
+                    r.output_tokens + 700, 650, round((r.output_tokens + 700) * 2e-6 + 650 * 8e-6, 6),
+                    2500 + r.output_tokens * 3,
+                    CASE WHEN e.bad THEN 'invalid_output' ELSE '' END,
+                    CASE WHEN e.bad THEN 'The grader''s answer failed validation after 3 attempts: '
+                         || 'verdicts must list every criterion once.' ELSE '' END,
+                    CASE WHEN e.bad THEN 3 ELSE 1 END, '',
+                    %(start)s + r.id * interval '40 ms', %(start)s + r.id * interval '40 ms' + interval '4 s'
+                FROM runs_response r JOIN bench_question bq ON bq.id = r.question_id
+                CROSS JOIN LATERAL (SELECT pg_temp.u(r.id, 30 + %(k)s) < %(errored)s AS bad) e
+                WHERE r.run_id = %(run)s ORDER BY r.id
+                """,
+                {"g": g.pk, "k": k, "run": run.pk, "start": g.launched_at, "errored": ERRORED_CALLS},
+            )  # fmt: skip
+            calls = c.rowcount
+            # The verdict: earned (a positive criterion met, a negative one avoided) with the
+            # probability of the model's ability less the question's difficulty plus the
+            # criterion's ease and the answer's own luck; the same draw for both graders, the
+            # second flipping some. Negative criteria are mostly avoided, so easier.
+            c.execute(
+                """
+                INSERT INTO grading_judgment (grading_run_id, response_id, criterion_id, rubric_id,
+                    checklist_id, status, met, explanation, raw_output, error, error_kind, attempts,
+                    lease_owner, input_tokens, output_tokens, latency_ms, completed_at)
+                SELECT cc.grading_run_id, cc.response_id, cr.id, cc.rubric_id, cc.id, cc.status,
+                    CASE WHEN cc.status = 'error' THEN NULL
+                         WHEN cr.polarity = 'positive' THEN v.earned ELSE NOT v.earned END,
+                    CASE WHEN cc.status = 'error' THEN ''
+                         ELSE (CASE WHEN (cr.polarity = 'positive') = v.earned
+                                    THEN (%(met)s::text[])[1 + floor(pg_temp.u(v.key, 41) * %(n_met)s)::int]
+                                    ELSE (%(not_met)s::text[])[1 + floor(pg_temp.u(v.key, 41) * %(n_not)s)::int] END)
+                              || CASE WHEN pg_temp.u(v.key, 42) < 0.6
+                                      THEN ' ' || (%(second)s::text[])[1 + floor(pg_temp.u(v.key, 43) * %(n_second)s)::int]
+                                      ELSE '' END END,
+                    '',
+                    CASE WHEN cc.status = 'error' THEN 'The checklist call failed: ' || cc.error ELSE '' END,
+                    cc.error_kind, 0, '', 0, 0, 0, cc.completed_at
+                FROM grading_checklistcall cc
+                JOIN runs_response r ON r.id = cc.response_id
+                JOIN bench_model m ON m.id = r.model_id
+                JOIN bench_question bq ON bq.id = r.question_id
+                JOIN rubrics_criterion cr ON cr.rubric_id = cc.rubric_id
+                CROSS JOIN LATERAL (SELECT r.id * %(hk)s + cr.id AS key) k
+                CROSS JOIN LATERAL (
+                    SELECT k.key,
+                        (pg_temp.u(k.key, 40) < 1 / (1 + exp(-(
+                            m.ability - bq.difficulty + 0.4 * pg_temp.z(r.id, 23)
+                            + 1.2 * pg_temp.z(cr.id, 24) + CASE WHEN cr.polarity = 'negative' THEN 2.0 ELSE 0 END
+                            + CASE WHEN cr.kind = 'presentation' THEN 0.5 ELSE 0 END))))
+                        <> (%(k)s = 1 AND pg_temp.u(k.key, 45) < %(flips)s) AS earned
+                ) v
+                WHERE cc.grading_run_id = %(g)s
+                ORDER BY cc.id, cr."order", cr.id
+                """,
+                {"g": g.pk, "k": k, "hk": HASH_KEY, "met": MET, "not_met": NOT_MET,
+                 "second": SECOND, "n_met": len(MET), "n_not": len(NOT_MET),
+                 "n_second": len(SECOND), "flips": SECOND_GRADER_FLIPS},
+            )  # fmt: skip
+            judgments = c.rowcount
+            # What the grader answered, as the checklist call keeps it (the verdicts, in order).
+            c.execute(
+                """
+                UPDATE grading_checklistcall cc SET raw_output = v.raw
+                FROM (SELECT j.checklist_id, json_build_object('verdicts', json_agg(
+                          json_build_object('id', cr."order", 'explanation', j.explanation, 'met', j.met)
+                          ORDER BY cr."order"))::text AS raw
+                      FROM grading_judgment j JOIN rubrics_criterion cr ON cr.id = j.criterion_id
+                      WHERE j.grading_run_id = %(g)s AND j.status = 'done' GROUP BY j.checklist_id) v
+                WHERE cc.id = v.checklist_id
+                """,
+                {"g": g.pk},
+            )  # fmt: skip
+            # Scores by the rule (apps/rubrics/scoring.py), for answers whose judgments are all
+            # done: earned = the points of positives met and negatives avoided, over all points.
+            c.execute(
+                """
+                INSERT INTO grading_responsescore (grading_run_id, response_id, rubric_id,
+                    earned_points, max_points, score, breakdown, computed_at)
+                SELECT %(g)s, s.response_id, s.rubric_id, s.earned, s.maximum,
+                    s.earned::float8 / s.maximum,
+                    jsonb_build_object('earned_points', s.earned, 'max_points', s.maximum,
+                        'positive_factual_met', jsonb_build_array(s.pf_e, s.pf_t),
+                        'negative_factual_avoided', jsonb_build_array(s.nf_e, s.nf_t),
+                        'positive_presentation_met', jsonb_build_array(s.pp_e, s.pp_t),
+                        'negative_presentation_avoided', jsonb_build_array(s.np_e, s.np_t)),
+                    %(now)s
+                FROM (
+                    SELECT j.response_id, j.rubric_id,
+                        coalesce(sum(cr.points) FILTER (WHERE e.earns), 0)::int AS earned,
+                        sum(cr.points)::int AS maximum,
+                        count(*) FILTER (WHERE e.grp = 'pf' AND e.earns)::int AS pf_e,
+                        count(*) FILTER (WHERE e.grp = 'pf')::int AS pf_t,
+                        count(*) FILTER (WHERE e.grp = 'nf' AND e.earns)::int AS nf_e,
+                        count(*) FILTER (WHERE e.grp = 'nf')::int AS nf_t,
+                        count(*) FILTER (WHERE e.grp = 'pp' AND e.earns)::int AS pp_e,
+                        count(*) FILTER (WHERE e.grp = 'pp')::int AS pp_t,
+                        count(*) FILTER (WHERE e.grp = 'np' AND e.earns)::int AS np_e,
+                        count(*) FILTER (WHERE e.grp = 'np')::int AS np_t,
+                        bool_and(j.status = 'done') AS all_done, count(*) AS n
+                    FROM grading_judgment j JOIN rubrics_criterion cr ON cr.id = j.criterion_id
+                    CROSS JOIN LATERAL (SELECT
+                        CASE WHEN cr.polarity = 'positive' THEN j.met ELSE NOT j.met END AS earns,
+                        left(cr.polarity, 1) || left(cr.kind, 1) AS grp) e
+                    WHERE j.grading_run_id = %(g)s
+                    GROUP BY j.response_id, j.rubric_id
+                ) s
+                WHERE s.all_done AND s.n = (SELECT count(*) FROM rubrics_criterion WHERE rubric_id = s.rubric_id)
+                ORDER BY s.response_id
+                """,
+                {"g": g.pk, "now": g.finished_at},
+            )  # fmt: skip
+            note(f"  grading run {g.pk}: {calls:,} checklist calls, {judgments:,} judgments, "
+                 f"{c.rowcount:,} scores in {time.monotonic() - t:.1f} s")  # fmt: skip
+
+    t = time.monotonic()
+    calibration = seed_calibration(run=run, grading_runs=grading_runs, models=chosen,
+                                   second=second, expert=expert)  # fmt: skip
+    note(f"  calibration: {calibration} expert judgments in {time.monotonic() - t:.1f} s")
+    t = time.monotonic()
+    from django.db import connection as conn
+
+    conn.close()
+    with conn.cursor() as c:
+        for table in ("runs_response", "grading_checklistcall", "grading_judgment",
+                      "grading_responsescore", "rubrics_criterion", "questions_question"):  # fmt: skip
+            c.execute(f"VACUUM (ANALYZE) {table}")
+        c.execute("CHECKPOINT")
+    note(f"  VACUUM ANALYZE, CHECKPOINT in {time.monotonic() - t:.1f} s")
+    return Seeded(
+        run=run, grading_runs=grading_runs, models=chosen, researcher=researcher,
+        questions=len(bank), samples=samples, seconds=time.monotonic() - t0,
+    )  # fmt: skip
+
+
+def seed_calibration(*, run, grading_runs, models, second, expert) -> int:
+    """A calibration set as the published protocol makes one: one answer per question from
+    the run's models, graded by two experts and adjudicated; both grading runs held against
+    it. The experts agree with the first grader most of the time."""
+    from django.db import connection, transaction
+    from django.utils import timezone
+
+    from apps.grading.models import Calibration, CalibrationSet
+
+    now = timezone.now()
+    with transaction.atomic():
+        cal = CalibrationSet.objects.create(
+            name="Reports benchmark: calibration", sampling_run=run, second_grader=second, seed=7
+        )
+        cal.model_configs.set(models)
+        with connection.cursor() as c:
+            c.execute(SEED_FUNCTIONS)
+            c.execute(
+                """
+                INSERT INTO grading_calibrationsample (calibration_set_id, question_id, response_id,
+                    rubric_id, author_id, first_done_at, second_done_at, resolved_at)
+                SELECT DISTINCT ON (r.question_id) %(cal)s, r.question_id, r.id, rb.id, %(expert)s,
+                    %(now)s, %(now)s, %(now)s
+                FROM runs_response r JOIN rubrics_rubric rb ON rb.question_id = r.question_id
+                     AND rb.state = 'approved'
+                WHERE r.run_id = %(run)s
+                ORDER BY r.question_id, pg_temp.u(r.id, 60)
+                """,
+                {"cal": cal.pk, "run": run.pk, "expert": expert.pk, "now": now},
+            )  # fmt: skip
+            c.execute(
+                """
+                INSERT INTO grading_expertjudgment (sample_id, criterion_id, first_met, first_by_id,
+                    first_note, second_met, second_by_id, second_note, final_met, resolved_by_id,
+                    resolution_note, updated_at)
+                SELECT s.id, j.criterion_id, f.first, %(expert)s, '', f.second, %(second)s, '',
+                    CASE WHEN f.first = f.second THEN f.first ELSE j.met END,
+                    CASE WHEN f.first = f.second THEN NULL ELSE %(second)s END,
+                    CASE WHEN f.first = f.second THEN '' ELSE 'Agreed after discussion.' END, %(now)s
+                FROM grading_calibrationsample s
+                JOIN grading_judgment j ON j.response_id = s.response_id AND j.grading_run_id = %(g)s
+                CROSS JOIN LATERAL (SELECT
+                    coalesce(j.met, false) <> (pg_temp.u(j.id, 61) < 0.1) AS first,
+                    coalesce(j.met, false) <> (pg_temp.u(j.id, 62) < 0.12) AS second) f
+                WHERE s.calibration_set_id = %(cal)s
+                """,
+                {"cal": cal.pk, "g": grading_runs[0].pk, "expert": expert.pk,
+                 "second": second.pk, "now": now},
+            )  # fmt: skip
+            count = c.rowcount
+            rubric_ids = sorted(
+                {
+                    r
+                    for (r,) in _rows(
+                        c,
+                        "SELECT DISTINCT rubric_id FROM grading_calibrationsample WHERE calibration_set_id = %s",
+                        [cal.pk],
+                    )
+                }
+            )
+        for g in grading_runs:
+            Calibration.objects.create(
+                calibration_set=cal, grading_run=g, grader=g.grader, prompt=g.prompt,
+                rubric_ids=rubric_ids,
+            )  # fmt: skip
+    return count
+
+
+def _rows(cursor, sql, params=None):
+    cursor.execute(sql, params)
+    return cursor.fetchall()
+
+
+def check_scores(*, grading_runs, sample: int = 300) -> tuple[int, int, list[str]]:
+    """Recompute `sample` stored scores of each run with apps.rubrics.scoring from their
+    judgments: (checked, equal, the first differences)."""
+    from apps.grading.models import CallState, Judgment, ResponseScore
+    from apps.grading.services import breakdown_json
+    from apps.rubrics import scoring
+
+    checked = equal = 0
+    differences = []
+    for g in grading_runs:
+        scores = list(ResponseScore.objects.filter(grading_run=g).order_by("?")[:sample])
+        by_response = {}
+        rows = Judgment.objects.filter(
+            grading_run=g, response_id__in=[s.response_id for s in scores]
+        ).values_list("response_id", "criterion_id", "status", "met", "criterion__polarity",
+                      "criterion__kind", "criterion__points")  # fmt: skip
+        for response_id, *rest in rows:
+            by_response.setdefault(response_id, []).append(rest)
+        for s in scores:
+            judged = by_response[s.response_id]
+            assert all(status == CallState.DONE for _c, status, *_r in judged)
+            breakdown = scoring.score(
+                [scoring.ScoredCriterion(id=c, polarity=p, kind=k, points=pts)
+                 for c, _s, _m, p, k, pts in judged],
+                {c: m for c, _s, m, *_r in judged},
+            )  # fmt: skip
+            checked += 1
+            same = (
+                breakdown.earned_points == s.earned_points
+                and breakdown.max_points == s.max_points
+                and breakdown.score == s.score
+                and breakdown_json(breakdown) == s.breakdown
+            )
+            equal += same
+            if not same and len(differences) < 3:
+                differences.append(f"response {s.response_id}: {breakdown_json(breakdown)} "
+                                   f"against {s.breakdown}")  # fmt: skip
+    return checked, equal, differences
+
+
+def data_summary(seeded) -> dict:
+    from django.db import connection
+
+    with connection.cursor() as c:
+
+        def one(sql, params=None):
+            c.execute(sql, params)
+            return c.fetchone()
+
+        out = {}
+        out["responses"], out["text_mb"], out["chars_min"], out["chars_max"] = one(
+            "SELECT count(*), sum(length(text)) / 1e6, min(length(text)), max(length(text)) "
+            "FROM runs_response WHERE run_id = %s", [seeded.run.pk])  # fmt: skip
+        out["judgments"], out["errors"], out["met"] = one(
+            "SELECT count(*), count(*) FILTER (WHERE status = 'error'), "
+            "avg(met::int) FROM grading_judgment")  # fmt: skip
+        out["criteria"], out["criteria_per_rubric"] = one(
+            "SELECT count(*), count(*)::float / count(DISTINCT rubric_id) FROM rubrics_criterion"
+        )
+        out["labelled"], out["questions"] = one(
+            "SELECT count(*) FILTER (WHERE label_status = 'verified'), count(*) FROM questions_question"
+        )
+        out["scores"], out["mean_score"] = one(
+            "SELECT count(*), avg(score) FROM grading_responsescore"
+        )
+        out["per_model"] = _rows(
+            c,
+            """
+            SELECT m.display_name, avg(s.score), avg(length(r.text))::int
+            FROM grading_responsescore s JOIN runs_response r ON r.id = s.response_id
+            JOIN llm_modelconfig m ON m.id = r.model_id WHERE s.grading_run_id = %s
+            GROUP BY m.display_name ORDER BY avg(s.score) DESC""",
+            [seeded.grading_runs[0].pk],
+        )
+        out["per_topic"] = _rows(
+            c,
+            """
+            SELECT t.name, avg(s.score) FROM grading_responsescore s
+            JOIN runs_response r ON r.id = s.response_id JOIN questions_question q ON q.id = r.question_id
+            JOIN questions_topic t ON t.id = q.topic_id WHERE s.grading_run_id = %s
+            GROUP BY t.name ORDER BY avg(s.score) DESC""",
+            [seeded.grading_runs[0].pk],
+        )
+        out["agreement"] = one(
+            """
+            SELECT avg((a.met = b.met)::int) FROM grading_judgment a JOIN grading_judgment b
+            ON b.response_id = a.response_id AND b.criterion_id = a.criterion_id
+            WHERE a.grading_run_id = %s AND b.grading_run_id = %s""",
+            [seeded.grading_runs[0].pk, seeded.grading_runs[1].pk],
+        )[0]
+        out["db_mb"] = one("SELECT pg_database_size(current_database()) / 2^20")[0]
+        out["judgment_mb"] = one("SELECT pg_total_relation_size('grading_judgment') / 2^20")[0]
+    return out
+
+
+# --- the baseline -------------------------------------------------------------------------------
+
+
+def export_select(researcher) -> tuple[str, list[str]]:
+    """The SELECT that the console's CSV action over every judgment compiles to: the
+    changelist's queryset, in primary-key order, as `values_list` of `csv_fields`."""
+    from django.contrib import admin
+    from django.db import connection
+    from django.test import RequestFactory
+
+    from apps.grading.models import Judgment
+
+    model_admin = admin.site._registry[Judgment]
+    request = RequestFactory().post(ADMIN_URL)
+    request.user = researcher
+    fields = list(model_admin.csv_fields)
+    queryset = model_admin.get_queryset(request).order_by("pk").values_list(*fields)
+    sql, params = queryset.query.sql_with_params()
+    return connection.ops.compose_sql(sql, params), fields
+
+
+def conninfo() -> str:
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    return (f"host={db['HOST'] or '127.0.0.1'} port={db['PORT'] or 5432} dbname={db['NAME']} "
+            f"user={db['USER']}" + (f" password={db['PASSWORD']}" if db["PASSWORD"] else ""))  # fmt: skip
+
+
+def raw_copy(select: str) -> dict:
+    """A bare `COPY (select) TO STDOUT (FORMAT csv, HEADER)` through psycopg 3 on a fresh
+    connection, every chunk read and counted as the exports' bodies are."""
+    import psycopg
+
+    size = lines = 0
+    with psycopg.connect(conninfo(), autocommit=True) as conn, conn.cursor() as cur:
+        started = time.perf_counter()
+        with cur.copy(f"COPY ({select}) TO STDOUT WITH (FORMAT csv, HEADER true)") as copy:
+            for data in copy:  # memoryviews of psycopg's buffer
+                size += len(data)
+                lines += bytes(data).count(b"\n")
+        seconds = time.perf_counter() - started
+    return {"seconds": seconds, "bytes": size, "rows": lines - 1}
+
+
+# --- the exports and the list, each in a process of its own -------------------------------------
+
+
+def child(opts) -> int:
+    """One measurement in this fresh process; prints its result as JSON on the last line."""
+    import django
+
+    django.setup()
+    from django.db import connection
+    from django.test import Client
+
+    from apps.accounts.models import User
+    from apps.grading.models import Judgment
+
+    client = Client()
+    headers = {}
+    if opts.child == "admin-export":
+        client.force_login(User.objects.get(username=RESEARCHER))
+    else:
+        headers["Authorization"] = f"Bearer {os.environ['BENCH_API_KEY']}"
+    first = Judgment.objects.order_by("pk").values_list("pk", flat=True).first()
+    connection.close()  # the export opens its own, as a request in a fresh worker would
+    before = {"rss_before_mb": rss_mb(), "peak_before_mb": peak_mb()}
+    profiler = cProfile.Profile() if opts.profile_rows else None
+    connection.force_debug_cursor = True  # records the statements the path runs
+    if profiler:
+        profiler.enable()
+    started = time.perf_counter()
+    if opts.child == "api-list":
+        result = walk_pages(client, opts.url, headers, limit=opts.profile_rows or opts.limit)
+    else:
+        if opts.child == "admin-export":
+            response = client.post(opts.url, {
+                "action": "export_as_csv", "select_across": "1", "index": "0",
+                "_selected_action": [str(first)],
+            })  # fmt: skip
+        else:
+            response = client.get(opts.url, headers=headers)
+        result = read_body(response, limit=opts.profile_rows)
+    result["seconds"] = time.perf_counter() - started
+    if profiler:
+        profiler.disable()
+    connection.force_debug_cursor = False
+    result.update(before, peak_mb=peak_mb(), rss_after_mb=rss_mb())
+    result["statements"] = [q["sql"] for q in connection.queries]
+    if profiler:
+        result["profile"] = profile_text(profiler)
+    print(json.dumps(result))
+    return 0
+
+
+def read_body(response, *, limit: int = 0) -> dict:
+    out = {"status": response.status_code, "content_type": response.get("Content-Type", ""),
+           "streaming": response.streaming, "bytes": 0, "lines": 0}  # fmt: skip
+    if not response.streaming:
+        out["bytes"] = len(response.content)
+        out["body"] = response.content[:500].decode(errors="replace")
+        return out
+    first = None
+    for chunk in response.streaming_content:
+        if first is None:
+            first = time.perf_counter()
+        out["bytes"] += len(chunk)
+        out["lines"] += chunk.count(b"\n")
+        if limit and out["lines"] > limit:
+            break
+    response.close()
+    out["rows"] = out["lines"] - 1  # the header
+    return out
+
+
+def walk_pages(client, url: str, headers: dict, *, limit: int) -> dict:
+    """Follow the list's `next` links from `url` until there are none (or `limit` rows)."""
+    out = {"status": None, "bytes": 0, "rows": 0, "pages": 0, "decode_seconds": 0.0}
+    while url:
+        response = client.get(url, headers=headers)
+        out["status"] = response.status_code
+        if response.status_code != 200:
+            out["body"] = response.content[:500].decode(errors="replace")
+            break
+        out["bytes"] += len(response.content)
+        t = time.perf_counter()
+        page = json.loads(response.content)
+        out["decode_seconds"] += time.perf_counter() - t
+        out["rows"] += len(page["results"])
+        out["pages"] += 1
+        url = page.get("next")
+        if limit and out["rows"] >= limit:
+            break
+    return out
+
+
+def profile_text(profiler, *, top: int = 22) -> str:
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(top)
+    text = out.getvalue()
+    text = text[text.find("   ncalls") :] if "   ncalls" in text else text
+    return text.replace(str(ROOT) + "/", "").rstrip()
+
+
+def run_child(mode: str, url: str, *, env: dict, limit: int = 0, profile_rows: int = 0) -> dict:
+    """Start a measuring process and wait for it; its result, and its peak RSS as wait4
+    saw it (the same figure as its own ru_maxrss)."""
+    args = [sys.executable, __file__, "--child", mode, "--url", url, "--limit", str(limit)]
+    if profile_rows:
+        args += ["--profile-rows", str(profile_rows)]
+    # Its log (the sign-in's, say) goes to a file, and into the report only if it failed.
+    log = ROOT / "benchmarks" / "output" / f"reports-{mode}.log"
+    log.parent.mkdir(exist_ok=True)
+    with log.open("w") as err:
+        process = subprocess.Popen(
+            args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=err, text=True
+        )
+        out = process.stdout.read()
+        _pid, status, usage = os.wait4(process.pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    lines = out.strip().splitlines()
+    if code != 0 or not lines:
+        return {"error": f"exit {code}", "output": (out + log.read_text())[-2000:]}
+    result = json.loads(lines[-1])
+    result["wait4_peak_mb"] = usage.ru_maxrss / 1024
+    return result
+
+
+# --- what is there yet --------------------------------------------------------------------------
+
+
+def api_state() -> tuple[bool, str]:
+    """Whether the API's judgment list and export are routed, and if not, why not."""
+    from django.urls import Resolver404, resolve
+
+    if importlib.util.find_spec("config.api") is None:
+        return False, "config/api.py does not exist"
+    missing = []
+    for url in (API_LIST_URL, API_EXPORT_URL):
+        try:
+            resolve(url)
+        except Resolver404:
+            missing.append(url)
+    if missing:
+        return False, f"no view at {', '.join(missing)}"
+    return True, ""
+
+
+def api_token(user) -> tuple[str | None, str]:
+    """A bearer key for `user`, made by the accounts app's service, or why there is none."""
+    from apps.accounts import services
+
+    for name in ("api_token_create", "api_key_create", "token_create"):
+        make = getattr(services, name, None)
+        if make is None:
+            continue
+        made = make(user=user, name=CLIENT_NAME)
+        # A service may return the key, or (token row, key).
+        if isinstance(made, tuple):
+            key = next((part for part in made if isinstance(part, str)), None)
+        else:
+            key = made if isinstance(made, str) else getattr(made, "key", None)
+        return key, f"apps.accounts.services.{name}"
+    return None, "apps.accounts.services has no api_token_create"
+
+
+def report_state() -> tuple[object | None, str]:
+    try:
+        module = importlib.import_module("apps.analysis.benchmark")
+    except ModuleNotFoundError:
+        return None, "apps/analysis/benchmark.py does not exist"
+    function = getattr(module, "benchmark_report_for", None)
+    if function is None:
+        return None, "apps.analysis.benchmark has no benchmark_report_for"
+    return function, ""
+
+
+def force_tables(report) -> int:
+    """Every table of the report, and every figure's table, read through (as the page and
+    the CSVs read them); no figure is drawn. How many tables."""
+    tables = list(report.tables.values())
+    tables += [figure.table for figure in report.figures.values()]
+    for table in tables:
+        list(table.raw_rows())
+    return len(tables)
+
+
+def time_report(function, grading_run, repeats: int) -> dict:
+    from django.core.cache import cache
+
+    seconds, tables = [], 0
+    for _ in range(repeats):
+        cache.clear()
+        started = time.perf_counter()
+        report = function(run=grading_run, pairs=None)
+        tables = force_tables(report)
+        seconds.append(time.perf_counter() - started)
+    return {"median": statistics.median(seconds), "all": seconds, "tables": tables}
+
+
+def profile_call(func, *, top: int = 22) -> str:
+    profiler = cProfile.Profile()
+    profiler.enable()
+    func()
+    profiler.disable()
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(top)
+    text = out.getvalue()
+    text = text[text.find("   ncalls") :] if "   ncalls" in text else text
+    return text.replace(str(ROOT) + "/", "").rstrip()
+
+
+def main_select(statements: list[str]) -> str:
+    """Of the statements a path ran, the one that reads the judgments' rows (the longest
+    over grading_judgment), bare: without the COPY around it or the server-side cursor's
+    DECLARE before it."""
+    reading = [s for s in statements if "grading_judgment" in s and "COUNT(" not in s.upper()[:40]]
+    if not reading:
+        return ""
+    sql = max(reading, key=len).strip()
+    sql = re.sub(r'(?is)^DECLARE\s+"?[\w]+"?\s+.*?CURSOR\s+(WITH(OUT)?\s+HOLD\s+)?FOR\s+', "", sql)
+    found = re.match(r"(?is)^COPY\s*\((.*)\)\s*TO\s+STDOUT.*$", sql)
+    return found.group(1).strip() if found else sql
+
+
+def normal(sql: str) -> str:
+    return re.sub(r"\s+", " ", sql).strip()
+
+
+# --- the run ------------------------------------------------------------------------------------
+
+
+def inner(opts) -> int:
+    import django
+
+    django.setup()
+    import redis
+
+    redis.Redis.from_url(os.environ["REDIS_URL"]).flushdb()
+    n_questions = 40 if opts.quick else opts.questions
+    n_models = 6 if opts.quick else opts.models
+    lines: list[str] = []
+
+    def say(text=""):
+        print(text, flush=True)
+        lines.append(text)
+
+    def note(text):
+        print(text, file=sys.stderr, flush=True)
+
+    load0 = os.getloadavg()
+    began = time.monotonic()
+    note(f"seeding {n_questions} questions x {n_models} models x {opts.samples} …")
+    seeded = seed(questions=n_questions, models=n_models, samples=opts.samples, note=note)
+    summary = data_summary(seeded)
+    checked, equal, differences = check_scores(grading_runs=seeded.grading_runs)
+    note(f"seeded in {seeded.seconds:.0f} s: {summary['judgments']:,} judgments; "
+         f"scores checked {equal}/{checked}")  # fmt: skip
+    env = dict(os.environ)
+    total_rows = summary["judgments"]
+
+    select, fields = export_select(seeded.researcher)
+    warm = raw_copy(select)
+    copies = [raw_copy(select)]
+    note(f"raw COPY: {copies[0]}")
+
+    # The console's action: every row selected.
+    admin = run_child("admin-export", ADMIN_URL, env=env)
+    note(f"console export: { {k: v for k, v in admin.items() if k != 'statements'} }")
+    admin_sql = main_select(admin.get("statements", []))
+
+    # The API: its streamed export (every row; per grading run if it asks for one) and its
+    # paginated list over one grading run.
+    api_ok, api_why = api_state()
+    api_export = api_list = None
+    api_export_parts, api_sql, api_how = [], "", ""
+    if api_ok:
+        key, api_how = api_token(seeded.researcher)
+        if key is None:
+            api_ok, api_why = False, api_how
+        else:
+            env_api = dict(env, BENCH_API_KEY=key)
+            whole = run_child("api-export", API_EXPORT_URL, env=env_api)
+            if whole.get("status") == 400:
+                api_export_parts = [
+                    run_child("api-export", f"{API_EXPORT_URL}?grading_run={g.pk}", env=env_api)
+                    for g in seeded.grading_runs
+                ]
+            else:
+                api_export_parts = [whole]
+            api_export = combine(api_export_parts)
+            note(f"API export: { {k: v for k, v in api_export.items() if k != 'statements'} }")
+            api_sql = main_select(api_export.get("statements", []))
+            first_run = seeded.grading_runs[0].pk
+            api_list = run_child(
+                "api-list", f"{API_LIST_URL}?grading_run={first_run}&page_size={PAGE_SIZE}",
+                env=env_api, limit=opts.list_rows,
+            )  # fmt: skip
+            note(f"API list: { {k: v for k, v in api_list.items() if k != 'statements'} }")
+    # A COPY of the API's own SELECT, when it reads other columns than the console's.
+    api_copy = None
+    if api_sql and normal(api_sql) != normal(select):
+        api_copy = raw_copy(api_sql)
+    copies.append(raw_copy(select))
+    copy = min(copies, key=lambda c: c["seconds"])
+
+    report_function, report_why = report_state()
+    reports = {}
+    if report_function is not None:
+        for g in seeded.grading_runs:
+            reports[g.pk] = time_report(report_function, g, REPEATS)
+            note(f"report for grading run {g.pk}: {reports[g.pk]}")
+
+    # --- checks, and a profile of whatever missed ---
+    rows = []  # (target, measured, ratio, met)
+    profiles = {}
+    for g in seeded.grading_runs:
+        r = reports.get(g.pk)
+        label = (
+            f"report tables, grading run {g.pk} ({g.grader.display_name}) ≤ {TARGET_REPORT_S:.0f} s"
+        )
+        if r is None:
+            rows.append((label, f"not available: {report_why}", "—", "—"))
+            continue
+        ok = r["median"] <= TARGET_REPORT_S
+        rows.append((label, f"{r['median']:.2f} s, median of {REPEATS} ({r['tables']} tables; "
+                     f"each: {', '.join(f'{s:.2f}' for s in r['all'])})",
+                     f"{r['median'] / TARGET_REPORT_S:.2f} of the target", ok))  # fmt: skip
+        if not ok and g == seeded.grading_runs[0]:
+            from django.core.cache import cache
+
+            cache.clear()
+            profiles["benchmark_report_for"] = profile_call(
+                lambda g=g: force_tables(report_function(run=g, pairs=None))
+            )
+
+    def export_rows(name, result, baseline, mode, url):
+        if result is None or "error" in result or result.get("status") != 200:
+            detail = (result or {}).get("body", "")[:200] or last_line(result)
+            rows.append((f"{name} / raw COPY ≤ {TARGET_EXPORT_RATIO:.0f}",
+                         f"failed: status {(result or {}).get('status')} {detail}", "—", False))  # fmt: skip
+            return
+        ratio = result["seconds"] / baseline["seconds"]
+        complete = result["rows"] == total_rows
+        rows.append((f"{name} / raw COPY ≤ {TARGET_EXPORT_RATIO:.0f}",
+                     f"{result['seconds']:.1f} s against {baseline['seconds']:.1f} s; "
+                     f"{result['rows']:,} rows{'' if complete else f' (of {total_rows:,}!)'}",
+                     f"{ratio:.2f}", ratio <= TARGET_EXPORT_RATIO and complete))  # fmt: skip
+        peak = result["peak_mb"]
+        rows.append((f"{name}: peak RSS ≤ {TARGET_RSS_MB} MB",
+                     f"{peak:.0f} MB ({result['rss_before_mb']:.0f} MB before the request)",
+                     f"{peak / TARGET_RSS_MB:.2f} of the target", peak <= TARGET_RSS_MB))  # fmt: skip
+        if ratio > TARGET_EXPORT_RATIO or peak > TARGET_RSS_MB:
+            sample = run_child(mode, url, env=env_profile, profile_rows=100_000)
+            profiles[f"{name} (its first 100,000 rows)"] = sample.get(
+                "profile", sample.get("output", "")
+            )
+
+    env_profile = dict(env)
+    if api_ok:
+        env_profile["BENCH_API_KEY"] = env_api["BENCH_API_KEY"]
+    export_rows("console CSV action, every judgment", admin, copy, "admin-export", ADMIN_URL)
+    if api_ok:
+        export_rows("API streamed export, every judgment", api_export, api_copy or copy,
+                    "api-export", api_export_parts and API_EXPORT_URL)  # fmt: skip
+        if api_list and api_list.get("status") == 200 and api_export.get("status") == 200:
+            list_rate = api_list["rows"] / api_list["seconds"]
+            export_rate = api_export["rows"] / api_export["seconds"]
+            ratio = list_rate / export_rate
+            rows.append((f"API paginated list / streamed export, rows/s ≥ {TARGET_LIST_RATIO}",
+                         f"{list_rate:,.0f} against {export_rate:,.0f} rows/s ({api_list['rows']:,} "
+                         f"rows in {api_list['pages']:,} pages of {PAGE_SIZE})",
+                         f"{ratio:.2f}", ratio >= TARGET_LIST_RATIO))  # fmt: skip
+            if ratio < TARGET_LIST_RATIO:
+                sample = run_child("api-list", f"{API_LIST_URL}?grading_run="
+                                   f"{seeded.grading_runs[0].pk}&page_size={PAGE_SIZE}",
+                                   env=env_profile, profile_rows=50_000)  # fmt: skip
+                profiles["API paginated list (its first 50,000 rows)"] = sample.get("profile", "")
+        else:
+            detail = (api_list or {}).get("body", "") or last_line(api_list)
+            rows.append((f"API paginated list / streamed export, rows/s ≥ {TARGET_LIST_RATIO}",
+                         f"failed: {detail[:200]}", "—", False))  # fmt: skip
+    else:
+        for label in (f"API streamed export / raw COPY ≤ {TARGET_EXPORT_RATIO:.0f}",
+                      f"API streamed export: peak RSS ≤ {TARGET_RSS_MB} MB",
+                      f"API paginated list / streamed export, rows/s ≥ {TARGET_LIST_RATIO}"):  # fmt: skip
+            rows.append((label, f"not available: {api_why}", "—", "—"))
+    rows.append(("stored scores equal apps.rubrics.scoring's on a sample",
+                 f"{equal}/{checked}", "—", equal == checked))  # fmt: skip
+
+    # --- the report ---
+    load1 = os.getloadavg()
+    size = "Quick" if opts.quick else "Full size"
+    cmd = " ".join(["benchmarks/reports_and_exports.py", *sys.argv[2:]]).strip()
+    say(f"### {size} — {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC")
+    say()
+    g1, g2 = seeded.grading_runs
+    say(
+        f"`.venv/bin/python {cmd}`: {summary['questions']} questions in the nine topics "
+        f"({summary['labelled']} labelled and verified), rubrics of "
+        f"{summary['criteria_per_rubric']:.0f} criteria ({summary['criteria']:,} in all); "
+        f"{len(seeded.models)} models in {len({m.family for m in seeded.models})} families x "
+        f"{seeded.samples} answers = {summary['responses']:,} answers "
+        f"({summary['chars_min']:,} to {summary['chars_max']:,} characters, "
+        f"{summary['text_mb']:.0f} MB of text); two checklist grading runs "
+        f"({g1.grader.display_name}, {g2.grader.display_name}): {summary['judgments']:,} "
+        f"judgments ({summary['errors']:,} errors, {summary['met'] * 100:.0f}% met; the graders "
+        f"agree on {summary['agreement'] * 100:.0f}%), {summary['scores']:,} scores (mean "
+        f"{summary['mean_score']:.3f}); a calibration set. Seeded set-based in "
+        f"{seeded.seconds:.0f} s (not measured); database {summary['db_mb']:,.0f} MB, of which "
+        f"judgments {summary['judgment_mb']:,.0f} MB. DEBUG off; every HTTP path through "
+        f"Django's test client (in process, no network), each in a fresh process. Machine: "
+        f"{os.cpu_count()} cores, PostgreSQL on the same machine; load average {load0[0]:.2f} at "
+        f"start, {load1[0]:.2f} at the end (other sessions' work, if any). Whole run "
+        f"{(time.monotonic() - began) / 60:.1f} min."
+    )
+    say()
+    say("| target | measured | ratio | met |")
+    say("|---|---|---|---|")
+    for label, measured, ratio, ok in rows:
+        met = ok if isinstance(ok, str) else ("yes" if ok else "**NO**")
+        say(f"| {label} | {measured} | {ratio} | {met} |")
+    say()
+    say("| path | rows | MB | seconds | rows/s | MB/s | RSS before | peak RSS |")
+    say("|---|---|---|---|---|---|---|---|")
+
+    def path_row(name, r):
+        if not r or "seconds" not in r or r.get("status", 200) != 200:
+            return
+        rss = (
+            (f"{r['rss_before_mb']:.0f} MB", f"{r['peak_mb']:.0f} MB")
+            if "peak_mb" in r
+            else ("—", "—")
+        )
+        say(f"| {name} | {r['rows']:,} | {r['bytes'] / 1e6:,.0f} | {r['seconds']:.1f} | "
+            f"{r['rows'] / r['seconds']:,.0f} | {r['bytes'] / 1e6 / r['seconds']:,.0f} | "
+            f"{rss[0]} | {rss[1]} |")  # fmt: skip
+
+    path_row("raw `COPY (SELECT …) TO STDOUT (FORMAT csv)`, psycopg 3, warm-up", warm)
+    for k, c in enumerate(copies, 1):
+        path_row(f"raw COPY, run {k}{' (the baseline: the faster)' if c is copy else ''}", c)
+    if api_copy:
+        path_row("raw COPY of the API export's own SELECT", api_copy)
+    path_row("console: POST “Export selected rows as CSV”, `select_across=1`", admin)
+    if api_export:
+        parts = (
+            f" ({len(api_export_parts)} requests, one per grading run)"
+            if len(api_export_parts) > 1
+            else ""
+        )
+        path_row(f"API: GET {API_EXPORT_URL}{parts}", api_export)
+    if api_list:
+        path_row(f"API: GET {API_LIST_URL}?grading_run={g1.pk}&page_size={PAGE_SIZE}, "
+                 "following `next`", api_list)  # fmt: skip
+    say()
+    same = (
+        "the same statement" if normal(admin_sql) == normal(select) else "**a different statement**"
+    )
+    say(f"The baseline's SELECT is the one the console's `JudgmentAdmin` queryset compiles to "
+        f"(`values_list` of its {len(fields)} `csv_fields`, primary-key order); the export ran "
+        f"{same if admin_sql else 'no statement over grading_judgment that Django recorded'} "
+        f"(recorded with the debug cursor: {len(admin.get('statements', []))} statements).")  # fmt: skip
+    if admin_sql and normal(admin_sql) != normal(select):
+        say()
+        say("The console's export ran:")
+        say()
+        say("```sql")
+        say(admin_sql)
+        say("```")
+    if api_export is not None:
+        if api_sql:
+            which = ("the console's" if normal(api_sql) == normal(select)
+                     else "a SELECT of its own, against a COPY of which it is measured")  # fmt: skip
+            say(f"The API's export ran {which}.")
+        else:
+            say(
+                "The API's export ran no statement over grading_judgment that Django recorded; "
+                "it is measured against the console's SELECT."
+            )
+    if api_list and api_list.get("decode_seconds"):
+        say(f"Of the paginated list's {api_list['seconds']:.1f} s, decoding the JSON pages in "
+            f"the client took {api_list['decode_seconds']:.1f} s; the rest is Django serving them.")  # fmt: skip
+    say()
+    say("```sql")
+    say(f"COPY ({select}) TO STDOUT WITH (FORMAT csv, HEADER true)")
+    say("```")
+    say()
+    per_model = ", ".join(f"{name} {score:.2f}" for name, score, _chars in summary["per_model"])
+    per_topic = ", ".join(f"{name} {score:.2f}" for name, score in summary["per_topic"])
+    say(f"Mean score by model, grading run {g1.pk}: {per_model}. By topic: {per_topic}.")
+    if differences:
+        say()
+        say("Scores that differ from apps.rubrics.scoring's: " + "; ".join(differences))
+    for name, text in profiles.items():
+        say()
+        say(f"Target missed: where {name} spends its time (cProfile, by own time):")
+        say()
+        say("```")
+        say(text)
+        say("```")
+    out = ROOT / "benchmarks" / "output"
+    out.mkdir(exist_ok=True)
+    (out / "reports_and_exports.md").write_text("\n".join(lines) + "\n")
+    if not opts.quick and not opts.no_results:
+        results_write("\n".join(lines))
+    return 0 if all(ok is True or ok == "—" for *_r, ok in rows) else 1
+
+
+def last_line(result: dict | None) -> str:
+    """What a measuring process that failed said last (its exit status, and the last line
+    of its traceback)."""
+    result = result or {}
+    said = [line for line in result.get("output", "").splitlines() if line.strip()]
+    return f"{result.get('error', '')}: {said[-1].strip() if said else 'no output'}"
+
+
+def combine(parts: list[dict]) -> dict:
+    """Several requests of one path (one per grading run) as one: times and sizes added,
+    the highest peak."""
+    if len(parts) == 1:
+        return parts[0]
+    if any("error" in p or p.get("status") != 200 for p in parts):
+        return next(p for p in parts if "error" in p or p.get("status") != 200)
+    out = dict(parts[0])
+    for key in ("seconds", "bytes", "rows", "lines"):
+        out[key] = sum(p.get(key, 0) for p in parts)
+    out["peak_mb"] = max(p["peak_mb"] for p in parts)
+    out["rss_before_mb"] = max(p["rss_before_mb"] for p in parts)
+    out["statements"] = [s for p in parts for s in p.get("statements", [])]
+    return out
+
+
+SECTION = "## Reports and exports"
+SECTION_INTRO = (
+    "`DATABASE_URL=postgres://postgres@127.0.0.1:5432/assay REDIS_URL=redis://127.0.0.1:6379/6 "
+    ".venv/bin/python benchmarks/reports_and_exports.py` (450 questions x 18 models x 5 answers, "
+    "two grading runs; `--quick` is 40 questions x 6 models). Database assay_bench_reports and "
+    "Redis db 6 of its own. Targets (the issue's): the benchmark report's tables in 5 s; "
+    "exporting every judgment as CSV (the console's action, the API's streamed export) in at "
+    "most 3 x a raw `COPY (...) TO STDOUT` of the same rows in the same run, with peak RSS at "
+    "most 200 MB; the API's paginated list at 0.5 or more of the streamed export's rows per "
+    "second."
+)
+
+
+def results_write(text: str) -> None:
+    """The run, newest first, under SECTION in RESULTS.md (made at the end if missing)."""
+    path = ROOT / "benchmarks" / "RESULTS.md"
+    current = path.read_text()
+    if SECTION not in current:
+        current = current.rstrip("\n") + f"\n\n{SECTION}\n\n{SECTION_INTRO}\n"
+    head, tail = current.split(SECTION, 1)
+    # After the section's introduction, before its earlier runs (and any later section).
+    intro_end = tail.find("\n### ")
+    next_section = tail.find("\n## ")
+    if intro_end < 0 or (0 <= next_section < intro_end):
+        intro_end = next_section if next_section >= 0 else len(tail.rstrip("\n"))
+    tail = tail[:intro_end].rstrip("\n") + "\n\n" + text + "\n" + tail[intro_end:]
+    path.write_text(head + SECTION + tail.rstrip("\n") + "\n")
+
+
+def outer(opts) -> int:
+    """Find (or start) PostgreSQL and Redis, make a database of our own, and run the
+    measurements in a child process whose Django settings see it from the start."""
+    import psycopg
+
+    from config.stack import Stack
+
+    stack = Stack()
+    try:
+        stack.start_services()
+        db_url = with_db(stack.env["DATABASE_URL"], DB_NAME)
+        redis_url = urlunparse(urlparse(stack.env["REDIS_URL"])._replace(path=f"/{REDIS_DB}"))
+        env = dict(
+            stack.env, DATABASE_URL=db_url, REDIS_URL=redis_url, CELERY_BROKER_URL=redis_url,
+            DEBUG="false",
+        )  # fmt: skip
+        server = with_db(stack.env["DATABASE_URL"], "postgres").replace(
+            "postgres://", "postgresql://", 1
+        )
+        with psycopg.connect(server, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
+            admin.execute(f"CREATE DATABASE {DB_NAME}")
+        try:
+            subprocess.run(
+                [sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True
+            )
+            return subprocess.call(
+                [sys.executable, __file__, "--inner", *sys.argv[1:]], cwd=ROOT, env=env
+            )
+        finally:
+            if not opts.keep_db:
+                with psycopg.connect(server, autocommit=True) as admin:
+                    admin.execute(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
+    finally:
+        stack.stop()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--questions", type=int, default=450)
+    parser.add_argument("--models", type=int, default=len(MODELS))
+    parser.add_argument("--samples", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="40 questions x 6 models x 5")
+    parser.add_argument("--list-rows", type=int, default=LIST_ROWS_MAX,
+                        help="rows of the paginated list to walk (0: every page of a grading run)")  # fmt: skip
+    parser.add_argument("--keep-db", action="store_true", help="leave the database for a look")
+    parser.add_argument("--no-results", action="store_true", help="do not write RESULTS.md")
+    parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--url", help=argparse.SUPPRESS)
+    parser.add_argument("--limit", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--profile-rows", type=int, default=0, help=argparse.SUPPRESS)
+    opts = parser.parse_args()
+    if opts.child:
+        return child(opts)
+    return inner(opts) if opts.inner else outer(opts)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
