@@ -9,7 +9,6 @@ from collections.abc import Callable
 
 from django import forms
 from django.db import models
-from django.http import StreamingHttpResponse
 from django_filters import rest_framework as filters
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
@@ -20,17 +19,13 @@ from rest_framework.response import Response
 from apps.accounts.api_errors import Conflict, Refused
 
 from .api_pages import Columns, CursorPage
-from .csv_export import csv_rows
-
-CSV_CONTENT_TYPE = "text/csv; charset=utf-8"
+from .csv_export import copy_csv_response
 
 
 def csv_response(columns: Columns, queryset: models.QuerySet, *, filename: str):
-    response = StreamingHttpResponse(
-        csv_rows(columns.keys, columns.rows(queryset)), content_type=CSV_CONTENT_TYPE
-    )
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response
+    """The list's rows as formula-safe CSV, written by PostgreSQL's COPY and streamed."""
+    rows, copy_columns = columns.annotated(queryset)
+    return copy_csv_response(rows, columns=copy_columns, filename=filename)
 
 
 BIGINT_MAX = 2**63 - 1

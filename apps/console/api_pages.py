@@ -10,7 +10,6 @@ class from here while it defines its own generic views.
 
 import base64
 import json
-from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib import parse
 
@@ -19,8 +18,6 @@ from django.db.models import F, Func, TextField, Value
 from django.http import HttpResponse
 from rest_framework import exceptions
 from rest_framework.pagination import Cursor, CursorPagination
-
-from .csv_export import CHUNK_SIZE
 
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
@@ -98,7 +95,9 @@ class Columns:
             arguments.extend((Value(key), expression))
         return _JsonRow(*arguments)
 
-    def rows(self, queryset: models.QuerySet) -> Iterable[tuple]:
-        aliases = {f"_c{i}": e for i, e in enumerate(self.expressions())}
-        values = queryset.order_by("pk").annotate(**aliases).values_list(*aliases)
-        return values.iterator(chunk_size=CHUNK_SIZE)
+    def annotated(self, queryset: models.QuerySet) -> tuple[models.QuerySet, list[tuple[str, str]]]:
+        """`queryset` in the list's order with every column as an annotation, and the
+        (header, annotation) pairs that a CSV export of it reads."""
+        aliases = {f"_col{i}": e for i, e in enumerate(self.expressions())}
+        columns = [(key, alias) for key, alias in zip(self.keys, aliases, strict=True)]
+        return queryset.order_by("pk").annotate(**aliases), columns
