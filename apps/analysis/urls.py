@@ -26,4 +26,41 @@ urlpatterns = [
         views.survey_disagreements,
         name="survey_disagreements",
     ),
+    # The benchmark report of a grading run.
+    path("grading/<int:run_id>/", views.benchmark_report_page, name="benchmark_report"),
+    path(
+        "grading/<int:run_id>/tables/<slug:name>.csv",
+        views.benchmark_table_csv,
+        name="benchmark_table_csv",
+    ),
+    path(
+        "grading/<int:run_id>/figures/<slug:name>.svg",
+        views.benchmark_figure_svg,
+        name="benchmark_figure_svg",
+    ),
+    path(
+        "grading/<int:run_id>/below-65/answers/",
+        views.benchmark_low_responses,
+        name="benchmark_low_responses",
+    ),
+    path(
+        "grading/<int:run_id>/below-65/questions/",
+        views.benchmark_low_questions,
+        name="benchmark_low_questions",
+    ),
+    path(
+        "grading/<int:run_id>/compare/",
+        views.benchmark_compare_choose,
+        name="benchmark_compare_choose",
+    ),
+    path(
+        "grading/<int:run_id>/compare/<int:other_id>/",
+        views.benchmark_compare,
+        name="benchmark_compare",
+    ),
+    path(
+        "grading/<int:run_id>/compare/<int:other_id>/tables/<slug:name>.csv",
+        views.benchmark_compare_csv,
+        name="benchmark_compare_csv",
+    ),
 ]

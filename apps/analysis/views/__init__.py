@@ -1,7 +1,17 @@
-"""The analysis app's pages (role_required(RESEARCHER)): the Reports page and each study's
-survey report (survey.py). The URL names of apps/analysis/urls.py resolve to the functions
-re-exported here."""
+"""The analysis app's pages (role_required(RESEARCHER)): the Reports page, each study's
+survey report (survey.py) and each grading run's benchmark report (benchmark.py). The URL
+names of apps/analysis/urls.py resolve to the functions re-exported here."""
 
+from .benchmark import (
+    benchmark_compare,
+    benchmark_compare_choose,
+    benchmark_compare_csv,
+    benchmark_figure_svg,
+    benchmark_low_questions,
+    benchmark_low_responses,
+    benchmark_report_page,
+    benchmark_table_csv,
+)
 from .survey import (
     report_index,
     survey_bootstrap,
@@ -12,6 +22,14 @@ from .survey import (
 )
 
 __all__ = [
+    "benchmark_compare",
+    "benchmark_compare_choose",
+    "benchmark_compare_csv",
+    "benchmark_figure_svg",
+    "benchmark_low_questions",
+    "benchmark_low_responses",
+    "benchmark_report_page",
+    "benchmark_table_csv",
     "report_index",
     "survey_bootstrap",
     "survey_disagreements",

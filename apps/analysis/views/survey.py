@@ -20,6 +20,7 @@ from apps.surveys.models import Study
 from workers.analysis import survey_bootstrap_task
 
 from .. import selectors, services
+from ..benchmark_data import grading_runs_with_scores
 from ..models import BootstrapStatus, SurveyBootstrap
 from ..survey import disagreement_detail, disagreements, survey_report
 from ..survey_data import SurveyData, studies_with_answers, survey_fingerprint
@@ -48,9 +49,11 @@ def _report(study_id: int):
 @researcher
 @require_GET
 def report_index(request):
-    """Every study, with what its survey report would rest on, newest first."""
+    """Every study, with what its survey report would rest on, newest first; and every
+    grading run's benchmark report, with the answers it has scored."""
     studies = Paginator(studies_with_answers(), STUDIES_PER_PAGE).get_page(request.GET.get("page"))
-    return render(request, "analysis/index.html", {"page": studies})
+    runs = Paginator(grading_runs_with_scores(), STUDIES_PER_PAGE).get_page(request.GET.get("runs"))
+    return render(request, "analysis/index.html", {"page": studies, "runs": runs})
 
 
 @researcher

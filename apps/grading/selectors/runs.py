@@ -323,12 +323,12 @@ def scores_totals(groups: list[dict]) -> dict:
     return {k: sum(g[k] for g in groups) for k in keys}
 
 
-JUDGMENT_FILTERS = ("status", "met", "kind", "polarity", "model")
+JUDGMENT_FILTERS = ("status", "met", "kind", "polarity", "model", "question", "response")
 
 
 def judgments_list(*, run: GradingRun, filters: dict) -> QuerySet[Judgment]:
     """The run's judgments, filtered by status, verdict (met: yes/no), criterion kind,
-    polarity and model (id)."""
+    polarity, model, question and response (ids)."""
     rows = Judgment.objects.filter(grading_run=run).select_related(
         "response__question", "response__model", "criterion", "rubric"
     )
@@ -342,6 +342,10 @@ def judgments_list(*, run: GradingRun, filters: dict) -> QuerySet[Judgment]:
         rows = rows.filter(criterion__polarity=filters["polarity"])
     if str(filters.get("model") or "").isdigit():
         rows = rows.filter(response__model_id=int(filters["model"]))
+    if str(filters.get("question") or "").isdigit():
+        rows = rows.filter(response__question_id=int(filters["question"]))
+    if str(filters.get("response") or "").isdigit():
+        rows = rows.filter(response_id=int(filters["response"]))
     return rows.order_by("response_id", "criterion__order", "criterion_id")
 
 

@@ -12,8 +12,9 @@ from django.views.decorators.http import require_POST
 
 from apps.accounts.roles import Role, role_required
 from apps.console.csv_export import csv_rows
+from apps.questions.models import Question
 from apps.rubrics.models import Kind, Polarity
-from apps.runs.models import RunStatus
+from apps.runs.models import Response, RunStatus
 from workers.engine import scope_start
 
 from .. import services
@@ -141,10 +142,15 @@ def judgments(request, pk: int):
     rows = selectors.judgments_list(run=run, filters=filters)
     page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
     query = urlencode({k: v for k, v in filters.items() if v})
+    # Reports link here for one question or one answer: the page names what it is narrowed to.
+    question, answer = (filters["question"] or "").isdigit(), (filters["response"] or "").isdigit()
     context = {
         "run": run, "page": page, "filters": filters, "query": query,
         "statuses": CallState.choices, "kinds": Kind.choices, "polarities": Polarity.choices,
         "models": run.sampling_run.model_configs.all(),
+        "question": Question.objects.filter(pk=filters["question"]).first() if question else None,
+        "answer": Response.objects.select_related("model", "question").filter(
+            pk=filters["response"], run_id=run.sampling_run_id).first() if answer else None,
     }  # fmt: skip
     return render(request, "grading/run_judgments.html", context)
 

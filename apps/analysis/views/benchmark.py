@@ -1,0 +1,232 @@
+"""The benchmark report's pages (role_required(RESEARCHER), under /analysis/grading/<id>/):
+the report, each table as CSV, each figure as SVG, the answers and questions below 65%, and
+two grading runs side by side.
+
+The report is computed once per fingerprint of the run's data and kept in the cache
+(apps/analysis/benchmark.py): a page, its figures and its downloads read the same numbers.
+Table 3 sorts on the server (`?sort=<column>&dir=asc|desc`), so that it works without
+JavaScript and its CSV keeps the order shown; the Wilcoxon pairs are chosen with
+`?pair=<id>-<id>` (repeatable), and a pair that is not one is refused with the reason.
+"""
+
+import itertools
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+
+from apps.accounts.roles import Role, role_required
+from apps.grading.models import GradingRun
+
+from ..benchmark import (
+    THRESHOLD,
+    BenchmarkReport,
+    benchmark_report_for,
+    benchmark_svg_for,
+    pairs_parse,
+    table_sorted,
+)
+from ..benchmark_compare import benchmark_comparison_for
+from ..tables import Table, table_csv_response
+
+researcher = role_required(Role.RESEARCHER)
+SORTABLE = "table-3"
+PER_PAGE = 50
+OTHER_RUNS_SHOWN = 100
+
+
+def _run(run_id: int) -> GradingRun:
+    return get_object_or_404(
+        GradingRun.objects.select_related("sampling_run", "grader", "prompt"), pk=run_id
+    )
+
+
+def _report(request, run: GradingRun) -> tuple[BenchmarkReport, list[str]]:
+    """The report for the pairs asked for (the default ones when none is valid), and the
+    reasons for each pair refused."""
+    report = benchmark_report_for(run=run)
+    values = request.GET.getlist("pair")
+    if not values:
+        return report, []
+    pairs, refused = pairs_parse(values, report.models)
+    return (benchmark_report_for(run=run, pairs=pairs) if pairs else report), refused
+
+
+def _sort(request, table: Table) -> tuple[str, bool]:
+    keys = {c.key for c in table.columns}
+    key = request.GET.get("sort", "")
+    return (key if key in keys else ""), request.GET.get("dir") != "asc"
+
+
+def _query(request, **changes) -> str:
+    query = request.GET.copy()
+    query.pop("page", None)
+    for key, value in changes.items():
+        query.pop(key, None)
+        if value:
+            query[key] = value
+    return query.urlencode()
+
+
+def _headers(request, table: Table, key: str, descending: bool) -> list[dict]:
+    """Each header of Table 3 with the link that sorts by it: the sorted column's link
+    turns its order round; another column sorts numbers highest first and names A to Z."""
+    headers = []
+    for column in table.columns:
+        current = column.key == key
+        if current:
+            following = "asc" if descending else "desc"
+        else:
+            following = "desc" if column.numeric else "asc"
+        headers.append({
+            "column": column,
+            "href": "?" + _query(request, sort=column.key, dir=following),
+            "sort": ("descending" if descending else "ascending") if current else "",
+            "action": "highest first" if following == "desc" else "lowest first",
+        })  # fmt: skip
+    return headers
+
+
+def _url(name: str, *args, query: str = "") -> str:
+    return reverse(name, args=args) + (f"?{query}" if query else "")
+
+
+def _pair_choices(report: BenchmarkReport) -> list[dict]:
+    chosen = set(report.pairs)
+    return [
+        {
+            "value": f"{a.id}-{b.id}",
+            "label": f"{a.label} vs {b.label}",
+            "checked": (a.id, b.id) in chosen,
+        }  # fmt: skip
+        for a, b in itertools.combinations(report.models, 2)
+    ]
+
+
+@researcher
+@require_GET
+def benchmark_report_page(request, run_id: int):
+    run = _run(run_id)
+    report, refused = _report(request, run)
+    key, descending = _sort(request, report.tables[SORTABLE])
+    table3 = report.tables[SORTABLE]
+    if key:
+        table3 = table_sorted(table3, key=key, descending=descending)
+    others = (
+        GradingRun.objects.exclude(pk=run.pk)
+        .select_related("grader")
+        .order_by("-created_at", "-pk")[:OTHER_RUNS_SHOWN]
+    )
+    context = {
+        "run": run, "report": report, "table3": table3, "refused": refused,
+        "headers": _headers(request, table3, key, descending),
+        "table3_csv": _url("analysis:benchmark_table_csv", run.pk, SORTABLE,
+                           query=urlencode({"sort": key, "dir": "desc" if descending else "asc"})
+                           if key else ""),
+        "wilcoxon_csv": _url("analysis:benchmark_table_csv", run.pk, "wilcoxon",
+                             query="" if report.default_pairs else
+                             urlencode([("pair", f"{a}-{b}") for a, b in report.pairs])),
+        "pair_choices": _pair_choices(report), "sort": key,
+        "dir": "desc" if descending else "asc", "others": others,
+        "threshold": round(100 * THRESHOLD),
+        # By name with underscores: a template cannot look up a key with a hyphen.
+        "t": {name.replace("-", "_"): table for name, table in report.tables.items()},
+        "figures": list(report.figures.items()),
+        "low_questions": len(report.tables["low-questions"].rows),
+        "low_responses": len(report.tables["low-responses"].rows),
+    }  # fmt: skip
+    return render(request, "analysis/benchmark_report.html", context)
+
+
+@researcher
+@require_GET
+def benchmark_table_csv(request, run_id: int, name: str):
+    run = _run(run_id)
+    report, _refused = _report(request, run)
+    table = report.tables.get(name) or (
+        report.figures[name].table if name in report.figures else None
+    )
+    if table is None:
+        raise Http404("No such table.")
+    if name == SORTABLE:
+        key, descending = _sort(request, table)
+        if key:
+            table = table_sorted(table, key=key, descending=descending)
+    return table_csv_response(table, filename=f"grading-{run.pk}-{name}.csv")
+
+
+@researcher
+@require_GET
+def benchmark_figure_svg(request, run_id: int, name: str):
+    run = _run(run_id)
+    svg = benchmark_svg_for(run=run, name=name)
+    if svg is None:
+        raise Http404("No such figure.")
+    response = HttpResponse(svg, content_type="image/svg+xml; charset=utf-8")
+    # Opened on its own, the SVG is a document: it may style itself and run nothing.
+    response["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'"
+    return response
+
+
+def _low_page(request, run_id: int, name: str, template: str):
+    run = _run(run_id)
+    report = benchmark_report_for(run=run)
+    table = report.tables[name]
+    page = Paginator(table.rows, PER_PAGE).get_page(request.GET.get("page"))
+    context = {"run": run, "report": report, "table": table, "page": page,
+               "threshold": round(100 * THRESHOLD)}  # fmt: skip
+    return render(request, template, context)
+
+
+@researcher
+@require_GET
+def benchmark_low_responses(request, run_id: int):
+    return _low_page(request, run_id, "low-responses", "analysis/benchmark_low_responses.html")
+
+
+@researcher
+@require_GET
+def benchmark_low_questions(request, run_id: int):
+    return _low_page(request, run_id, "low-questions", "analysis/benchmark_low_questions.html")
+
+
+@researcher
+@require_GET
+def benchmark_compare_choose(request, run_id: int):
+    """The chooser's form sends `with=<id>`: on to the two runs side by side."""
+    run = _run(run_id)
+    other = request.GET.get("with", "")
+    if other.isdigit() and int(other) != run.pk and GradingRun.objects.filter(pk=other).exists():
+        return redirect("analysis:benchmark_compare", run.pk, int(other))
+    messages.error(request, "Choose another grading run to compare this one with.")
+    return redirect("analysis:benchmark_report", run.pk)
+
+
+def _comparison(run_id: int, other_id: int):
+    run, other = _run(run_id), _run(other_id)
+    if run.pk == other.pk:
+        raise Http404("A grading run is compared with another one.")
+    return run, other, benchmark_comparison_for(run=run, other=other)
+
+
+@researcher
+@require_GET
+def benchmark_compare(request, run_id: int, other_id: int):
+    run, other, comparison = _comparison(run_id, other_id)
+    context = {"run": run, "other": other, "comparison": comparison,
+               "tables": list(comparison.tables.items())}  # fmt: skip
+    return render(request, "analysis/benchmark_compare.html", context)
+
+
+@researcher
+@require_GET
+def benchmark_compare_csv(request, run_id: int, other_id: int, name: str):
+    run, other, comparison = _comparison(run_id, other_id)
+    table = comparison.tables.get(name)
+    if table is None:
+        raise Http404("No such table.")
+    return table_csv_response(table, filename=f"grading-{run.pk}-vs-{other.pk}-{name}.csv")
