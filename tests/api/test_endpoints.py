@@ -1,0 +1,434 @@
+"""What the API's read endpoints serve: what is stored, filtered as asked, in cursor pages
+that see every row once, pseudonymised, and, for the long lists, the same rows as their
+streamed CSV exports and as their documented schema."""
+
+import csv
+import datetime as dt
+import io
+import json
+import math
+import re
+
+import jsonschema
+import pytest
+from django.db.models import Q
+from django.urls import reverse
+from drf_spectacular.generators import SchemaGenerator
+
+from apps.console.csv_export import spreadsheet_safe
+from apps.grading.api import JudgmentViewSet, ScoreViewSet
+from apps.grading.models import Judgment, ResponseScore
+from apps.questions.models import Topic
+from apps.rubrics.models import Rubric
+from apps.runs.api import ResponseViewSet
+from apps.runs.models import Response
+from apps.surveys.api import AnswerViewSet
+from apps.surveys.models import Answer, Participant
+from apps.surveys.pseudonyms import pseudonym
+from tests.api.builders import HOSTILE
+
+LONG_LISTS = {
+    "responses": ResponseViewSet,
+    "judgments": JudgmentViewSet,
+    "scores": ScoreViewSet,
+    "answers": AnswerViewSet,
+}
+ISO_DATETIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
+
+
+def walk(client, url: str) -> tuple[list[dict], int]:
+    """Every row of a list, following `next`; and how many pages it took."""
+    rows, pages = [], 0
+    while url:
+        response = client.get(url)
+        assert response.status_code == 200, response.content[:300]
+        body = response.json()
+        assert set(body) == {"next", "previous", "results"}
+        rows.extend(body["results"])
+        url, pages = body["next"], pages + 1
+    return rows, pages
+
+
+def csv_of(response) -> list[dict]:
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/csv")
+    text = b"".join(response.streaming_content).decode()
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def same_value(json_value, cell: str) -> bool:
+    """Whether a CSV cell holds what the JSON list has (as the export writes each type)."""
+    if json_value is None:
+        return cell == ""
+    if isinstance(json_value, bool):
+        return cell == ("true" if json_value else "false")
+    if isinstance(json_value, int | float):
+        return math.isclose(float(cell), json_value)
+    if isinstance(json_value, dict | list):
+        return json.loads(cell) == json_value
+    if ISO_DATETIME.match(json_value):
+        return dt.datetime.fromisoformat(cell) == dt.datetime.fromisoformat(json_value)
+    return cell == spreadsheet_safe(json_value)
+
+
+def same_row(a: dict, b: dict) -> bool:
+    """Two JSON rows equal, timestamps compared as instants (the fast path writes them as
+    PostgreSQL does, DRF as Python does)."""
+    if set(a) != set(b):
+        return False
+    for key, value in a.items():
+        other = b[key]
+        if isinstance(value, str) and ISO_DATETIME.match(value) and isinstance(other, str):
+            if dt.datetime.fromisoformat(value) != dt.datetime.fromisoformat(other):
+                return False
+        elif isinstance(value, float) or isinstance(other, float):
+            if not math.isclose(value, other):
+                return False
+        elif value != other:
+            return False
+    return True
+
+
+# --- what is stored ------------------------------------------------------------------------
+
+
+def test_each_list_serves_the_stored_rows_in_id_order(api, world):
+    expected = {
+        "topics": list(Topic.objects.order_by("pk").values_list("pk", flat=True)),
+        "rubrics": list(Rubric.objects.order_by("pk").values_list("pk", flat=True)),
+        "responses": list(world.sampling_run.responses.order_by("pk").values_list("pk", flat=True)),
+        "judgments": list(world.grading_run.judgments.order_by("pk").values_list("pk", flat=True)),
+        "scores": list(world.grading_run.scores.order_by("pk").values_list("pk", flat=True)),
+        "participants": list(world.study.participants.order_by("pk").values_list("pk", flat=True)),
+        "answers": list(
+            Answer.objects.filter(assignment__participant__study=world.study)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        ),
+        "sampling-runs": [world.sampling_run.pk],
+        "grading-runs": [world.grading_run.pk],
+        "calibrations": list(world.grading_run.calibrations.values_list("pk", flat=True)),
+        "studies": [world.study.pk],
+    }
+    for path, ids in expected.items():
+        rows, _pages = walk(api, f"/api/v1/{path}/?page_size=7")
+        assert [row["id"] for row in rows] == ids, path
+        assert ids, path
+
+
+def test_a_judgment_is_served_as_stored(api, world):
+    judgment = world.grading_run.judgments.exclude(explanation="").first()
+    row = api.get(f"/api/v1/judgments/{judgment.pk}/").json()
+    assert row["grading_run"] == world.grading_run.pk
+    assert (row["response"], row["criterion"], row["rubric"]) == (
+        judgment.response_id, judgment.criterion_id, judgment.rubric_id,
+    )  # fmt: skip
+    assert (row["status"], row["met"], row["explanation"]) == (
+        judgment.status, judgment.met, judgment.explanation,
+    )  # fmt: skip
+
+
+def test_a_score_is_served_as_stored_with_its_answers_model(api, world):
+    score = world.grading_run.scores.select_related("response").first()
+    row = api.get(f"/api/v1/scores/{score.pk}/").json()
+    assert row["score"] == pytest.approx(score.score)
+    assert (row["earned_points"], row["max_points"]) == (score.earned_points, score.max_points)
+    assert row["model"] == score.response.model_id
+    assert row["breakdown"] == score.breakdown
+
+
+def test_a_rubric_comes_with_its_criteria_in_order(api, world):
+    rubric = Rubric.objects.filter(question__in=world.sampling_run.questions.all()).first()
+    row = api.get(f"/api/v1/rubrics/{rubric.pk}/").json()
+    assert (row["version"], row["state"], row["question"]) == (
+        rubric.version, rubric.state, rubric.question_id,
+    )  # fmt: skip
+    stored = list(rubric.criteria.order_by("order", "pk").values_list("pk", "text", "points"))
+    assert [(c["id"], c["text"], c["points"]) for c in row["criteria"]] == stored
+
+
+def test_a_sampling_run_says_its_models_and_questions(api, world):
+    row = api.get(f"/api/v1/sampling-runs/{world.sampling_run.pk}/").json()
+    assert sorted(row["models"]) == sorted(
+        world.sampling_run.model_configs.values_list("pk", flat=True)
+    )
+    assert row["questions_count"] == 2
+    assert row["status"] == "finished"
+
+
+def test_unknown_ids_are_404_in_the_error_shape(api, world):
+    for path in ("judgments", "scores", "studies", "grading-runs", "participants"):
+        response = api.get(f"/api/v1/{path}/999999/")
+        assert response.status_code == 404
+        assert response.json()["error"]["code"] == "not_found"
+
+
+# --- filters -------------------------------------------------------------------------------
+
+
+def test_filters_narrow_each_long_list(api, world):
+    response = world.sampling_run.responses.order_by("pk").first()
+    judgment = world.grading_run.judgments.order_by("pk").first()
+    participant = world.people[0]
+    cases = {
+        f"responses/?run={world.sampling_run.pk}&model={response.model_id}": (
+            Response.objects.filter(run=world.sampling_run, model_id=response.model_id)
+        ),
+        f"responses/?question={response.question_id}&status=done": Response.objects.filter(
+            question_id=response.question_id, status="done"
+        ),
+        f"judgments/?grading_run={world.grading_run.pk}&met=true": Judgment.objects.filter(
+            grading_run=world.grading_run, met=True
+        ),
+        f"judgments/?response={judgment.response_id}&criterion={judgment.criterion_id}": (
+            Judgment.objects.filter(pk=judgment.pk)
+        ),
+        "judgments/?status=error": Judgment.objects.filter(status="error"),
+        f"scores/?grading_run={world.grading_run.pk}&model={response.model_id}": (
+            ResponseScore.objects.filter(
+                grading_run=world.grading_run, response__model_id=response.model_id
+            )
+        ),
+        f"scores/?question={response.question_id}": ResponseScore.objects.filter(
+            response__question_id=response.question_id
+        ),
+        f"answers/?participant={participant.pk}": Answer.objects.filter(
+            assignment__participant=participant
+        ),
+        f"answers/?study={world.study.pk}&item_code=H2": Answer.objects.filter(
+            assignment__participant__study=world.study, item__code="H2"
+        ),
+        f"participants/?study={world.study.pk}&kind=proxy": Participant.objects.filter(
+            study=world.study, kind="proxy"
+        ),
+    }
+    for query, expected in cases.items():
+        rows, _ = walk(api, f"/api/v1/{query}")
+        ids = list(expected.order_by("pk").values_list("pk", flat=True))
+        assert [row["id"] for row in rows] == ids, query
+    # Each filter narrows: the met=true judgments are neither none nor all.
+    met = Judgment.objects.filter(grading_run=world.grading_run, met=True).count()
+    assert 0 < met < world.grading_run.judgments.count()
+
+
+def test_a_filter_value_that_is_not_one_is_a_400_naming_the_field(api, world):
+    for query, field in (("judgments/?grading_run=abc", "grading_run"),
+                         ("judgments/?status=maybe", "status"),
+                         ("responses/?run=0", "run")):  # fmt: skip
+        response = api.get(f"/api/v1/{query}")
+        assert response.status_code == 400
+        error = response.json()["error"]
+        assert error["code"] == "invalid"
+        assert field in error["fields"]
+
+
+# --- cursor pages --------------------------------------------------------------------------
+
+
+def test_a_walk_along_next_sees_every_row_once(api, world):
+    ids = list(world.grading_run.judgments.order_by("pk").values_list("pk", flat=True))
+    rows, pages = walk(api, f"/api/v1/judgments/?grading_run={world.grading_run.pk}&page_size=4")
+    assert [row["id"] for row in rows] == ids
+    assert pages == math.ceil(len(ids) / 4)
+
+
+def test_rows_added_during_a_walk_are_not_seen_twice(api, world):
+    first = api.get("/api/v1/topics/?page_size=3").json()
+    Topic.objects.create(slug="added-late", name="added late", order=0)
+    rows, _ = walk(api, first["next"])
+    seen = [row["id"] for row in first["results"] + rows]
+    assert len(seen) == len(set(seen)) == Topic.objects.count()
+
+
+def test_previous_leads_back_to_the_page_before(api, world):
+    first = api.get("/api/v1/judgments/?page_size=3").json()
+    second = api.get(first["next"]).json()
+    back = api.get(second["previous"]).json()
+    assert [r["id"] for r in back["results"]] == [r["id"] for r in first["results"]]
+
+
+def test_page_size_defaults_to_100_and_stops_at_1000(api, db):
+    Topic.objects.bulk_create(
+        Topic(slug=f"topic-{i}", name=f"Topic {i}", order=i) for i in range(1100)
+    )
+    assert len(api.get("/api/v1/topics/").json()["results"]) == 100
+    page = api.get("/api/v1/topics/?page_size=5000").json()
+    assert len(page["results"]) == 1000
+    assert page["next"]
+
+
+def test_a_cursor_the_api_did_not_give_out_is_a_404(api, db):
+    for cursor in ("nonsense", "cD1hYmM=", "cD0tNQ=="):  # not base64 of p=..., p=abc, p=-5
+        response = api.get(f"/api/v1/judgments/?cursor={cursor}")
+        assert response.status_code == 404
+        assert response.json()["error"]["code"] == "not_found"
+
+
+# --- pseudonyms ----------------------------------------------------------------------------
+
+
+def test_participants_and_answers_carry_pseudonyms_and_never_a_prolific_id(api, world):
+    people = {p.pk: p for p in world.people}
+    rows, _ = walk(api, f"/api/v1/participants/?study={world.study.pk}")
+    for row in rows:
+        if row["id"] in people:
+            person = people[row["id"]]
+            assert row["participant_pseudonym"] == pseudonym(
+                study_id=world.study.pk, prolific_pid=person.prolific_pid
+            )
+            assert row["participant_pseudonym"].startswith("P-")
+        else:
+            assert row["kind"] == "proxy" and row["participant_pseudonym"] == ""
+    answers, _ = walk(api, f"/api/v1/answers/?study={world.study.pk}")
+    by_participant = {row["id"]: row["participant_pseudonym"] for row in rows}
+    assert answers
+    for row in answers:
+        assert row["participant_pseudonym"] == by_participant[row["participant"]]
+
+    secrets = [p.prolific_pid for p in world.people] + [p.prolific_session_id for p in world.people]
+    assert all(secrets)
+    bodies = [
+        api.get(f"/api/v1/participants/?study={world.study.pk}").content,
+        api.get(f"/api/v1/participants/{world.people[0].pk}/").content,
+        api.get(f"/api/v1/answers/?study={world.study.pk}").content,
+        api.get(f"/api/v1/answers/{answers[0]['id']}/").content,
+        b"".join(api.get(f"/api/v1/answers/export/?study={world.study.pk}").streaming_content),
+        api.get("/api/schema/").content,
+    ]
+    for body in bodies:
+        text = body.decode()
+        assert not any(secret in text for secret in secrets)
+        assert "prolific_pid" not in text and "prolific_session_id" not in text
+
+
+# --- the long lists: exports, schema, retrieve ---------------------------------------------
+
+
+@pytest.mark.parametrize("path", sorted(LONG_LISTS))
+def test_the_export_holds_the_lists_rows_in_its_order(api, world, path):
+    rows, _ = walk(api, f"/api/v1/{path}/?page_size=5")
+    exported = csv_of(api.get(f"/api/v1/{path}/export/"))
+    assert rows
+    assert [int(r["id"]) for r in exported] == [row["id"] for row in rows]
+    assert list(exported[0]) == list(rows[0])  # the same columns, in the same order
+    for row, line in zip(rows, exported, strict=True):
+        for key, value in row.items():
+            assert same_value(value, line[key]), (path, key, value, line[key])
+
+
+def test_the_export_follows_the_lists_filters(api, world):
+    query = f"grading_run={world.grading_run.pk}&met=false"
+    rows, _ = walk(api, f"/api/v1/judgments/?{query}")
+    exported = csv_of(api.get(f"/api/v1/judgments/export/?{query}"))
+    assert [int(r["id"]) for r in exported] == [row["id"] for row in rows]
+    assert 0 < len(rows) < world.grading_run.judgments.count()
+
+
+def test_hostile_text_reaches_the_csv_neutralised_and_the_json_as_written(api, world):
+    rows, _ = walk(api, f"/api/v1/answers/?study={world.study.pk}&participant={world.people[0].pk}")
+    exported = csv_of(api.get(f"/api/v1/answers/export/?participant={world.people[0].pk}"))
+    assert rows and all(row["explanation"].startswith(HOSTILE) for row in rows)
+    assert all(line["explanation"].startswith("'" + HOSTILE) for line in exported)
+
+
+def _json_schema(node):
+    """OpenAPI 3.0's `nullable: true` as JSON Schema's null type, throughout."""
+    if isinstance(node, list):
+        return [_json_schema(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    node = {k: _json_schema(v) for k, v in node.items()}
+    if node.pop("nullable", False):
+        node = {"anyOf": [node, {"type": "null"}]}
+    return node
+
+
+def _component(schema: dict, name: str) -> dict:
+    """A component of the schema with its references resolvable, as jsonschema takes it."""
+    return {
+        "$ref": f"#/components/schemas/{name}",
+        "components": _json_schema(schema["components"]),
+    }
+
+
+@pytest.mark.parametrize("path", sorted(LONG_LISTS))
+def test_the_fast_path_serves_exactly_the_documented_schema(api, world, path):
+    viewset = LONG_LISTS[path]
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    name = viewset.serializer_class.__name__.removesuffix("Serializer")
+    component = schema["components"]["schemas"][name]
+    fields = list(viewset.serializer_class().fields)
+    assert viewset.columns.keys == fields  # the same keys, in the same order
+    assert set(component["properties"]) == set(fields)
+    rows, _ = walk(api, f"/api/v1/{path}/")
+    assert rows
+    for row in rows:
+        assert list(row) == fields
+        # Draft 4: OpenAPI 3.0's schema objects take its boolean exclusiveMinimum.
+        jsonschema.Draft4Validator(_component(schema, name)).validate(row)
+    # ...and each row equals what the serializer answers for it.
+    for row in rows[:5]:
+        assert same_row(row, api.get(f"/api/v1/{path}/{row['id']}/").json())
+
+
+def test_the_judgments_list_reads_a_page_in_one_query(api, world, django_assert_max_num_queries):
+    url = f"/api/v1/judgments/?grading_run={world.grading_run.pk}&page_size=1000"
+    api.get(url)
+    # The token (with its user), the user's roles, the page.
+    with django_assert_max_num_queries(3):
+        assert api.get(url).status_code == 200
+
+
+# --- the survey report's tables ------------------------------------------------------------
+
+
+def test_the_survey_report_lists_its_tables(api, world):
+    body = api.get(f"/api/v1/reports/studies/{world.study.pk}/survey/").json()
+    assert body["study"] == world.study.pk
+    names = [t["name"] for t in body["tables"]]
+    assert {"alpha", "rho", "demographics"} <= set(names)
+    assert any(t["figure"] for t in body["tables"])
+
+
+def test_a_report_table_is_the_pages_table_with_missing_values_as_null(api, role_client, world):
+    base = f"/api/v1/reports/studies/{world.study.pk}/survey/tables"
+    for name in ("alpha", "rho", "demographics", "distribution-H2"):
+        table = api.get(f"{base}/{name}/").json()
+        assert table["name"] == name
+        assert set(table) == {"name", "title", "n", "notes", "columns", "rows"}
+        keys = [c["key"] for c in table["columns"]]
+        assert all(list(row) == keys for row in table["rows"])
+        assert all(
+            not (isinstance(v, float) and math.isnan(v))
+            for row in table["rows"]
+            for v in row.values()
+        )
+        api_csv = b"".join(api.get(f"{base}/{name}.csv").streaming_content)
+        page_csv = role_client("researcher").get(
+            reverse("analysis:survey_table_csv", args=[world.study.pk, name])
+        )
+        assert api_csv == b"".join(page_csv.streaming_content)
+        lines = list(csv.reader(io.StringIO(api_csv.decode())))
+        assert len(lines) == len(table["rows"]) + 1
+    # With two people and one proxy model some statistics cannot be computed: null, not NaN.
+    alpha = api.get(f"{base}/alpha/").json()
+    assert any(v is None for row in alpha["rows"] for v in row.values())
+
+
+def test_an_unknown_report_table_or_study_is_a_404(api, world):
+    base = f"/api/v1/reports/studies/{world.study.pk}/survey/tables"
+    for url in (
+        f"{base}/nothing/",
+        f"{base}/nothing.csv",
+        "/api/v1/reports/studies/999999/survey/",
+    ):
+        response = api.get(url)
+        assert response.status_code == 404
+        assert response.json()["error"]["code"] == "not_found"
+
+
+def test_no_stored_row_leaks_through_a_filter_on_another_study(api, world, make_study):
+    other = make_study(count=1, live=False)
+    rows, _ = walk(api, f"/api/v1/answers/?study={other.pk}")
+    assert rows == []
+    assert Answer.objects.filter(~Q(assignment__participant__study=other)).exists()
