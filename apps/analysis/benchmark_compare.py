@@ -115,10 +115,12 @@ def _overall(first, second, means_a, means_b) -> Table:
 def _rates(data: BenchmarkData) -> dict[tuple[int, str, str], tuple[float | None, int]]:
     met = data.met.groupby(["model", "polarity", "kind"])[["judgments", "met"]].sum()
     return {
-        key: (100 * int(row["met"]) / int(row["judgments"]) if row["judgments"] else None,
-              int(row["judgments"]))
+        key: (
+            100 * int(row["met"]) / int(row["judgments"]) if row["judgments"] else None,
+            int(row["judgments"]),
+        )
         for key, row in met.iterrows()
-    }  # fmt: skip
+    }
 
 
 def _rates_table(first: BenchmarkData, second: BenchmarkData) -> Table:
@@ -128,8 +130,17 @@ def _rates_table(first: BenchmarkData, second: BenchmarkData) -> Table:
         for polarity, kind, name in CATEGORIES:
             a, n_a = rates_a.get((model_id, polarity, kind), (None, 0))
             b, n_b = rates_b.get((model_id, polarity, kind), (None, 0))
-            rows.append({"model": label, "criteria": name, "rate_a": a, "rate_b": b,
-                         "difference": _difference(a, b), "n_a": n_a, "n_b": n_b})  # fmt: skip
+            rows.append(
+                {
+                    "model": label,
+                    "criteria": name,
+                    "rate_a": a,
+                    "rate_b": b,
+                    "difference": _difference(a, b),
+                    "n_a": n_a,
+                    "n_b": n_b,
+                }
+            )
     return Table(
         name="rates",
         title="Share of criteria met per model in both runs (Table 4)",
@@ -162,8 +173,12 @@ def _missing(first: BenchmarkData, second: BenchmarkData) -> Table:
             for key in keys:
                 row[f"{key}_{which}"] = mine[key] if mine else None
         rows.append(row)
-    labels = {"missing": "without a score", "errored": "errored judgment",
-              "unanswered": "not done in the sampling run", "pending": "not graded yet"}  # fmt: skip
+    labels = {
+        "missing": "without a score",
+        "errored": "errored judgment",
+        "unanswered": "not done in the sampling run",
+        "pending": "not graded yet",
+    }
     return Table(
         name="missing",
         title="Answers without a score in both runs",
@@ -187,24 +202,31 @@ def correlation(x: np.ndarray, y: np.ndarray) -> dict:
     n = len(x)
     empty = {"pearson": None, "pearson_p": None, "spearman": None, "spearman_p": None}
     if n < MIN_QUESTIONS:
-        return {**empty, "note": f"{NOT_ENOUGH}{n} questions in both runs "
-                                 f"(at least {MIN_QUESTIONS} needed)."}  # fmt: skip
+        return {
+            **empty,
+            "note": f"{NOT_ENOUGH}{n} questions in both runs (at least {MIN_QUESTIONS} needed).",
+        }
     if np.ptp(x) == 0 or np.ptp(y) == 0:
         return {**empty, "note": f"{NOT_ENOUGH}every per-question mean of one run is the same."}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         pearson, spearman = stats.pearsonr(x, y), stats.spearmanr(x, y)
     return {
-        "pearson": float(pearson.statistic), "pearson_p": float(pearson.pvalue),
-        "spearman": float(spearman.statistic), "spearman_p": float(spearman.pvalue), "note": "",
-    }  # fmt: skip
+        "pearson": float(pearson.statistic),
+        "pearson_p": float(pearson.pvalue),
+        "spearman": float(spearman.statistic),
+        "spearman_p": float(spearman.pvalue),
+        "note": "",
+    }
 
 
 def _correlations(first, second, means_a, means_b) -> Table:
     wide = pd.merge(
-        means_a[["model", "question", "mean"]], means_b[["model", "question", "mean"]],
-        on=["model", "question"], suffixes=("_a", "_b"),
-    )  # fmt: skip
+        means_a[["model", "question", "mean"]],
+        means_b[["model", "question", "mean"]],
+        on=["model", "question"],
+        suffixes=("_a", "_b"),
+    )
     in_both = {m.id for m in first.models} & {m.id for m in second.models}
     rows = []
     for model_id, label in _labels(first, second):
@@ -238,14 +260,18 @@ def _correlations(first, second, means_a, means_b) -> Table:
 def benchmark_comparison(first: BenchmarkData, second: BenchmarkData) -> BenchmarkComparison:
     means_a, means_b = per_question(first), per_question(second)
     tables = [
-        _runs(first, second), _overall(first, second, means_a, means_b),
-        _rates_table(first, second), _missing(first, second),
+        _runs(first, second),
+        _overall(first, second, means_a, means_b),
+        _rates_table(first, second),
+        _missing(first, second),
         _correlations(first, second, means_a, means_b),
-    ]  # fmt: skip
+    ]
     return BenchmarkComparison(
-        first=first.run, second=second.run, n=_n(first, second),
+        first=first.run,
+        second=second.run,
+        n=_n(first, second),
         tables={table.name: table for table in tables},
-    )  # fmt: skip
+    )
 
 
 def benchmark_comparison_for(*, run: GradingRun, other: GradingRun) -> BenchmarkComparison:

@@ -82,12 +82,14 @@ def _headers(request, table: Table, key: str, descending: bool) -> list[dict]:
             following = "asc" if descending else "desc"
         else:
             following = "desc" if column.numeric else "asc"
-        headers.append({
-            "column": column,
-            "href": "?" + _query(request, sort=column.key, dir=following),
-            "sort": ("descending" if descending else "ascending") if current else "",
-            "action": "highest first" if following == "desc" else "lowest first",
-        })  # fmt: skip
+        headers.append(
+            {
+                "column": column,
+                "href": "?" + _query(request, sort=column.key, dir=following),
+                "sort": ("descending" if descending else "ascending") if current else "",
+                "action": "highest first" if following == "desc" else "lowest first",
+            }
+        )
     return headers
 
 
@@ -102,7 +104,7 @@ def _pair_choices(report: BenchmarkReport) -> list[dict]:
             "value": f"{a.id}-{b.id}",
             "label": f"{a.label} vs {b.label}",
             "checked": (a.id, b.id) in chosen,
-        }  # fmt: skip
+        }
         for a, b in itertools.combinations(report.models, 2)
     ]
 
@@ -122,23 +124,36 @@ def benchmark_report_page(request, run_id: int):
         .order_by("-created_at", "-pk")[:OTHER_RUNS_SHOWN]
     )
     context = {
-        "run": run, "report": report, "table3": table3, "refused": refused,
-        "headers": _headers(request, table3, key, descending),
-        "table3_csv": _url("analysis:benchmark_table_csv", run.pk, SORTABLE,
-                           query=urlencode({"sort": key, "dir": "desc" if descending else "asc"})
-                           if key else ""),
-        "wilcoxon_csv": _url("analysis:benchmark_table_csv", run.pk, "wilcoxon",
-                             query="" if report.default_pairs else
-                             urlencode([("pair", f"{a}-{b}") for a, b in report.pairs])),
-        "pair_choices": _pair_choices(report), "sort": key,
-        "dir": "desc" if descending else "asc", "others": others,
+        "run": run,
+        "report": report,
+        "table3": table3,
+        "refused": refused,
+        "table3_headers": _headers(request, table3, key, descending),
+        "table3_csv": _url(
+            "analysis:benchmark_table_csv",
+            run.pk,
+            SORTABLE,
+            query=urlencode({"sort": key, "dir": "desc" if descending else "asc"}) if key else "",
+        ),
+        "wilcoxon_csv": _url(
+            "analysis:benchmark_table_csv",
+            run.pk,
+            "wilcoxon",
+            query=""
+            if report.default_pairs
+            else urlencode([("pair", f"{a}-{b}") for a, b in report.pairs]),
+        ),
+        "pair_choices": _pair_choices(report),
+        "sort": key,
+        "dir": "desc" if descending else "asc",
+        "others": others,
         "threshold": round(100 * THRESHOLD),
         # By name with underscores: a template cannot look up a key with a hyphen.
         "t": {name.replace("-", "_"): table for name, table in report.tables.items()},
         "figures": list(report.figures.items()),
         "low_questions": len(report.tables["low-questions"].rows),
         "low_responses": len(report.tables["low-responses"].rows),
-    }  # fmt: skip
+    }
     return render(request, "analysis/benchmark_report.html", context)
 
 
@@ -177,8 +192,13 @@ def _low_page(request, run_id: int, name: str, template: str):
     report = benchmark_report_for(run=run)
     table = report.tables[name]
     page = Paginator(table.rows, PER_PAGE).get_page(request.GET.get("page"))
-    context = {"run": run, "report": report, "table": table, "page": page,
-               "threshold": round(100 * THRESHOLD)}  # fmt: skip
+    context = {
+        "run": run,
+        "report": report,
+        "table": table,
+        "page": page,
+        "threshold": round(100 * THRESHOLD),
+    }
     return render(request, template, context)
 
 
@@ -217,8 +237,12 @@ def _comparison(run_id: int, other_id: int):
 @require_GET
 def benchmark_compare(request, run_id: int, other_id: int):
     run, other, comparison = _comparison(run_id, other_id)
-    context = {"run": run, "other": other, "comparison": comparison,
-               "tables": list(comparison.tables.items())}  # fmt: skip
+    context = {
+        "run": run,
+        "other": other,
+        "comparison": comparison,
+        "tables": list(comparison.tables.items()),
+    }
     return render(request, "analysis/benchmark_compare.html", context)
 
 
