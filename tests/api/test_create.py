@@ -1,0 +1,180 @@
+"""Making and controlling runs through the API: drafts made by the services the pages call,
+launch and resume queueing the engine's batches after commit (to a queue no worker reads),
+pause and cancel moving the status, and the services' refusals as 400 or 409 in the error
+shape, with their messages."""
+
+import pytest
+from django.conf import settings
+
+from apps.grading.models import GradingRun
+from apps.llm.models import PromptTemplate, Purpose
+from apps.runs.models import Response, RunStatus, SamplingRun
+from apps.surveys.models import Participant, ParticipantKind, ProxyCall, ProxyRun
+from tests.factories import ModelConfigFactory
+from tests.grading.builders import queue_unread, queued
+
+
+@pytest.fixture
+def quiet_queue():
+    with queue_unread() as queue:
+        yield queue
+
+
+def post(api, url: str, body: dict | None = None):
+    return api.post(url, body or {}, content_type="application/json")
+
+
+def _refused(response, status: int, code: str, message: str | None = None) -> dict:
+    assert response.status_code == status, response.content
+    error = response.json()["error"]
+    assert (error["status"], error["code"]) == (status, code)
+    if message is not None:
+        assert message in error["message"]
+    return error
+
+
+def _sampling_body(world, **fields) -> dict:
+    return {
+        "name": "Asked through the API",
+        "models": list(world.sampling_run.model_configs.values_list("pk", flat=True)),
+        "questions": list(world.sampling_run.questions.values_list("pk", flat=True)),
+        "samples_per_item": 3,
+        **fields,
+    }
+
+
+def test_a_sampling_run_is_made_as_a_draft_with_every_response(api, api_researcher, world):
+    response = post(api, "/api/v1/sampling-runs/", _sampling_body(world, budget_usd="2.50"))
+    assert response.status_code == 201
+    body = response.json()
+    run = SamplingRun.objects.get(pk=body["id"])
+    assert (run.status, run.name, run.created_by) == (RunStatus.DRAFT, "Asked through the API",
+                                                       api_researcher)  # fmt: skip
+    assert body["status"] == "draft" and body["budget_usd"] == 2.5
+    assert Response.objects.filter(run=run).count() == 2 * 2 * 3  # questions x models x samples
+    assert body["questions_count"] == 2
+
+
+def test_without_questions_a_sampling_run_takes_those_with_an_approved_rubric(api, world):
+    body = _sampling_body(world)
+    del body["questions"]
+    response = post(api, "/api/v1/sampling-runs/", body)
+    assert response.status_code == 201
+    assert response.json()["questions_count"] == 2  # the world's questions, both approved
+
+
+def test_a_selection_that_chooses_nothing_is_refused_with_the_services_message(api, world):
+    body = _sampling_body(world, selection={"length_buckets": ["long"]})
+    del body["questions"]
+    _refused(post(api, "/api/v1/sampling-runs/", body), 400, "refused", "at least one question")
+
+
+def test_an_invalid_new_run_is_a_400_naming_its_fields(api, world):
+    error = _refused(
+        post(api, "/api/v1/sampling-runs/", {"models": [999999], "samples_per_item": 0}),
+        400, "invalid",
+    )  # fmt: skip
+    assert {"name", "models", "samples_per_item"} <= set(error["fields"])
+    assert not SamplingRun.objects.filter(name="").exists()
+
+
+def test_launch_pause_resume_and_cancel_move_a_sampling_run_and_queue_its_work(
+    api, world, quiet_queue, django_capture_on_commit_callbacks
+):
+    run_id = post(api, "/api/v1/sampling-runs/", _sampling_body(world)).json()["id"]
+    base = f"/api/v1/sampling-runs/{run_id}"
+    with django_capture_on_commit_callbacks(execute=True):
+        launched = post(api, f"{base}/launch/")
+    assert launched.status_code == 200 and launched.json()["status"] == "running"
+    assert queued(quiet_queue) == settings.LLM_ENGINE_CHAINS
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert post(api, f"{base}/pause/").json()["status"] == "paused"
+    assert queued(quiet_queue) == settings.LLM_ENGINE_CHAINS  # pausing queues nothing
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert post(api, f"{base}/resume/").json()["status"] == "running"
+    assert queued(quiet_queue) == 2 * settings.LLM_ENGINE_CHAINS
+
+    assert post(api, f"{base}/cancel/").json()["status"] == "cancelled"
+    assert SamplingRun.objects.get(pk=run_id).status == RunStatus.CANCELLED
+
+
+def test_a_control_the_runs_state_refuses_is_a_409_with_the_services_message(
+    api, world, quiet_queue
+):
+    finished = world.sampling_run.pk
+    _refused(post(api, f"/api/v1/sampling-runs/{finished}/launch/"), 409, "conflict", "not a draft")
+    draft = post(api, "/api/v1/sampling-runs/", _sampling_body(world)).json()["id"]
+    _refused(post(api, f"/api/v1/sampling-runs/{draft}/pause/"), 409, "conflict", "draft")
+    assert SamplingRun.objects.get(pk=draft).status == RunStatus.DRAFT
+
+
+def test_a_grading_run_is_made_as_a_draft_at_temperature_0_and_controlled(
+    api, world, quiet_queue, django_capture_on_commit_callbacks
+):
+    body = {"sampling_run": world.sampling_run.pk, "grader": world.grader.pk,
+            "mode": "per_criterion", "params": {"max_tokens": 500}}  # fmt: skip
+    response = post(api, "/api/v1/grading-runs/", body)
+    assert response.status_code == 201
+    run = GradingRun.objects.get(pk=response.json()["id"])
+    assert run.status == RunStatus.DRAFT
+    assert run.params == {"max_tokens": 500, "temperature": 0}
+    assert run.prompt.purpose == Purpose.GRADE_CRITERION
+    base = f"/api/v1/grading-runs/{run.pk}"
+    with django_capture_on_commit_callbacks(execute=True):
+        assert post(api, f"{base}/launch/").json()["status"] == "running"
+    assert queued(quiet_queue) == settings.LLM_ENGINE_CHAINS
+    assert post(api, f"{base}/pause/").json()["status"] == "paused"
+    with django_capture_on_commit_callbacks(execute=True):
+        assert post(api, f"{base}/resume/").json()["status"] == "running"
+    assert queued(quiet_queue) == 2 * settings.LLM_ENGINE_CHAINS
+    assert post(api, f"{base}/cancel/").json()["status"] == "cancelled"
+    _refused(post(api, f"{base}/resume/"), 409, "conflict")
+
+
+def test_a_grading_prompt_for_the_other_mode_is_refused_with_the_services_message(api, world):
+    checklist = PromptTemplate.objects.filter(purpose=Purpose.GRADE_CHECKLIST).first()
+    body = {"sampling_run": world.sampling_run.pk, "grader": world.grader.pk,
+            "mode": "per_criterion", "prompt": checklist.pk}  # fmt: skip
+    _refused(post(api, "/api/v1/grading-runs/", body), 400, "refused", "is not a prompt for")
+    body = {"sampling_run": world.sampling_run.pk, "grader": world.grader.pk,
+            "params": {"temperature": 1}}  # fmt: skip
+    error = _refused(post(api, "/api/v1/grading-runs/", body), 400, "invalid")
+    assert "params" in error["fields"]
+
+
+def test_a_proxy_run_is_made_with_its_participants_and_calls_and_controlled(
+    api, world, quiet_queue, django_capture_on_commit_callbacks
+):
+    model = ModelConfigFactory(name="offline-thorough")
+    body = {"study": world.study.pk, "models": [model.pk], "runs_per_model": 2, "seed": 7}
+    response = post(api, "/api/v1/proxy-runs/", body)
+    assert response.status_code == 201
+    run = ProxyRun.objects.get(pk=response.json()["id"])
+    proxies = Participant.objects.filter(proxy_run=run, kind=ParticipantKind.PROXY)
+    assert proxies.count() == 2
+    assert ProxyCall.objects.filter(run=run).count() == 2 * world.study.study_scenarios.count()
+    base = f"/api/v1/proxy-runs/{run.pk}"
+    with django_capture_on_commit_callbacks(execute=True):
+        assert post(api, f"{base}/launch/").json()["status"] == "running"
+    assert queued(quiet_queue) == settings.LLM_ENGINE_CHAINS
+    assert post(api, f"{base}/pause/").json()["status"] == "paused"
+    assert post(api, f"{base}/cancel/").json()["status"] == "cancelled"
+    _refused(post(api, f"{base}/launch/"), 409, "conflict", "cancelled")
+
+
+def test_a_proxy_run_for_a_study_without_responses_is_refused(api, world, make_study):
+    study = make_study(count=1, live=False)
+    study.study_scenarios.update(response=None)
+    model = ModelConfigFactory(name="offline-thorough")
+    body = {"study": study.pk, "models": [model.pk]}
+    _refused(post(api, "/api/v1/proxy-runs/", body), 400, "refused", "no response to rate")
+    assert not ProxyRun.objects.filter(study=study).exists()
+
+
+def test_a_switched_off_model_cannot_be_chosen(api, world):
+    model = ModelConfigFactory(name="offline-thorough", active=False)
+    error = _refused(post(api, "/api/v1/sampling-runs/", _sampling_body(world, models=[model.pk])),
+                     400, "invalid")  # fmt: skip
+    assert "models" in error["fields"]
