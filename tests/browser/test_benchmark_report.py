@@ -1,0 +1,140 @@
+"""A grading run's benchmark report in Chromium: every figure's image loads and its "Download
+data (CSV)" holds what its table shows; Table 3 sorts by a column from its header; axe finds
+no serious or critical violation on the report, its long lists and two runs side by side,
+on a phone and on a desktop; and nothing is logged to the console or blocked by the
+Content-Security-Policy."""
+
+import csv
+import io
+
+import pytest
+from playwright.sync_api import expect
+
+from apps.accounts.roles import Role
+from apps.analysis.benchmark import benchmark_report_for
+from tests.analysis.benchmark_builders import ERROR, FAILED, Q, bench_make, grading_add
+from tests.browser.sessions import signed_in
+from tests.browser.test_accessibility import SIZES, violations
+from tests.browser.test_survey_report import TABLE_CELLS, shown_as, watched
+from tests.factories import user_with_role
+
+MODELS = {"Alpha 1": "Alpha", "Alpha 2": "Alpha", "offline-beta": "Beta"}
+
+
+@pytest.fixture
+def world(transactional_db):
+    questions = [
+        Q(
+            f"b{i}",
+            topic=("accounts", "scams", "harassment")[i % 3],
+            prior=i % 2 == 0,
+            need=("sensemaking", "guidance")[i % 2],
+        )
+        for i in range(6)
+    ]
+    answers = {
+        (model, q.key): [((4 + 5 * m + 3 * i + s) % 21) / 20 for s in range(2)]
+        for m, model in enumerate(MODELS)
+        for i, q in enumerate(questions)
+    }
+    answers[("offline-beta", "b0")] = [ERROR, 0.4]
+    answers[("offline-beta", "b1")] = [FAILED]
+    bench = bench_make(models=MODELS, questions=questions, answers=answers, name="Browser")
+    other = grading_add(bench, answers=answers, name="Browser, again")
+    researcher = user_with_role(Role.RESEARCHER, username="rahul", first_name="Rahul")
+    return bench, other, researcher
+
+
+def test_the_report_shows_its_figures_with_their_data_and_sorts_table_3(
+    new_context, live_server, world, screenshot
+):
+    bench, _other, researcher = world
+    run = bench.grading
+    context = signed_in(new_context, live_server, researcher)
+    problems = watched(context)
+    page = context.new_page()
+    expected = benchmark_report_for(run=run)
+
+    page.goto(f"/grading/{run.pk}/")
+    page.get_by_test_id("benchmark-report-link").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Benchmark report")
+    expect(page.get_by_test_id("report-n")).to_have_text(f"Based on {expected.n}.")
+
+    figures = page.locator(".report-figure")
+    expect(figures).to_have_count(len(expected.figures))
+    for figure in figures.all():
+        name = figure.get_attribute("data-figure")
+        image = figure.locator("img")
+        image.scroll_into_view_if_needed()
+        page.wait_for_function(
+            "img => img.complete && img.naturalWidth > 0", arg=image.element_handle()
+        )
+        figure.get_by_text("Show the data as a table").click()
+        table = figure.locator("table.data")
+        expect(table).to_be_visible()
+        shown = table.evaluate(TABLE_CELLS)
+        download = figure.get_by_role("link", name="Download data (CSV)")
+        response = page.request.get(download.get_attribute("href"))
+        assert response.ok, name
+        assert response.headers["content-type"].startswith("text/csv")
+        header, *rows = list(csv.reader(io.StringIO(response.text())))
+        assert header == shown[0], name
+        assert len(rows) == len(shown) - 1 > 0, name
+        as_shown = [[shown_as(raw, cell) for raw, cell in zip(row, cells, strict=True)]
+                    for row, cells in zip(rows, shown[1:], strict=True)]  # fmt: skip
+        assert as_shown == shown[1:], name
+        assert shown[1:] == expected.figures[name].table.formatted_rows(), name
+    screenshot(page, "figures")
+
+    # Table 3 sorted by its overall mean: highest first, then lowest first.
+    table3 = page.locator("table[data-table='table-3']")
+    means = {r["model"]: r["mean"] for r in expected.tables["table-3"].rows}
+    falling = sorted(means, key=lambda name: (means[name], name), reverse=True)
+    table3.get_by_role("link", name="Overall mean").click()
+    expect(page).to_have_url(f"{live_server.url}/analysis/grading/{run.pk}/?sort=mean&dir=desc")
+    header = table3.locator("th[aria-sort]")
+    expect(header).to_have_count(1)
+    expect(header).to_have_attribute("aria-sort", "descending")
+    expect(header).to_contain_text("Overall mean")
+    expect(table3.locator("tbody th")).to_have_text(falling)
+    table3.get_by_role("link", name="Overall mean").click()
+    expect(table3.locator("th[aria-sort]")).to_have_attribute("aria-sort", "ascending")
+    expect(table3.locator("tbody th")).to_have_text(falling[::-1])
+    # Its CSV comes in the order shown.
+    csv_link = page.locator("section[aria-labelledby='table3-heading']").get_by_role(
+        "link", name="Download CSV"
+    )
+    header, *rows = list(
+        csv.reader(io.StringIO(page.request.get(csv_link.get_attribute("href")).text()))
+    )
+    assert [row[0] for row in rows] == falling[::-1]
+    screenshot(page, "sorted")
+    assert problems == []
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_the_report_pages_have_no_serious_accessibility_violations(
+    new_context, live_server, world, size
+):
+    bench, other, researcher = world
+    run = bench.grading
+    context = signed_in(new_context, live_server, researcher, viewport=SIZES[size])
+    problems = watched(context)
+    page = context.new_page()
+    found = {}
+    for label, url in (
+        ("report", f"/analysis/grading/{run.pk}/"),
+        ("answers below 65%", f"/analysis/grading/{run.pk}/below-65/answers/"),
+        ("questions below 65%", f"/analysis/grading/{run.pk}/below-65/questions/"),
+        ("side by side", f"/analysis/grading/{run.pk}/compare/{other.pk}/"),
+    ):
+        page.goto(url)
+        expect(page.get_by_role("heading", level=1)).to_be_visible()
+        found[label] = violations(page)
+    # The pairs form open, and a figure's table shown.
+    page.goto(f"/analysis/grading/{run.pk}/?pair=1-x")
+    expect(page.get_by_test_id("refused-pairs")).to_be_visible()
+    page.locator(".report-figure").first.get_by_text("Show the data as a table").click()
+    found["pairs and a figure's data"] = violations(page)
+    assert found == {label: [] for label in found}
+    assert problems == []
