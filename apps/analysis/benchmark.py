@@ -1063,13 +1063,15 @@ def benchmark_report_for(
 ) -> BenchmarkReport:
     """The report of the run's data as it is now: read and computed once per fingerprint
     (and choice of pairs), then kept in the cache until anything it reads changes."""
-    fingerprint = benchmark_fingerprint(run=run)
+    return _report_at(run, benchmark_fingerprint(run=run), pairs)
+
+
+def _report_at(run: GradingRun, fingerprint: str, pairs) -> BenchmarkReport:
     key = f"analysis:benchmark:{run.pk}:{fingerprint}:{_pairs_key(pairs)}"
     report = cache.get(key)
     if report is None:
-        report = benchmark_report(
-            benchmark_data_cached(run=run, fingerprint=fingerprint), pairs=pairs
-        )
+        data = benchmark_data_cached(run=run, fingerprint=fingerprint)
+        report = benchmark_report(data, pairs=pairs)
         cache.set(key, report, CACHE_SECONDS)
     return report
 
@@ -1080,7 +1082,7 @@ def benchmark_svg_for(*, run: GradingRun, name: str) -> str | None:
     key = f"analysis:benchmark-svg:{run.pk}:{fingerprint}:{name}"
     svg = cache.get(key)
     if svg is None:
-        figure = benchmark_report_for(run=run).figures.get(name)
+        figure = _report_at(run, fingerprint, None).figures.get(name)
         if figure is None:
             return None
         svg = figure.svg()

@@ -132,6 +132,12 @@ def _models(run: GradingRun) -> list[Model]:
     ]
 
 
+def benchmark_models(*, run: GradingRun) -> list[Model]:
+    """The models a report of the run shows (those that answered in its sampling run): one
+    small query, for checking a choice of models before the report is asked for."""
+    return _models(run)
+
+
 def _questions(run: GradingRun) -> pd.DataFrame:
     asked = Response.objects.filter(run_id=run.sampling_run_id).values("question_id")
     rows = Question.objects.filter(pk__in=asked).values_list(

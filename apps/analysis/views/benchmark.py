@@ -31,6 +31,7 @@ from ..benchmark import (
     table_sorted,
 )
 from ..benchmark_compare import benchmark_comparison_for
+from ..benchmark_data import benchmark_models
 from ..tables import Table, table_csv_response
 
 researcher = role_required(Role.RESEARCHER)
@@ -48,12 +49,9 @@ def _run(run_id: int) -> GradingRun:
 def _report(request, run: GradingRun) -> tuple[BenchmarkReport, list[str]]:
     """The report for the pairs asked for (the default ones when none is valid), and the
     reasons for each pair refused."""
-    report = benchmark_report_for(run=run)
     values = request.GET.getlist("pair")
-    if not values:
-        return report, []
-    pairs, refused = pairs_parse(values, report.models)
-    return (benchmark_report_for(run=run, pairs=pairs) if pairs else report), refused
+    pairs, refused = pairs_parse(values, benchmark_models(run=run)) if values else ([], [])
+    return benchmark_report_for(run=run, pairs=pairs or None), refused
 
 
 def _sort(request, table: Table) -> tuple[str, bool]:
@@ -72,6 +70,12 @@ def _query(request, **changes) -> str:
     return query.urlencode()
 
 
+def _order_words(numeric: bool, direction: str) -> str:
+    if numeric:
+        return "highest first" if direction == "desc" else "lowest first"
+    return "Z to A" if direction == "desc" else "A to Z"
+
+
 def _headers(request, table: Table, key: str, descending: bool) -> list[dict]:
     """Each header of Table 3 with the link that sorts by it: the sorted column's link
     turns its order round; another column sorts numbers highest first and names A to Z."""
@@ -87,7 +91,7 @@ def _headers(request, table: Table, key: str, descending: bool) -> list[dict]:
                 "column": column,
                 "href": "?" + _query(request, sort=column.key, dir=following),
                 "sort": ("descending" if descending else "ascending") if current else "",
-                "action": "highest first" if following == "desc" else "lowest first",
+                "action": _order_words(column.numeric, following),
             }
         )
     return headers
