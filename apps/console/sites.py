@@ -1,8 +1,10 @@
 from django.contrib import admin
+from django.core.exceptions import ImproperlyConfigured
+from django.db.models.base import ModelBase
 
 from apps.accounts.roles import Role, user_has_role
 
-from .csv_export import export_as_csv
+from .csv_export import csv_columns, export_as_csv
 
 
 class ResearcherAdminSite(admin.AdminSite):
@@ -19,6 +21,22 @@ class ResearcherAdminSite(admin.AdminSite):
     def has_permission(self, request):
         user = request.user
         return user.is_active and (user.is_superuser or user_has_role(user, Role.RESEARCHER))
+
+    def register(self, model_or_iterable, admin_class=None, **options):
+        """As Django's, and refuses at once (at import) an admin whose CSV export would
+        name a participant's Prolific ids (csv_export.IDENTIFYING_FIELDS)."""
+        super().register(model_or_iterable, admin_class, **options)
+        models = (
+            [model_or_iterable] if isinstance(model_or_iterable, ModelBase) else model_or_iterable
+        )
+        for model in models:
+            if model not in self._registry:
+                continue  # swapped out (auth.User): Django registers nothing
+            try:
+                csv_columns(self._registry[model])
+            except ImproperlyConfigured:
+                self.unregister(model)
+                raise
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

@@ -19,7 +19,12 @@ from .models import (
     ExclusionReason,
     ImportBatch,
     Question,
+    QuestionLabel,
     QuotaSettings,
+    Rewrite,
+    RewriteJob,
+    Sample,
+    SampledPost,
     ScreeningDecision,
     SourcePost,
     SourcePostTopic,
@@ -124,8 +129,9 @@ UNCOUNTED_FROM = 10_000
 
 
 class EstimatedCountPaginator(Paginator):
-    """The unfiltered pool is millions of rows: its page count comes from the planner's
-    estimate rather than a COUNT(*) over the table. A search (an exact id) is counted."""
+    """The unfiltered pool is millions of rows (and its topics more): its page count comes
+    from the planner's estimate rather than a COUNT(*) over the table. A search or a filter
+    is counted."""
 
     @cached_property
     def count(self):
@@ -135,7 +141,7 @@ class EstimatedCountPaginator(Paginator):
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass",
-                [SourcePost._meta.db_table],
+                [self.object_list.model._meta.db_table],
             )
             row = cursor.fetchone()
         estimate = row[0] if row else -1
@@ -312,3 +318,95 @@ class QuestionAdmin(admin.ModelAdmin):
             "title": "Import questions",
         }
         return TemplateResponse(request, "admin/questions/question/import.html", context)
+
+
+@admin.register(SourcePostTopic)
+class SourcePostTopicAdmin(ReadOnlyAdmin):
+    """A post's topics, one row each (written by the import)."""
+
+    list_display = ("post_id", "topic")
+    list_filter = ("topic",)
+    search_fields = ("=post__external_id",)
+    search_help_text = "An exact post id, such as t3_00000001."
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False
+    csv_fields = ("post_id", "post__external_id", "topic_id", "topic__name")
+
+
+@admin.register(Sample)
+class SampleAdmin(ReadOnlyAdmin):
+    """Draws of posts for screening, made on the screening pages."""
+
+    list_display = ("drawn_at", "topic", "size", "seed", "pool", "drawn_by")
+    list_filter = ("topic",)
+    list_select_related = ("topic", "drawn_by")
+    csv_fields = ("id", "topic__name", "size", "seed", "pool", "drawn_by__username", "drawn_at")
+
+
+@admin.register(SampledPost)
+class SampledPostAdmin(ReadOnlyAdmin):
+    list_display = ("post", "sample", "topic", "position", "outcome", "decisions_count")
+    list_filter = ("outcome", "topic", "sample")
+    search_fields = ("=post__external_id",)
+    list_select_related = ("post", "sample__topic", "topic")
+    raw_id_fields = ("post", "sample")
+    csv_fields = (
+        "id", "sample_id", "post__external_id", "topic__name", "position", "outcome",
+        "decisions_count",
+    )  # fmt: skip
+
+
+@admin.register(ScreeningDecision)
+class ScreeningDecisionAdmin(ReadOnlyAdmin):
+    list_display = ("sampled", "researcher", "include", "reason", "decided_at")
+    list_filter = ("include", "reason", "sampled__topic")
+    search_fields = ("=sampled__post__external_id", "note")
+    list_select_related = ("sampled__post", "sampled__sample__topic", "researcher", "reason")
+    raw_id_fields = ("sampled",)
+    csv_fields = (
+        "id", "sampled__sample_id", "sampled__post__external_id", "sampled__topic__name",
+        "researcher__username", "include", "reason__text", "note", "decided_at",
+    )  # fmt: skip
+
+
+@admin.register(QuestionLabel)
+class QuestionLabelAdmin(ReadOnlyAdmin):
+    """Each labeller's, verifier's and resolver's strata labels, given on the bank's pages."""
+
+    list_display = ("question", "stage", "researcher", "need_type", "mentions_prior_attempt",
+                    "created_at")  # fmt: skip
+    list_filter = ("stage", "need_type", "mentions_prior_attempt")
+    search_fields = ("question__external_id",)
+    list_select_related = ("question", "researcher")
+    raw_id_fields = ("question",)
+    csv_fields = (
+        "id", "question__external_id", "stage", "researcher__username", "need_type",
+        "mentions_prior_attempt", "created_at",
+    )  # fmt: skip
+
+
+@admin.register(RewriteJob)
+class RewriteJobAdmin(ReadOnlyAdmin):
+    list_display = ("pk", "model", "prompt", "status", "seed", "created_by", "created_at",
+                    "finished_at")  # fmt: skip
+    list_filter = ("status", "model")
+    list_select_related = ("model", "prompt", "created_by")
+    csv_fields = (
+        "id", "model__display_name", "prompt__purpose", "prompt__version", "seed", "status",
+        "created_by__username", "created_at", "finished_at",
+    )  # fmt: skip
+
+
+@admin.register(Rewrite)
+class RewriteAdmin(ReadOnlyAdmin):
+    list_display = ("question", "job", "status", "error_kind", "cost_usd", "attempts",
+                    "completed_at")  # fmt: skip
+    list_filter = ("status", "error_kind", "job")
+    search_fields = ("question__external_id", "text", "error")
+    list_select_related = ("question", "job__model")
+    raw_id_fields = ("question", "job")
+    csv_fields = (
+        "id", "job_id", "job__model__display_name", "question__external_id", "status", "text",
+        "cost_usd", "latency_ms", "error_kind", "error", "attempts", "created_at", "started_at",
+        "completed_at",
+    )  # fmt: skip

@@ -75,6 +75,17 @@ class SharedCriterionSetAdmin(ReadOnlyAdmin):
     inlines = [SharedCriterionInline]
 
 
+@admin.register(SharedCriterion)
+class SharedCriterionAdmin(ReadOnlyAdmin):
+    """The presentation criteria every rubric carries, by published set."""
+
+    list_display = ("criterion_set", "order", "text", "polarity", "points")
+    list_filter = ("criterion_set", "polarity")
+    search_fields = ("text",)
+    list_select_related = ("criterion_set",)
+    csv_fields = ("id", "criterion_set__version", "order", "text", "polarity", "points")
+
+
 @admin.register(QuestionAssignment)
 class QuestionAssignmentAdmin(ReadOnlyAdmin):
     list_display = ("question", "author", "reviewer", "claimed", "assigned_by", "updated_at")

@@ -9,13 +9,19 @@ from .forms import ImportForm
 from .models import (
     Answer,
     Assignment,
+    PageTime,
     Participant,
+    ProxyCall,
+    ProxyRun,
     ResponseGeneration,
     Scenario,
     ScenarioResponse,
+    ScenarioResponseCall,
     Study,
+    StudyScenario,
     SurveyItem,
 )
+from .pseudonyms import pseudonym_sql
 from .selectors import study_items_frozen
 from .services import (
     participant_mark_returned,
@@ -122,6 +128,19 @@ class SurveyItemAdmin(admin.ModelAdmin):
         return obj is None or (obj.study is not None and not study_items_frozen(study=obj.study))
 
 
+# The column every export shows in place of a participant's Prolific ids.
+PSEUDONYM = ("participant pseudonym", "participant_pseudonym")
+
+
+def _with_pseudonym(queryset, participant: str):
+    """`queryset` with its rows' participant's pseudonym, `participant` the path to them."""
+    return queryset.annotate(
+        participant_pseudonym=pseudonym_sql(
+            f"{participant}__study_id", f"{participant}__prolific_pid"
+        )
+    )
+
+
 @admin.action(description="Mark returned (frees their scenarios)")
 def mark_returned(modeladmin, request, queryset):
     for participant in queryset:
@@ -147,12 +166,16 @@ class ParticipantAdmin(ReadOnlyAdmin):
     list_filter = ("study", "status", "review_status", "kind", "simulated")
     search_fields = ("prolific_pid", "prolific_session_id")
     actions = [mark_returned]
+    # Researchers see PIDs on the list (they run the study); the CSV carries the pseudonym.
     csv_fields = (
         "id", "study_id", "kind", "simulated", "model__display_name", "run_index",
-        "prolific_pid", "prolific_study_id", "prolific_session_id",
+        PSEUDONYM, "prolific_study_id",
         "status", "attention_failed", "completion_code", "age", "gender", "education", "income",
         "review_status", "rejection_category", "created_at", "consented_at", "finished_at",
     )  # fmt: skip
+
+    def csv_queryset(self, queryset):
+        return queryset.annotate(participant_pseudonym=pseudonym_sql("study_id", "prolific_pid"))
 
 
 @admin.register(Assignment)
@@ -166,6 +189,18 @@ class AssignmentAdmin(ReadOnlyAdmin):
         "completed_at",
     )
     list_filter = ("status", "study_scenario__study")
+    list_select_related = ("participant__model", "study_scenario__scenario")
+    raw_id_fields = ("participant", "study_scenario")
+    show_full_result_count = False
+    csv_fields = (
+        "id", PSEUDONYM, "participant__kind", "participant__simulated",
+        "participant__model__display_name", "participant__run_index", "study_scenario__study_id",
+        "study_scenario__scenario__name", "position", "status", "reserved_at", "reserved_until",
+        "answered_at", "completed_at",
+    )  # fmt: skip
+
+    def csv_queryset(self, queryset):
+        return _with_pseudonym(queryset, "participant")
 
 
 @admin.register(Answer)
@@ -173,10 +208,99 @@ class AnswerAdmin(ReadOnlyAdmin):
     list_display = ("assignment", "item", "value", "saved_at", "save_count")
     list_filter = ("item__code", "assignment__study_scenario__study", "assignment__status")
     list_select_related = ("assignment", "item")
+    show_full_result_count = False
     csv_fields = (
-        "id", "assignment__participant__prolific_pid", "assignment__participant__kind",
+        "id", PSEUDONYM, "assignment__participant__kind",
         "assignment__participant__simulated", "assignment__participant__model__display_name",
-        "assignment__participant__run_index", "assignment__study_scenario__scenario__name",
-        "assignment__status", "item__code", "value", "explanation", "first_saved_at", "saved_at",
-        "save_count",
+        "assignment__participant__run_index", "assignment__study_scenario__study_id",
+        "assignment__study_scenario__scenario__name", "assignment__status", "item__code",
+        "value", "explanation", "first_saved_at", "saved_at", "save_count",
+    )  # fmt: skip
+
+    def csv_queryset(self, queryset):
+        return _with_pseudonym(queryset, "assignment__participant")
+
+
+@admin.register(PageTime)
+class PageTimeAdmin(ReadOnlyAdmin):
+    """When each participant saw each page and submitted it: how long the survey took."""
+
+    list_display = ("participant", "page", "assignment", "shown_at", "submitted_at")
+    list_filter = ("page", "participant__study", "participant__kind")
+    list_select_related = ("participant__model", "assignment")
+    raw_id_fields = ("participant", "assignment")
+    show_full_result_count = False
+    csv_fields = (
+        "id", PSEUDONYM, "participant__kind", "participant__simulated", "participant__study_id",
+        "page", "assignment_id", "assignment__study_scenario__scenario__name",
+        "assignment__position", "shown_at", "submitted_at",
+    )  # fmt: skip
+
+    def csv_queryset(self, queryset):
+        return _with_pseudonym(queryset, "participant")
+
+
+@admin.register(StudyScenario)
+class StudyScenarioAdmin(ReadOnlyAdmin):
+    """The scenarios a study shows, each with the response participants rate (made on the
+    study's page)."""
+
+    list_display = ("study", "scenario", "response", "response_error")
+    list_filter = ("study",)
+    search_fields = ("scenario__name",)
+    list_select_related = ("study", "scenario", "response")
+    csv_fields = (
+        "id", "study_id", "study__name", "scenario__name", "response_id", "response__model_name",
+        "response__prompt_version", "response__offline", "response_error",
+    )  # fmt: skip
+
+
+@admin.register(ScenarioResponseCall)
+class ScenarioResponseCallAdmin(ReadOnlyAdmin):
+    """One call of a response generation: a scenario's response asked of a model."""
+
+    list_display = ("generation", "study_scenario", "status", "error_kind", "cost_usd", "attempts",
+                    "completed_at")  # fmt: skip
+    list_filter = ("status", "error_kind", "generation__study")
+    search_fields = ("study_scenario__scenario__name", "error")
+    list_select_related = ("generation__study", "study_scenario__scenario")
+    raw_id_fields = ("generation", "study_scenario", "response")
+    csv_fields = (
+        "id", "generation_id", "generation__study_id", "generation__model__display_name",
+        "study_scenario__scenario__name", "status", "seed", "response_id", "error_kind", "error",
+        "cost_usd", "attempts", "started_at", "completed_at",
+    )  # fmt: skip
+
+
+@admin.register(ProxyRun)
+class ProxyRunAdmin(ReadOnlyAdmin):
+    """Made, launched and stopped on the study's proxy page (/studies/<id>/proxies/)."""
+
+    list_display = ("pk", "study", "prompt", "runs_per_model", "temperature", "status",
+                    "budget_usd", "created_at", "finished_at")  # fmt: skip
+    list_filter = ("status", "study")
+    list_select_related = ("study", "prompt")
+    csv_fields = (
+        "id", "study_id", "study__name", "prompt__purpose", "prompt__version", "runs_per_model",
+        "temperature", "seed", "budget_usd", "status", "created_by__username", "created_at",
+        "launched_at", "finished_at",
+    )  # fmt: skip
+
+
+@admin.register(ProxyCall)
+class ProxyCallAdmin(ReadOnlyAdmin):
+    """One proxy participant asked about one scenario (every item in one call)."""
+
+    list_display = ("pk", "run", "participant", "study_scenario", "status", "error_kind",
+                    "cost_usd", "attempts", "completed_at")  # fmt: skip
+    list_filter = ("status", "error_kind", "run")
+    search_fields = ("study_scenario__scenario__name", "error")
+    list_select_related = ("run", "participant__model", "study_scenario__scenario")
+    raw_id_fields = ("participant", "study_scenario")
+    show_full_result_count = False
+    csv_fields = (
+        "id", "run_id", "participant_id", "participant__model__display_name",
+        "participant__run_index", "study_scenario__scenario__name", "position", "status", "seed",
+        "error_kind", "error", "input_tokens", "output_tokens", "cost_usd", "latency_ms",
+        "attempts", "started_at", "completed_at",
     )  # fmt: skip
