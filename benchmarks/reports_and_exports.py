@@ -15,23 +15,30 @@ server of DATABASE_URL) and Redis db 6 (the cache the report's tables may use), 
    (the second grader disagrees with the first now and then), a few errored calls; every
    answer's score by the scoring rule, in SQL, a sample of them checked against
    `apps.rubrics.scoring`; a calibration set graded by two experts;
-2. the baseline: a raw `COPY (SELECT ...) TO STDOUT (FORMAT csv)` of every judgment row
-   through psycopg 3, every chunk read, with the columns, joins and order of the console's
-   Judgment export (the SELECT compiled from `JudgmentAdmin`'s queryset; the statements the
-   export runs are recorded and compared with it);
+2. the baselines: a raw `COPY (SELECT ...) TO STDOUT (FORMAT csv)` of every judgment row
+   through psycopg 3 on a fresh connection, every chunk read, the fastest of three (two
+   before the exports, one after): for the console, with the columns, joins and order of
+   `JudgmentAdmin`'s export (the SELECT its changelist queryset compiles to); for the API,
+   the plain SELECT of its `JUDGMENT_COLUMNS`. Each export's own statements are recorded as
+   psycopg is handed them, and their FROM, joins and ORDER BY compared with the baseline's;
 3. the console's "Export selected rows as CSV" on /admin/grading/judgment/ with every row
    selected (`select_across`), and the API's streamed export /api/v1/judgments/export/, each
-   in a fresh process (Django's test client, a researcher signed in / a bearer token), the
-   whole body read: time against the COPY's, and the process's peak RSS;
-4. the API's paginated list /api/v1/judgments/ followed by its `next` links, through the
-   same test client in a fresh process: rows per second against the streamed export's;
+   in a fresh process (Django's test client in process, a researcher signed in / a bearer
+   token, one small request first, untimed), the whole body read: time against the COPY's,
+   and the process's peak RSS (ru_maxrss) beside its RSS before the request;
+4. the API's paginated list /api/v1/judgments/?grading_run=N&page_size=1000 followed by its
+   `next` links over every row of one grading run, through the same test client in a fresh
+   process: rows per second (the client's JSON decoding included) against the export's;
 5. `benchmark_report_for` on each grading run, the cache cleared before each of 5 runs:
-   the median time to compute every table (not the figures' SVG).
+   the median time to compute every table and every figure's table (no SVG drawn);
+6. what a fresh process of the product holds before it serves anything, and which of its
+   imports bring in the heavy libraries (scikit-learn, scipy, pandas).
 
 Targets (the issue's): report tables <= 5 s; an export <= 3 x the COPY with peak RSS <=
 200 MB; the paginated list >= 0.5 x the streamed export's rows per second. A measurement
 whose code is not there is reported as not available, with the reason. A missed target
-gets a cProfile of what missed it in the output. Prints a markdown report (also
+gets a cProfile of what missed it in the output (the report's tables one within a fifth of
+missing, too). Prints a markdown report (also
 benchmarks/output/reports_and_exports.md); a full-size run adds it, dated, under
 "## Reports and exports" in benchmarks/RESULTS.md.
 """
@@ -792,10 +799,9 @@ def child(opts) -> int:
     warm = ADMIN_URL + "?o=1" if opts.child == "admin-export" else API_LIST_URL + "?page_size=1"
     assert client.get(warm, headers=headers).status_code == 200, warm
     connection.close()  # the export opens its own, as a request in a fresh worker would
-    copies = record_copies()
+    statements = record_statements()
     before = {"rss_before_mb": rss_mb(), "peak_before_mb": peak_mb()}
     profiler = cProfile.Profile() if opts.profile_rows else None
-    connection.force_debug_cursor = True  # records the statements the path runs
     if profiler:
         profiler.enable()
     started = time.perf_counter()
@@ -813,28 +819,32 @@ def child(opts) -> int:
     result["seconds"] = time.perf_counter() - started
     if profiler:
         profiler.disable()
-    connection.force_debug_cursor = False
     result.update(before, peak_mb=peak_mb(), rss_after_mb=rss_mb())
-    result["statements"] = [q["sql"] for q in connection.queries] + copies
+    result["statements"] = statements
     if profiler:
         result["profile"] = profile_text(profiler, sort=opts.profile_sort)
     print(json.dumps(result))
     return 0
 
 
-def record_copies() -> list[str]:
-    """The COPY statements this process runs through psycopg's cursors directly (which
-    Django's debug cursor does not see): a list that fills as they start."""
+def record_statements() -> list[str]:
+    """Every statement this process sends through psycopg (the ORM's, a server-side
+    cursor's, a COPY run on the raw cursor), as its text before parameters: a list that fills
+    as they start. Cheaper than Django's debug cursor, which formats each one in full."""
     import psycopg
 
     started = []
-    original = psycopg.Cursor.copy
 
-    def copy(self, statement, params=None, **kwargs):
-        started.append(statement if isinstance(statement, str) else str(statement))
-        return original(self, statement, params, **kwargs)
+    def recording(original):
+        def method(self, statement, *args, **kwargs):
+            started.append(statement if isinstance(statement, str) else str(statement))
+            return original(self, statement, *args, **kwargs)
 
-    psycopg.Cursor.copy = copy
+        return method
+
+    for cls, name in ((psycopg.Cursor, "execute"), (psycopg.ServerCursor, "execute"),
+                      (psycopg.Cursor, "copy")):  # fmt: skip
+        setattr(cls, name, recording(getattr(cls, name)))
     return started
 
 
@@ -1278,7 +1288,7 @@ def inner(opts) -> int:
     say(f"The console's baseline is the SELECT that `JudgmentAdmin`'s changelist queryset "
         f"compiles to (`values_list` of its {len(fields)} `csv_fields`, in primary-key order), "
         "below; the API's, the plain SELECT of `JUDGMENT_COLUMNS` (no joins) in primary-key "
-        "order. What each export ran, recorded in its process (Django's debug cursor, and psycopg's `copy`):")  # fmt: skip
+        "order. What each export ran, as psycopg was handed it in the export's process:")  # fmt: skip
     say()
     reads(admin_sql, select, "- The console's action")
     if api_export is not None:
