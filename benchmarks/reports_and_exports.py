@@ -654,6 +654,21 @@ def data_summary(seeded) -> dict:
             WHERE a.grading_run_id = %s AND b.grading_run_id = %s""",
             [seeded.grading_runs[0].pk, seeded.grading_runs[1].pk],
         )[0]
+        # The big inserts ran without the foreign keys' triggers: check what they would have.
+        out["dangling"] = one("""
+            SELECT count(*) FILTER (WHERE r.id IS NULL OR c.id IS NULL OR cc.id IS NULL
+                OR c.rubric_id <> j.rubric_id OR cc.response_id <> j.response_id
+                OR cc.grading_run_id <> j.grading_run_id)
+            FROM grading_judgment j LEFT JOIN runs_response r ON r.id = j.response_id
+            LEFT JOIN rubrics_criterion c ON c.id = j.criterion_id
+            LEFT JOIN grading_checklistcall cc ON cc.id = j.checklist_id""")[0]
+        out["dangling"] += one("""
+            SELECT count(*) FROM runs_response r WHERE NOT EXISTS
+                (SELECT 1 FROM questions_question q WHERE q.id = r.question_id)
+            OR NOT EXISTS (SELECT 1 FROM llm_modelconfig m WHERE m.id = r.model_id)""")[0]
+        out["dangling"] += one("""
+            SELECT count(*) FROM grading_responsescore s WHERE NOT EXISTS
+                (SELECT 1 FROM runs_response r WHERE r.id = s.response_id)""")[0]
         out["db_mb"] = one("SELECT pg_database_size(current_database()) / 2^20")[0]
         out["judgment_mb"] = one("SELECT pg_total_relation_size('grading_judgment') / 2^20")[0]
     return out
@@ -1203,6 +1218,9 @@ def inner(opts) -> int:
                       f"API streamed export: peak RSS ≤ {TARGET_RSS_MB} MB",
                       f"API paginated list / streamed export, rows/s ≥ {TARGET_LIST_RATIO}"):  # fmt: skip
             rows.append((label, f"not available: {api_why}", "—", "—"))
+    rows.append(("seeded rows refer to rows that exist (judgments' answers, criteria of the "
+                 "pinned rubric, checklist calls; answers' models and questions; scores' answers)",
+                 f"{summary['dangling']} dangling", "—", summary["dangling"] == 0))  # fmt: skip
     rows.append(("stored scores equal apps.rubrics.scoring's on a sample",
                  f"{equal}/{checked}", "—", equal == checked))  # fmt: skip
 
