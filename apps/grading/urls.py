@@ -15,6 +15,7 @@ urlpatterns = [
     path("<int:pk>/retry/", runs.errors_retry, name="errors_retry"),
     path("<int:pk>/export/judgments.csv", runs.export_judgments, name="export_judgments"),
     path("<int:pk>/export/scores.csv", runs.export_scores, name="export_scores"),
+    path("<int:pk>/export/everything.zip", runs.export_everything, name="export_everything"),
     *[
         path(f"<int:pk>/{action}/", runs.run_action, {"action": action}, name=f"run_{action}")
         for action in runs.ACTIONS

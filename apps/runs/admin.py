@@ -1,17 +1,12 @@
-import re
-
 from django.contrib import admin
-from django.db.models import BooleanField, ExpressionWrapper, Q
+from django.db.models import BooleanField, ExpressionWrapper
 from django.urls import reverse
 from django.utils.html import format_html
 
 from apps.console.sites import ReadOnlyAdmin
-from apps.llm.models import OFFLINE_PREFIX
 
 from .models import Response, RunKind, SamplingRun
-
-# ModelConfig.is_offline in SQL: the model string's last segment starts with the prefix.
-OFFLINE_MODEL = Q(model__litellm_model__regex=rf"(^|/){re.escape(OFFLINE_PREFIX)}[^/]*$")
+from .selectors import OFFLINE_MODEL
 
 
 @admin.register(SamplingRun)

@@ -1,9 +1,12 @@
 import datetime as dt
 import random
-from collections.abc import Iterable, Iterator
+import re
+from collections.abc import Iterable
 
 from django.db.models import (
+    BooleanField,
     Count,
+    ExpressionWrapper,
     IntegerField,
     OuterRef,
     Q,
@@ -12,7 +15,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce
 
-from apps.llm.models import ModelConfig
+from apps.llm.models import OFFLINE_PREFIX
 from apps.llm.progress import (
     ErrorKind,
     RunCounts,
@@ -145,23 +148,24 @@ RESPONSE_EXPORT_HEADER = (
     "status", "error_kind", "error", "text", "input_tokens", "output_tokens", "cost_usd",
     "latency_ms", "attempts", "completed_at",
 )  # fmt: skip
+# ModelConfig.is_offline in SQL: the model string's last segment starts with the prefix.
+OFFLINE_MODEL = Q(model__litellm_model__regex=rf"(^|/){re.escape(OFFLINE_PREFIX)}[^/]*$")
 RESPONSE_EXPORT_FIELDS = (
     "run__name", "question__external_id", "question__topic__name", "model__display_name",
-    "model__litellm_model", "sample_index", "seed", "status", "error_kind", "error", "text",
-    "input_tokens", "output_tokens", "cost_usd", "latency_ms", "attempts", "completed_at",
+    "model__litellm_model", "offline", "sample_index", "seed", "status", "error_kind", "error",
+    "text", "input_tokens", "output_tokens", "cost_usd", "latency_ms", "attempts",
+    "completed_at",
 )  # fmt: skip
+# The export's (header, column) pairs, for the console's COPY export (copy_csv_chunks).
+RESPONSE_EXPORT_COLUMNS = tuple(zip(RESPONSE_EXPORT_HEADER, RESPONSE_EXPORT_FIELDS, strict=True))
 
 
-def responses_export_rows(*, responses: QuerySet[Response]) -> Iterator[tuple]:
-    """One row per response, in RESPONSE_EXPORT_HEADER's order, read with a server-side
-    cursor so that a 40,500-row run streams in flat memory."""
-    rows = responses.order_by("pk").values_list(*RESPONSE_EXPORT_FIELDS)
-    offline: dict[str, bool] = {}
-    for row in rows.iterator(chunk_size=2000):
-        run, question, topic, display, litellm_model, *rest = row
-        if litellm_model not in offline:
-            offline[litellm_model] = ModelConfig(litellm_model=litellm_model).is_offline
-        yield (run, question, topic, display, litellm_model, offline[litellm_model], *rest)
+def responses_export(*, responses: QuerySet[Response]) -> QuerySet[Response]:
+    """The responses with what RESPONSE_EXPORT_COLUMNS names (`offline` computed in SQL),
+    in the order of their ids: streamed by PostgreSQL's COPY, a 40,500-row run in flat
+    memory."""
+    offline = ExpressionWrapper(OFFLINE_MODEL, output_field=BooleanField())
+    return responses.annotate(offline=offline).order_by("pk")
 
 
 def selection_described(*, selection: dict) -> list[str]:

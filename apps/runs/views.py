@@ -9,13 +9,12 @@ Every action is a POST through one service. Whatever makes a run take calls agai
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.accounts.roles import Role, role_required
-from apps.console.csv_export import csv_rows
+from apps.console.csv_export import copy_csv_response
 from workers.engine import scope_start
 
 from . import selectors, services
@@ -228,9 +227,7 @@ def run_responses(request, run_id: int):
 @require_GET
 def export_responses(request, run_id: int):
     run = _run(run_id)
-    rows = selectors.responses_export_rows(responses=run.responses.all())
-    response = StreamingHttpResponse(
-        csv_rows(selectors.RESPONSE_EXPORT_HEADER, rows), content_type="text/csv; charset=utf-8"
+    rows = selectors.responses_export(responses=run.responses.all())
+    return copy_csv_response(
+        rows, columns=selectors.RESPONSE_EXPORT_COLUMNS, filename=f"run-{run.pk}-responses.csv"
     )
-    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-responses.csv"'
-    return response

@@ -362,16 +362,15 @@ JUDGMENT_EXPORT = (
 )  # fmt: skip
 
 
-def judgments_export(*, run: GradingRun):
-    """Header and rows (streamed from a server-side cursor) of the judgments in long
-    format: one row per answer and criterion."""
-    rows = (
+def judgments_export(*, run: GradingRun) -> QuerySet[Judgment]:
+    """The judgments in long format, one row per answer and criterion, with what
+    JUDGMENT_EXPORT names: for the console's COPY export (copy_csv_chunks), which streams
+    them in flat memory."""
+    return (
         Judgment.objects.filter(grading_run=run)
         .annotate(is_reused=Q(reused_from__isnull=False) | Q(checklist__reused_from__isnull=False))
         .order_by("response_id", "criterion__order", "criterion_id")
-        .values_list(*[f for _h, f in JUDGMENT_EXPORT])
     )
-    return [h for h, _f in JUDGMENT_EXPORT], rows.iterator(chunk_size=2000)
 
 
 BREAKDOWN_GROUPS = (

@@ -8,10 +8,11 @@ from django.core.paginator import Paginator
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from apps.accounts.roles import Role, role_required
-from apps.console.csv_export import csv_rows
+from apps.console.csv_export import copy_csv_response, csv_rows
 from apps.questions.models import Question
 from apps.rubrics.models import Kind, Polarity
 from apps.runs.models import Response, RunStatus
@@ -22,6 +23,7 @@ from ..errors import GradingError
 from ..forms import BudgetForm, GradingRunForm
 from ..models import CallState, GradingRun
 from ..selectors import runs as selectors
+from ..selectors.archive import run_archive
 
 PAGE_SIZE = 50
 
@@ -164,8 +166,10 @@ def _csv(header, rows, filename: str) -> StreamingHttpResponse:
 @role_required(Role.RESEARCHER)
 def export_judgments(request, pk: int):
     run = _run(pk)
-    header, rows = selectors.judgments_export(run=run)
-    return _csv(header, rows, f"grading-{run.pk}-judgments.csv")
+    return copy_csv_response(
+        selectors.judgments_export(run=run), columns=selectors.JUDGMENT_EXPORT,
+        filename=f"grading-{run.pk}-judgments.csv",
+    )  # fmt: skip
 
 
 @role_required(Role.RESEARCHER)
@@ -173,3 +177,13 @@ def export_scores(request, pk: int):
     run = _run(pk)
     header, rows = selectors.scores_export(run=run)
     return _csv(header, rows, f"grading-{run.pk}-scores.csv")
+
+
+@role_required(Role.RESEARCHER)
+def export_everything(request, pk: int):
+    """responses.csv, judgments.csv, scores.csv and manifest.json in one ZIP, streamed."""
+    run = _run(pk)
+    archive = run_archive(run=run, made_at=timezone.now(), made_by=request.user.get_username())
+    response = StreamingHttpResponse(archive, content_type="application/zip")
+    response["Content-Disposition"] = f'attachment; filename="grading-{run.pk}-everything.zip"'
+    return response
