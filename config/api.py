@@ -32,6 +32,7 @@ router.register("answers", surveys.AnswerViewSet, basename="answer")
 router.register("proxy-runs", surveys.ProxyRunViewSet, basename="proxy-run")
 
 SURVEY = "reports/studies/<int:study_id>/survey/"
+BENCHMARK = "reports/grading-runs/<int:run_id>/"
 urlpatterns = [
     *router.urls,
     path(SURVEY, analysis.SurveyReportView.as_view(), name="report-survey"),
@@ -44,6 +45,17 @@ urlpatterns = [
         SURVEY + "tables/<slug:name>.csv",
         analysis.SurveyTableCsvView.as_view(),
         name="report-survey-table-csv",
+    ),
+    path(BENCHMARK, analysis.BenchmarkReportView.as_view(), name="report-grading-run"),
+    path(
+        BENCHMARK + "tables/<slug:name>/",
+        analysis.BenchmarkTableView.as_view(),
+        name="report-grading-run-table",
+    ),
+    path(
+        BENCHMARK + "tables/<slug:name>.csv",
+        analysis.BenchmarkTableCsvView.as_view(),
+        name="report-grading-run-table-csv",
     ),
 ]
 

@@ -1,5 +1,6 @@
-"""The reports' tables in the API: the same `Table`s the report pages show, as JSON (raw
-values at full precision, a missing value as null) and as the page's own CSV."""
+"""The reports' tables in the API: the same `Table`s the report pages show (a study's survey
+report, a grading run's benchmark report), as JSON (raw values at full precision, a missing
+value as null) and as the page's own CSV."""
 
 from django.http import Http404
 from django.shortcuts import get_object_or_404
@@ -9,10 +10,11 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.grading.models import GradingRun
 from apps.surveys.models import Study
 
+from .benchmark import benchmark_report_for
 from .selectors import survey_report_current
-from .survey import SurveyReport
 from .tables import Table, table_csv_response
 
 
@@ -48,7 +50,14 @@ class TableSerializer(serializers.Serializer):
     )
 
 
-def _tables(report: SurveyReport) -> dict[str, tuple[Table, bool]]:
+class BenchmarkReportSerializer(serializers.Serializer):
+    grading_run = serializers.IntegerField()
+    n = serializers.CharField(help_text="What the whole report rests on.")
+    tables = TableEntrySerializer(many=True)
+
+
+def _tables(report) -> dict[str, tuple[Table, bool]]:
+    """A report's tables and its figures' data, by name (as the pages' CSV links name them)."""
     tables = {name: (table, False) for name, table in report.tables.items()}
     for name, figure in report.figures.items():
         tables.setdefault(name, (figure.table, True))
@@ -77,6 +86,21 @@ def _survey_table(study_id: int, name: str) -> tuple[Study, Table]:
     return study, found[0]
 
 
+def _entries(report) -> list[dict]:
+    return [
+        {"name": name, "title": table.title, "n": table.n, "figure": figure}
+        for name, (table, figure) in _tables(report).items()
+    ]
+
+
+def _grading_run_table(run_id: int, name: str) -> tuple[GradingRun, Table]:
+    run = get_object_or_404(GradingRun, pk=run_id)
+    found = _tables(benchmark_report_for(run=run)).get(name)
+    if found is None:
+        raise Http404("The benchmark report has no table of this name.")
+    return run, found[0]
+
+
 class SurveyReportView(APIView):
     """The tables of a study's survey report (people and proxy models compared)."""
 
@@ -84,11 +108,7 @@ class SurveyReportView(APIView):
     def get(self, request, study_id: int):
         study = get_object_or_404(Study, pk=study_id)
         _data, report, _bootstrap = survey_report_current(study=study)
-        entries = [
-            {"name": name, "title": table.title, "n": table.n, "figure": figure}
-            for name, (table, figure) in _tables(report).items()
-        ]
-        return Response({"study": study.pk, "n": report.data_n, "tables": entries})
+        return Response({"study": study.pk, "n": report.data_n, "tables": _entries(report)})
 
 
 class SurveyTableView(APIView):
@@ -113,3 +133,38 @@ class SurveyTableCsvView(APIView):
     def get(self, request, study_id: int, name: str):
         study, table = _survey_table(study_id, name)
         return table_csv_response(table, filename=f"study-{study.pk}-{name}.csv")
+
+
+class BenchmarkReportView(APIView):
+    """The tables of a grading run's benchmark report (scores by model and topic, met rates,
+    the tests between models), with the default pairs of models."""
+
+    @extend_schema(responses=BenchmarkReportSerializer, operation_id="reports_grading_run_retrieve")
+    def get(self, request, run_id: int):
+        run = get_object_or_404(GradingRun, pk=run_id)
+        report = benchmark_report_for(run=run)
+        return Response({"grading_run": run.pk, "n": report.n, "tables": _entries(report)})
+
+
+class BenchmarkTableView(APIView):
+    """One table of a grading run's benchmark report, with its columns and raw values."""
+
+    @extend_schema(responses=TableSerializer, operation_id="reports_grading_run_table_retrieve")
+    def get(self, request, run_id: int, name: str):
+        _run, table = _grading_run_table(run_id, name)
+        return Response(table_json(table))
+
+
+class BenchmarkTableCsvView(APIView):
+    """One table of a grading run's benchmark report as CSV: the report page's own download."""
+
+    def perform_content_negotiation(self, request, force=False):
+        return super().perform_content_negotiation(request, force=True)
+
+    @extend_schema(
+        responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="The CSV.")},
+        operation_id="reports_grading_run_table_csv",
+    )
+    def get(self, request, run_id: int, name: str):
+        run, table = _grading_run_table(run_id, name)
+        return table_csv_response(table, filename=f"grading-{run.pk}-{name}.csv")

@@ -420,6 +420,29 @@ def test_a_report_table_is_the_pages_table_with_missing_values_as_null(api, role
     assert any(v is None for row in alpha["rows"] for v in row.values())
 
 
+def test_a_grading_runs_report_tables_are_the_pages_tables(api, role_client, world):
+    run = world.grading_run
+    body = api.get(f"/api/v1/reports/grading-runs/{run.pk}/").json()
+    assert body["grading_run"] == run.pk
+    names = [t["name"] for t in body["tables"]]
+    assert {"table-3", "table-4", "wilcoxon"} <= set(names)
+    base = f"/api/v1/reports/grading-runs/{run.pk}/tables"
+    for name in ("table-3", "table-4"):
+        table = api.get(f"{base}/{name}/").json()
+        keys = [c["key"] for c in table["columns"]]
+        assert table["rows"] and all(list(row) == keys for row in table["rows"])
+        api_csv = b"".join(api.get(f"{base}/{name}.csv").streaming_content)
+        page_csv = role_client("researcher").get(
+            reverse("analysis:benchmark_table_csv", args=[run.pk, name])
+        )
+        assert api_csv == b"".join(page_csv.streaming_content)
+    # Table 3: a row per model of the run, each model's mean score as a number.
+    table3 = api.get(f"{base}/table-3/").json()
+    assert len(table3["rows"]) >= run.sampling_run.model_configs.count()
+    for url in (f"{base}/nothing/", "/api/v1/reports/grading-runs/999999/"):
+        assert api.get(url).status_code == 404
+
+
 def test_an_unknown_report_table_or_study_is_a_404(api, world):
     base = f"/api/v1/reports/studies/{world.study.pk}/survey/tables"
     for url in (

@@ -22,7 +22,7 @@ from tests.conftest import ROLES
 from tests.factories import user_with_role
 
 PARAMETER = re.compile(r"{([a-z_]+)}")
-EXAMPLE_VALUES = {"id": "1", "study_id": "1", "name": "alpha"}
+EXAMPLE_VALUES = {"id": "1", "study_id": "1", "run_id": "1", "name": "alpha"}
 
 
 def _operations() -> list[tuple[str, str]]:

@@ -92,6 +92,7 @@ class Seeded:
     bodies: dict[str, dict]  # run resource -> a valid body for POST
     queries: dict[str, dict]  # long list -> a filter that finds rows
     study: int
+    grading_run: int
 
 
 def _seeded(world) -> Seeded:
@@ -148,6 +149,7 @@ def _seeded(world) -> Seeded:
             "answers": {"study": study.pk},
         },
         study=study.pk,
+        grading_run=grading.pk,
     )
 
 
@@ -159,10 +161,13 @@ def _variants(operation, seeded: Seeded) -> list[dict]:
     resource, rest = parts[0], parts[1:]
     variants = [{}]
     if resource == "reports":
-        study = {"study_id": seeded.study}
-        variants.append({"path_parameters": study})
-        if "{name}" in operation.path or "{name}.csv" in operation.path:
-            variants.append({"path_parameters": study | {"name": "alpha"}})
+        if "{run_id}" in operation.path:
+            report, table = {"run_id": seeded.grading_run}, "table-3"
+        else:
+            report, table = {"study_id": seeded.study}, "alpha"
+        variants.append({"path_parameters": report})
+        if "{name}" in operation.path:
+            variants.append({"path_parameters": report | {"name": table}})
     elif rest and rest[0] == "{id}":
         if resource in seeded.drafts:
             to_cancel, to_launch = seeded.drafts[resource]
