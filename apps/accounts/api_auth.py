@@ -11,11 +11,15 @@ researcher is authenticated and then refused with 403.
 import datetime as dt
 import re
 
+from django.contrib.auth.models import Group
+from django.contrib.postgres.expressions import ArraySubquery
+from django.db.models import OuterRef
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 
 from .models import ApiToken
+from .roles import user_roles_known
 from .services import API_KEY_PREFIX, api_key_sha256, api_token_touch
 
 KEYWORD = b"bearer"
@@ -45,8 +49,13 @@ class BearerTokenAuthentication(BaseAuthentication):
             key = ""
         if not KEY_FORMAT.fullmatch(key):
             raise TokenRefused("This is not an Assay API key.", "token_malformed")
+        # The token, its user and the user's groups in one query: every API request asks.
+        groups = Group.objects.filter(user=OuterRef("user_id")).values("name")
         token = (
-            ApiToken.objects.select_related("user").filter(key_sha256=api_key_sha256(key)).first()
+            ApiToken.objects.select_related("user")
+            .annotate(group_names=ArraySubquery(groups))
+            .filter(key_sha256=api_key_sha256(key))
+            .first()
         )
         if token is None:
             raise TokenRefused("No API token has this key.", "token_unknown")
@@ -54,6 +63,7 @@ class BearerTokenAuthentication(BaseAuthentication):
             raise TokenRefused("This API token was revoked.", "token_revoked")
         if not token.user.is_active:
             raise TokenRefused("The account this token belongs to is inactive.", "user_inactive")
+        user_roles_known(token.user, token.group_names)
         api_token_touch(token=token, every=TOUCH_EVERY)
         return token.user, token
 

@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 
 from apps.accounts.roles import Role
 from tests.browser.sessions import signed_in
+from tests.browser.test_accessibility import SIZES, violations
 from tests.browser.test_content_security_policy import WATCH
 from tests.factories import user_with_role
 
@@ -73,11 +74,16 @@ def test_the_tokens_page_shows_a_new_key_once_and_the_api_takes_it(
     seen = _watched(context, live_server)
     page = context.new_page()
     page.goto("/accounts/tokens/")
+    assert violations(page) == []
     page.get_by_label("Name").fill("analysis notebook")
     page.get_by_role("button", name="Make a token").click()
     key = page.get_by_role("textbox", name="Key", exact=True).input_value()
     assert key.startswith("assay_")
     expect(page.get_by_role("button", name="Copy the key")).to_be_visible()
+    assert violations(page) == []  # the key shown, and the list with its revoke button
+    page.set_viewport_size(SIZES["phone"])
+    assert violations(page) == []
+    page.set_viewport_size(SIZES["desktop"])
 
     # The key alone, without the browser's session.
     api = httpx.get(f"{live_server.url}/api/v1/topics/", headers={"Authorization": f"Bearer {key}"})
