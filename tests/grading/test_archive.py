@@ -14,10 +14,12 @@ from django.urls import reverse
 from django.utils import timezone
 
 from apps.accounts.roles import Role
-from apps.grading.models import Judgment
+from apps.grading.models import GradingMode, Judgment
 from apps.grading.selectors.runs import SCORING_RULE
+from apps.grading.services import grading_run_create
 from apps.runs.models import Response
-from tests.factories import offline_model
+from apps.runs.services import sampling_run_create
+from tests.factories import offline_model, question_make
 from tests.grading.builders import answered_run, graded_run, judgment_made_error
 
 pytestmark = pytest.mark.django_db
@@ -146,3 +148,18 @@ def test_only_researchers_download_the_archive(client, role_client, graded):
         assert refused.status_code == 403 and not refused.streaming, role
     allowed = role_client(Role.RESEARCHER).get(url)
     assert allowed.status_code == 200 and allowed["Content-Type"] == "application/zip"
+
+
+def test_a_run_with_nothing_graded_yet_gives_empty_files_and_zero_counts(client, researcher):
+    model = offline_model("http://127.0.0.1:9", name="offline-grader")
+    sampling = sampling_run_create(name="S", questions=[question_make()], models=[model],
+                                   samples_per_item=1)  # fmt: skip
+    run = grading_run_create(sampling_run=sampling, grader=model, mode=GradingMode.CHECKLIST)
+    client.force_login(researcher)
+    _data, archive = archive_of(client, run)
+    manifest = json.loads(archive.read("manifest.json"))
+    assert manifest["counts"] == {"responses": sampling.responses.count(), "judgments": 0,
+                                  "scores": sampling.responses.count(), "scored": 0,
+                                  "missing": sampling.responses.count()}  # fmt: skip
+    assert manifest["rubric_versions"] == [] and manifest["grading_run"]["status"] == "draft"
+    assert archive.read("judgments.csv").decode().splitlines()[0].startswith("grading run,")

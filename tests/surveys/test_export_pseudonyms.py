@@ -102,6 +102,9 @@ def test_no_export_but_the_approvals_csv_holds_a_prolific_id(client, hostile, re
     exports = {**console_exports(client), **report_exports(client, study)}
     assert {"surveys.Participant", "surveys.Answer", "surveys.Assignment",
             "surveys.PageTime"} <= set(exports)  # fmt: skip
+    # The disagreement browser is a page, not a file; it names no one either.
+    disagreements = client.get(reverse("analysis:survey_disagreements", args=[study.pk]))
+    exports["disagreements"] = disagreements.content.decode()
     for name, text in exports.items():
         for pid, session in ids.values():
             assert pid not in text, name
