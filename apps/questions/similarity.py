@@ -12,7 +12,9 @@ reported (means 0.56 and 0.04), computed the way the bank's pages say.
 import re
 from collections.abc import Sequence
 
-from sklearn.feature_extraction.text import TfidfVectorizer
+# scikit-learn is imported where the vectors are fitted: this module is loaded by every web
+# and worker process (the question services import it), and scikit-learn with the scipy and
+# pandas it brings weighs about 100 MB in a process that never rewrites a question.
 
 # Published means (HelpBench) shown beside ours for reference.
 PUBLISHED_COSINE_MEAN = 0.56
@@ -47,6 +49,8 @@ def tfidf_cosines(pairs: Sequence[tuple[str, str]], *, corpus: Sequence[str]) ->
     `corpus` (the bank's texts)."""
     if not pairs:
         return []
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
     vectorizer = TfidfVectorizer()
     try:
         vectorizer.fit(list(corpus))
