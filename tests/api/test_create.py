@@ -178,3 +178,23 @@ def test_a_switched_off_model_cannot_be_chosen(api, world):
     error = _refused(post(api, "/api/v1/sampling-runs/", _sampling_body(world, models=[model.pk])),
                      400, "invalid")  # fmt: skip
     assert "models" in error["fields"]
+
+
+def test_a_body_that_is_not_json_is_a_415_or_400_in_the_error_shape(api, world):
+    form = api.post("/api/v1/sampling-runs/", {"name": "x"})  # form-encoded, not JSON
+    _refused(form, 415, "unsupported_media_type")
+    broken = api.post("/api/v1/sampling-runs/", "{not json", content_type="application/json")
+    _refused(broken, 400, "parse_error")
+
+
+def test_a_throttled_request_is_a_429_in_the_error_shape_with_retry_after():
+    from rest_framework.exceptions import Throttled
+
+    from apps.accounts.api_errors import api_exception_handler
+
+    response = api_exception_handler(Throttled(wait=30), {})
+    assert response.status_code == 429
+    assert response["Retry-After"] == "30"
+    assert response.data["error"]["status"] == 429
+    assert response.data["error"]["code"] == "throttled"
+    assert "fields" not in response.data["error"]
