@@ -48,12 +48,14 @@ class CursorPage(CursorPagination):
         return cursor
 
     def page_json(self, queryset, request, view, columns: "Columns") -> HttpResponse:
-        """The fast path, in one query: the page's ids chosen by the filters and the cursor
-        in a sub-select (ordered and limited by the primary key's index), and only those
-        rows' JSON written, by PostgreSQL. (With the JSON in the same select as the filters,
-        PostgreSQL may build it for every row they select before it sorts them and keeps a
-        page.) The cursors are DRF's, as the other lists': over a unique key, each is a
-        position and a direction."""
+        """The fast path. First the page's ids (the filters, the cursor, the primary key's
+        order and one row more than the page, which tells whether there is a page beyond);
+        then the filtered rows between the first and the last of them, which are exactly the
+        page's, each row's JSON written by PostgreSQL. Both are ranges of the primary key's
+        index. (With the JSON beside the filters in one select, PostgreSQL may build it for
+        every row they select before it sorts them and keeps a page; asked for the rows by a
+        sub-select of ids, it may scan every row the filters select to find them.) The
+        cursors are DRF's, as the other lists': over a unique key, a position and a way."""
         self.request, self.base_url = request, request.build_absolute_uri()
         self.page_size = self.get_page_size(request)
         cursor = self.decode_cursor(request)
@@ -62,11 +64,14 @@ class CursorPage(CursorPagination):
         chosen = queryset
         if position is not None:
             chosen = chosen.filter(pk__lt=position) if reverse else chosen.filter(pk__gt=position)
-        chosen = chosen.order_by("-pk" if reverse else "pk").values("pk")[: self.page_size + 1]
-        rows = list(queryset.filter(pk__in=chosen).order_by("pk").values_list("pk", columns.json()))
-        more = len(rows) > self.page_size  # one more row than the page: there is a page beyond
-        if more:
-            rows = rows[1:] if reverse else rows[:-1]
+        order = "-pk" if reverse else "pk"
+        ids = list(chosen.order_by(order).values_list("pk", flat=True)[: self.page_size + 1])
+        more = len(ids) > self.page_size  # one more row than the page: there is a page beyond
+        ids = sorted(ids[: self.page_size])
+        rows = []
+        if ids:
+            page = queryset.filter(pk__gte=ids[0], pk__lte=ids[-1]).order_by("pk")
+            rows = list(page.values_list("pk", columns.json()))
         # Forward, a later page exists when there were more rows, an earlier one when the
         # walk did not start at the beginning; backward, the other way round.
         later, earlier = (position is not None, more) if reverse else (more, position is not None)
