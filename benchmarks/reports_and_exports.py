@@ -32,7 +32,7 @@ server of DATABASE_URL) and Redis db 6 (the cache the report's tables may use), 
 5. `benchmark_report_for` on each grading run, the cache cleared before each of 5 runs:
    the median time to compute every table and every figure's table (no SVG drawn);
 6. what a fresh process of the product holds before it serves anything, and which of its
-   imports bring in the heavy libraries (scikit-learn, scipy, pandas).
+   imports bring in heavy libraries (scikit-learn, scipy, pandas, ...), if any.
 
 Targets (the issue's): report tables <= 5 s; an export <= 3 x the COPY with peak RSS <=
 200 MB; the paginated list >= 0.5 x the streamed export's rows per second. A measurement
@@ -747,22 +747,14 @@ def raw_copy(select: str) -> dict:
 HEAVY = ("sklearn", "scipy", "pandas", "numpy", "matplotlib", "litellm")
 
 
-def footprint(*, without_sklearn: bool = False) -> dict:
+def footprint() -> dict:
     """What a fresh process holds before it serves anything: RSS after `django.setup()` and
     after the URLconf is loaded, the heavy libraries then imported, and for each, the
-    project's modules through which it was first imported. `without_sklearn`: the same with
-    scikit-learn replaced by an empty stand-in (what importing it only where it is used
-    would leave)."""
+    project's modules through which it was first imported."""
     import builtins
     import traceback
-    import types
 
     import django
-
-    if without_sklearn:
-        for name in ("sklearn", "sklearn.feature_extraction", "sklearn.feature_extraction.text"):
-            sys.modules[name] = types.ModuleType(name)
-        sys.modules["sklearn.feature_extraction.text"].TfidfVectorizer = object
 
     chains, original = {}, builtins.__import__
 
@@ -786,14 +778,13 @@ def footprint(*, without_sklearn: bool = False) -> dict:
     resolve(ADMIN_URL)
     builtins.__import__ = original
     return {"start_mb": start, "setup_mb": setup, "urls_mb": rss_mb(),
-            "heavy": [m for m in HEAVY if m in sys.modules and not (without_sklearn and m == "sklearn")],
-            "chains": chains}  # fmt: skip
+            "heavy": [m for m in HEAVY if m in sys.modules], "chains": chains}  # fmt: skip
 
 
 def child(opts) -> int:
     """One measurement in this fresh process; prints its result as JSON on the last line."""
-    if opts.child in ("footprint", "footprint-without-sklearn"):
-        print(json.dumps(footprint(without_sklearn=opts.child != "footprint")))
+    if opts.child == "footprint":
+        print(json.dumps(footprint()))
         return 0
     import django
 
@@ -991,29 +982,48 @@ def report_state() -> tuple[object | None, str]:
     return function, ""
 
 
-def force_tables(report) -> int:
-    """Every table of the report, and every figure's table, read through (as the page and
-    the CSVs read them); no figure is drawn. How many tables."""
+def force_tables(report) -> tuple[int, int]:
+    """Every table of the report, and every figure's table, its rows read (should any be
+    computed lazily); no figure is drawn. How many tables, and rows in all."""
     tables = list(report.tables.values())
     tables += [figure.table for figure in report.figures.values()]
-    for table in tables:
-        list(table.raw_rows())
-    return len(tables)
+    return len(tables), sum(len(list(table.rows)) for table in tables)
+
+
+def slowest_statements(function, grading_run, *, top: int = 6) -> str:
+    """One more computation of the report, the cache cleared, with Django's debug cursor:
+    its statements, the slowest first."""
+    from django.core.cache import cache
+    from django.db import connection
+
+    cache.clear()
+    connection.force_debug_cursor = True
+    connection.queries_log.clear()
+    try:
+        function(run=grading_run, pairs=None)
+    finally:
+        connection.force_debug_cursor = False
+    queries = sorted(connection.queries, key=lambda q: -float(q["time"]))
+    total = sum(float(q["time"]) for q in queries)
+    lines = [f"{len(queries)} statements, {total:.2f} s in all; the slowest:"]
+    lines += [f"{float(q['time']):7.3f} s  {normal(q['sql'])[:150]}…" for q in queries[:top]]
+    return "\n".join(lines)
 
 
 def time_report(function, grading_run, repeats: int) -> dict:
     from django.core.cache import cache
 
-    seconds, cpu, tables = [], [], 0
+    seconds, cpu, tables, table_rows = [], [], 0, 0
     for _ in range(repeats):
         cache.clear()
         c0 = time.process_time()
         started = time.perf_counter()
         report = function(run=grading_run, pairs=None)
-        tables = force_tables(report)
+        tables, table_rows = force_tables(report)
         seconds.append(time.perf_counter() - started)
         cpu.append(time.process_time() - c0)
     return {"median": statistics.median(seconds), "all": seconds, "tables": tables,
+            "rows": table_rows,
             "cpu": statistics.median(cpu)}  # fmt: skip
 
 
@@ -1131,7 +1141,7 @@ def inner(opts) -> int:
 
     # What a process of the product holds before it serves anything (the exports' RSS
     # is theirs on top of it).
-    memory = [run_child(mode, "-", env=env) for mode in ("footprint", "footprint-without-sklearn")]
+    memory = run_child("footprint", "-", env=env)
 
     report_function, report_why = report_state()
     reports = {}
@@ -1152,7 +1162,7 @@ def inner(opts) -> int:
             rows.append((label, f"not available: {report_why}", "—", "—"))
             continue
         ok = r["median"] <= TARGET_REPORT_S
-        rows.append((label, f"{r['median']:.2f} s, median of {REPEATS} ({r['tables']} tables; "
+        rows.append((label, f"{r['median']:.2f} s, median of {REPEATS} ({r['tables']} tables, {r['rows']:,} rows; "
                      f"each: {', '.join(f'{s:.2f}' for s in r['all'])}; CPU of this process "
                      f"{r['cpu']:.2f} s, the rest waiting on PostgreSQL or the machine)",
                      f"{r['median'] / TARGET_REPORT_S:.2f} of the target", ok))  # fmt: skip
@@ -1166,7 +1176,9 @@ def inner(opts) -> int:
                 f"The report's tables took {r['median']:.2f} s, {verdict}: where "
                 f"`benchmark_report_for` spends its time on grading run {g.pk}, the cache "
                 "cleared (cProfile, cumulative):",
-                profile_call(lambda g=g: force_tables(report_function(run=g, pairs=None))),
+                profile_call(lambda g=g: force_tables(report_function(run=g, pairs=None)))
+                + "\n\n"
+                + slowest_statements(report_function, g),
             )
 
     def export_rows(name, result, baseline, mode, url):
@@ -1361,28 +1373,21 @@ def inner(opts) -> int:
     return 0 if all(ok is True or ok == "—" for *_r, ok in rows) else 1
 
 
-def memory_note(memory: list[dict], measured: dict[str, dict]) -> str:
-    if any("error" in m for m in memory):
-        return "The memory of a fresh process was not measured: " + last_line(memory[0])
-    now, lean = memory
-
-    def chain(m, name):
-        return " → ".join(m["chains"].get(name, [])) or "—"
-
+def memory_note(memory: dict, measured: dict[str, dict]) -> str:
+    if "error" in memory:
+        return "The memory of a fresh process was not measured: " + last_line(memory)
+    heavy = "; ".join(f"{name}, through {' → '.join(memory['chains'].get(name, [])) or '?'}"
+                      for name in memory["heavy"]) or "none"  # fmt: skip
     added = "; ".join(
         f"{name} {r['rss_before_mb']:.0f} MB before its request, {r['peak_mb']:.0f} MB at its "
         f"peak ({r['peak_mb'] - r['rss_before_mb']:+.0f} MB)"
         for name, r in measured.items()
     )
     return (
-        f"Memory: a fresh process of the product holds {now['setup_mb']:.0f} MB after "
-        f"`django.setup()` and {now['urls_mb']:.0f} MB once its URLconf is loaded, before it "
-        f"serves anything ({', '.join(now['heavy'])} imported). scikit-learn comes in at setup, "
-        f"with scipy, pandas and numpy, through {chain(now, 'sklearn')}; with scikit-learn "
-        f"replaced by an empty stand-in the process holds {lean['setup_mb']:.0f} MB after "
-        f"setup and {lean['urls_mb']:.0f} MB after the URLconf, scipy then coming through "
-        f"{chain(lean, 'scipy')} and pandas through {chain(lean, 'pandas')}. Each measuring "
-        f"process (after one small request, untimed): {added}."
+        f"Memory: a fresh process of the product holds {memory['setup_mb']:.0f} MB after "
+        f"`django.setup()` and {memory['urls_mb']:.0f} MB once its URLconf is loaded, before it "
+        f"serves anything. Of {', '.join(HEAVY)}, it has imported by then: {heavy}. Each "
+        f"measuring process (after one small request, untimed): {added}."
     )
 
 
