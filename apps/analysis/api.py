@@ -13,7 +13,6 @@ from rest_framework.views import APIView
 from apps.grading.models import GradingRun
 from apps.surveys.models import Study
 
-from .benchmark import benchmark_report_for
 from .selectors import survey_report_current
 from .tables import Table, table_csv_response
 
@@ -94,6 +93,10 @@ def _entries(report) -> list[dict]:
 
 
 def _grading_run_table(run_id: int, name: str) -> tuple[GradingRun, Table]:
+    # The report's module brings numpy, pandas and scipy: imported when a report is asked
+    # for, not with the URLconf that every web process loads.
+    from .benchmark import benchmark_report_for
+
     run = get_object_or_404(GradingRun, pk=run_id)
     found = _tables(benchmark_report_for(run=run)).get(name)
     if found is None:
@@ -141,6 +144,8 @@ class BenchmarkReportView(APIView):
 
     @extend_schema(responses=BenchmarkReportSerializer, operation_id="reports_grading_run_retrieve")
     def get(self, request, run_id: int):
+        from .benchmark import benchmark_report_for
+
         run = get_object_or_404(GradingRun, pk=run_id)
         report = benchmark_report_for(run=run)
         return Response({"grading_run": run.pk, "n": report.n, "tables": _entries(report)})

@@ -6,12 +6,17 @@ judgments per model x polarity x kind aggregated in SQL (a run holds some 500,00
 judgments: they never come into Python); the answers without a score, by why, from the
 grading app's own selector; the calibrations of the run, by the calibration report's own
 selectors. `benchmark_fingerprint` changes whenever any of it would.
+
+pandas is imported where the frames are built: the pages import this module for its lists
+and the run's models, in every web process, most of which never build one.
 """
+
+from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import pandas as pd
 from django.db import connection
 from django.db.models import Count, F, FloatField, Max, Q, Sum
 from django.db.models.functions import Cast
@@ -23,6 +28,9 @@ from apps.llm.models import ModelConfig
 from apps.questions.models import LabelStatus, Question, Topic
 from apps.rubrics.models import Rubric
 from apps.runs.models import Response, ResponseStatus
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # A question's strata labels count once a second researcher has verified them, or the two
 # have resolved a disagreement (apps/questions/selectors/strata.py, SETTLED).
@@ -139,6 +147,8 @@ def benchmark_models(*, run: GradingRun) -> list[Model]:
 
 
 def _questions(run: GradingRun) -> pd.DataFrame:
+    import pandas as pd
+
     asked = Response.objects.filter(run_id=run.sampling_run_id).values("question_id")
     rows = Question.objects.filter(pk__in=asked).values_list(
         "pk", "external_id", "topic__name", "mentions_prior_attempt", "need_type", "label_status"
@@ -152,6 +162,8 @@ def _questions(run: GradingRun) -> pd.DataFrame:
 
 
 def _scores(run: GradingRun, questions: pd.DataFrame) -> pd.DataFrame:
+    import pandas as pd
+
     rows = (
         ResponseScore.objects.filter(grading_run=run)
         .order_by()
@@ -186,6 +198,8 @@ def _scores(run: GradingRun, questions: pd.DataFrame) -> pd.DataFrame:
 def _met(run: GradingRun) -> pd.DataFrame:
     """Judgments of the scored answers, and how many were met, per model x polarity x kind:
     one GROUP BY in the database."""
+    import pandas as pd
+
     rows = (
         Judgment.objects.filter(
             grading_run=run, status=CallState.DONE, response__scores__grading_run=run
@@ -198,6 +212,8 @@ def _met(run: GradingRun) -> pd.DataFrame:
 
 
 def _rubrics(run: GradingRun) -> pd.DataFrame:
+    import pandas as pd
+
     used = ResponseScore.objects.filter(grading_run=run).values("rubric_id")
     rows = Rubric.objects.filter(pk__in=used).values_list("pk", "version", "question_id")
     return pd.DataFrame(list(rows), columns=["rubric", "version", "question"])

@@ -6,6 +6,12 @@ from django.db import models
 
 from apps.surveys.models import Study
 
+# The bootstrap a survey report asks for (apps/analysis/survey.py): 1,000 resamples from a
+# fixed seed. Here, not beside the statistics, so that the pages and the API find a study's
+# kept intervals without importing numpy and pandas.
+RESAMPLES = 1000
+SEED = 0
+
 
 class BootstrapStatus(models.TextChoices):
     QUEUED = "queued", "Queued"

@@ -3,15 +3,24 @@
 A study's survey data is read once per fingerprint and kept in the cache: a report and its
 plots and downloads are several requests over the same rows, and a change to the data
 changes the fingerprint, and so what is read.
+
+The report's statistics (apps/analysis/survey.py: numpy, pandas, scipy) are imported when a
+report is computed, not with this module: every web process imports it through the URLconf.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from django.core.cache import cache
 
 from apps.surveys.models import Study
 
-from .models import BootstrapStatus, SurveyBootstrap
-from .survey import RESAMPLES, SEED, SurveyReport, survey_report
+from .models import RESAMPLES, SEED, BootstrapStatus, SurveyBootstrap
 from .survey_data import SurveyData, survey_data, survey_fingerprint
+
+if TYPE_CHECKING:
+    from .survey import SurveyReport
 
 DATA_SECONDS = 3600
 
@@ -35,6 +44,8 @@ def survey_report_current(
     *, study: Study
 ) -> tuple[SurveyData, SurveyReport, SurveyBootstrap | None]:
     """The study's report on its data as it is now, with the intervals once computed."""
+    from .survey import survey_report
+
     fingerprint = survey_fingerprint(study=study)
     data = survey_data_cached(study=study, fingerprint=fingerprint)
     bootstrap = survey_bootstrap_current(study=study, fingerprint=fingerprint)

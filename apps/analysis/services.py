@@ -8,8 +8,7 @@ from django.utils import timezone
 
 from apps.surveys.models import Study
 
-from .models import BootstrapStatus, SurveyBootstrap
-from .survey import RESAMPLES, SEED, survey_intervals
+from .models import RESAMPLES, SEED, BootstrapStatus, SurveyBootstrap
 from .survey_data import survey_data, survey_fingerprint
 
 log = logging.getLogger(__name__)
@@ -43,6 +42,10 @@ def survey_bootstrap_compute(*, bootstrap_id: int) -> SurveyBootstrap | None:
     """Compute the intervals and store them in one write. A repeat (a redelivered task, or a
     worker that died half way) computes the same numbers again from the same seed, so running
     twice is harmless; a finished one is not computed again."""
+    # Here, not with the module: the pages import it to ask for intervals, and only the
+    # worker that computes them needs numpy, pandas and scipy.
+    from .survey import survey_intervals
+
     claimed = SurveyBootstrap.objects.filter(
         pk=bootstrap_id, status__in=[BootstrapStatus.QUEUED, BootstrapStatus.RUNNING]
     ).update(status=BootstrapStatus.RUNNING, started_at=timezone.now(), done=0)

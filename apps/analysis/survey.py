@@ -29,11 +29,10 @@ from apps.surveys.models import AgeBand, Education, Gender, Income
 
 from . import agreement
 from .figures import Figure
+from .models import RESAMPLES, SEED
 from .survey_data import PEOPLE, Group, Item, SurveyData
 from .tables import Column, Table
 
-RESAMPLES = 1000
-SEED = 0
 RANGE_LABELS = ["All agree", "1 point apart", "2 points apart", "3 points apart", "4 points apart"]
 
 

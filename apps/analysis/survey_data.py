@@ -5,13 +5,18 @@ released, an expired one's never completed), less the participants rejected in r
 failed an attention check. Proxies are read from their own assignments (status proxy). Each
 proxy model is a group of its own, its runs (proxy participants) the raters within it.
 Attention checks are for people and are left out of every analysis.
+
+numpy and pandas are imported where the frames are built: the pages and the API import this
+module for its fingerprint and its lists, in every web process, most of which never build one.
 """
 
-import hashlib
-from dataclasses import dataclass, field
+from __future__ import annotations
 
-import numpy as np
-import pandas as pd
+import hashlib
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
 from django.db import connection
 from django.db.models import Count, Max, Q
 
@@ -27,6 +32,10 @@ from apps.surveys.models import (
     StudyScenario,
     SurveyItem,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
 
 PEOPLE = "people"
 
@@ -60,6 +69,8 @@ class Item:
 
     def unit_value(self, values: np.ndarray) -> np.ndarray:
         """Answers mapped onto -1..1, as the paper's Figure 5 maps them (yes 1, no -1)."""
+        import numpy as np
+
         if not self.ordinal:
             return np.where(np.isnan(values), np.nan, 2 * values - 1)
         return -1 + 2 * (values - 1) / (self.points - 1)
@@ -90,6 +101,8 @@ class SurveyData:
     def __post_init__(self):
         # Computed once for every table: each answer on -1..1 (Item.unit_value), and the
         # answers of each group apart (a report filters by group some hundred times).
+        import numpy as np
+
         answers = self.answers
         points = answers["item"].map({i.code: i.points for i in self.items}).astype(float)
         ordinal = answers["item"].map({i.code: i.ordinal for i in self.items}).astype(bool)
@@ -116,11 +129,11 @@ class SurveyData:
 
 def _value(kind: str, value: str) -> float:
     if kind == ItemKind.YES_NO:
-        return {"yes": 1.0, "no": 0.0}.get(value, np.nan)
+        return {"yes": 1.0, "no": 0.0}.get(value, math.nan)
     try:
         return float(int(value))
     except ValueError:
-        return np.nan
+        return math.nan
 
 
 def _excluded_humans(study: Study) -> tuple[set[int], dict[str, int]]:
@@ -136,6 +149,9 @@ def _excluded_humans(study: Study) -> tuple[set[int], dict[str, int]]:
 
 
 def survey_data(*, study: Study) -> SurveyData:
+    import numpy as np
+    import pandas as pd
+
     items = [
         Item(
             code=i.code,

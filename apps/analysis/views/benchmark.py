@@ -7,9 +7,16 @@ The report is computed once per fingerprint of the run's data and kept in the ca
 Table 3 sorts on the server (`?sort=<column>&dir=asc|desc`), so that it works without
 JavaScript and its CSV keeps the order shown; the Wilcoxon pairs are chosen with
 `?pair=<id>-<id>` (repeatable), and a pair that is not one is refused with the reason.
+
+The report's modules (apps/analysis/benchmark.py and benchmark_compare.py: numpy, pandas,
+scipy) are imported by the views that compute, not with this module, which every web
+process imports through the URLconf.
 """
 
+from __future__ import annotations
+
 import itertools
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -22,17 +29,11 @@ from django.views.decorators.http import require_GET
 from apps.accounts.roles import Role, role_required
 from apps.grading.models import GradingRun
 
-from ..benchmark import (
-    THRESHOLD,
-    BenchmarkReport,
-    benchmark_report_for,
-    benchmark_svg_for,
-    pairs_parse,
-    table_sorted,
-)
-from ..benchmark_compare import benchmark_comparison_for
 from ..benchmark_data import benchmark_models
 from ..tables import Table, table_csv_response
+
+if TYPE_CHECKING:
+    from ..benchmark import BenchmarkReport
 
 researcher = role_required(Role.RESEARCHER)
 SORTABLE = "table-3"
@@ -49,6 +50,8 @@ def _run(run_id: int) -> GradingRun:
 def _report(request, run: GradingRun) -> tuple[BenchmarkReport, list[str]]:
     """The report for the pairs asked for (the default ones when none is valid), and the
     reasons for each pair refused."""
+    from ..benchmark import benchmark_report_for, pairs_parse
+
     values = request.GET.getlist("pair")
     pairs, refused = pairs_parse(values, benchmark_models(run=run)) if values else ([], [])
     return benchmark_report_for(run=run, pairs=pairs or None), refused
@@ -116,6 +119,8 @@ def _pair_choices(report: BenchmarkReport) -> list[dict]:
 @researcher
 @require_GET
 def benchmark_report_page(request, run_id: int):
+    from ..benchmark import THRESHOLD, table_sorted
+
     run = _run(run_id)
     report, refused = _report(request, run)
     key, descending = _sort(request, report.tables[SORTABLE])
@@ -164,6 +169,8 @@ def benchmark_report_page(request, run_id: int):
 @researcher
 @require_GET
 def benchmark_table_csv(request, run_id: int, name: str):
+    from ..benchmark import table_sorted
+
     run = _run(run_id)
     report, _refused = _report(request, run)
     table = report.tables.get(name) or (
@@ -181,6 +188,8 @@ def benchmark_table_csv(request, run_id: int, name: str):
 @researcher
 @require_GET
 def benchmark_figure_svg(request, run_id: int, name: str):
+    from ..benchmark import benchmark_svg_for
+
     run = _run(run_id)
     svg = benchmark_svg_for(run=run, name=name)
     if svg is None:
@@ -192,6 +201,8 @@ def benchmark_figure_svg(request, run_id: int, name: str):
 
 
 def _low_page(request, run_id: int, name: str, template: str):
+    from ..benchmark import THRESHOLD, benchmark_report_for
+
     run = _run(run_id)
     report = benchmark_report_for(run=run)
     table = report.tables[name]
@@ -231,6 +242,8 @@ def benchmark_compare_choose(request, run_id: int):
 
 
 def _comparison(run_id: int, other_id: int):
+    from ..benchmark_compare import benchmark_comparison_for
+
     run, other = _run(run_id), _run(other_id)
     if run.pk == other.pk:
         raise Http404("A grading run is compared with another one.")

@@ -4,7 +4,9 @@ intervals asked for and followed (htmx), and the disagreement browser.
 
 The study's data is read once per fingerprint and kept in the cache (a report and its
 plots and downloads are several requests over the same rows); a change to the data changes
-the fingerprint, and so what is read.
+the fingerprint, and so what is read. The report's statistics (apps/analysis/survey.py:
+numpy, pandas, scipy) are imported by the views that compute, not with this module, which
+every web process imports through the URLconf.
 """
 
 from django.contrib import messages
@@ -22,7 +24,6 @@ from workers.analysis import survey_bootstrap_task
 from .. import selectors, services
 from ..benchmark_data import grading_runs_with_scores
 from ..models import BootstrapStatus, SurveyBootstrap
-from ..survey import disagreement_detail, disagreements, survey_report
 from ..survey_data import SurveyData, studies_with_answers, survey_fingerprint
 from ..tables import table_csv_response
 
@@ -98,6 +99,8 @@ def survey_figure_svg(request, study_id: int, name: str):
     key = f"analysis:svg:{study.pk}:{fingerprint}:{name}"
     svg = cache.get(key)
     if svg is None:
+        from ..survey import survey_report
+
         figure = survey_report(_data(study, fingerprint)).figures.get(name)
         if figure is None:
             raise Http404("No such figure.")
@@ -123,6 +126,8 @@ def survey_bootstrap(request, study_id: int):
 @researcher
 @require_GET
 def survey_disagreements(request, study_id: int):
+    from ..survey import disagreement_detail, disagreements
+
     study = get_object_or_404(Study, pk=study_id)
     data = _data(study, survey_fingerprint(study=study))
     page = Paginator(disagreements(data), DISAGREEMENTS_PER_PAGE).get_page(request.GET.get("page"))
