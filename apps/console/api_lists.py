@@ -18,7 +18,7 @@ from rest_framework.response import Response
 
 from apps.accounts.api_errors import Conflict, Refused
 
-from .api_pages import Columns, CursorPage
+from .api_pages import Columns, CursorPage, LongPage
 from .csv_export import copy_csv_response
 
 
@@ -62,6 +62,7 @@ class LongList:
 
     columns: Columns
     export_name: str
+    pagination_class = LongPage
 
     def list(self, request, *args, **kwargs):
         queryset = self.filter_queryset(self.get_queryset())

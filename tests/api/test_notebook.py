@@ -29,7 +29,7 @@ def test_the_snippet_is_ten_lines_of_httpx_and_pandas():
         assert snippet.count(placeholder) == 1
 
 
-@pytest.mark.parametrize("page_size", [1000, 3])  # one page, and several followed by `next`
+@pytest.mark.parametrize("page_size", [10000, 3])  # one page, and several followed by `next`
 def test_the_readme_snippet_reads_a_grading_runs_scores(
     live_server, offline_provider_url, make_study, page_size
 ):
@@ -40,7 +40,7 @@ def test_the_readme_snippet_reads_a_grading_runs_scores(
         .replace("http://127.0.0.1:8000/api/v1/", f"{live_server.url}/api/v1/")
         .replace("assay_YOUR_KEY", key)
         .replace(
-            "grading_run=1&page_size=1000",
+            "grading_run=1&page_size=10000",
             f"grading_run={world.grading_run.pk}&page_size={page_size}",
         )
     )
