@@ -971,6 +971,13 @@ def api_token(user) -> tuple[str | None, str]:
     return None, "apps.accounts.services has no api_token_create"
 
 
+def largest_page() -> int:
+    """The most rows a page of the judgments list may hold (the API's own constant)."""
+    from apps.console import api_pages
+
+    return max(getattr(api_pages, "LONG_MAX_PAGE_SIZE", 0), getattr(api_pages, "MAX_PAGE_SIZE", 0))
+
+
 def report_state() -> tuple[object | None, str]:
     try:
         module = importlib.import_module("apps.analysis.benchmark")
@@ -1101,7 +1108,8 @@ def inner(opts) -> int:
     # The API: its streamed export (every row; per grading run if it asks for one) and its
     # paginated list over one grading run.
     api_ok, api_why = api_state()
-    api_export = api_list = None
+    api_export = api_list = api_list_large = None
+    largest = PAGE_SIZE
     api_export_parts, api_sql, api_how = [], "", ""
     if api_ok:
         key, api_how = api_token(seeded.researcher)
@@ -1126,6 +1134,13 @@ def inner(opts) -> int:
                 env=env_api, limit=opts.list_rows,
             )  # fmt: skip
             note(f"API list: { {k: v for k, v in api_list.items() if k != 'statements'} }")
+            # The same walk in the largest pages the API serves, when larger than PAGE_SIZE.
+            largest = largest_page()
+            if largest > PAGE_SIZE:
+                api_list_large = run_child(
+                    "api-list", f"{API_LIST_URL}?grading_run={first_run}&page_size={largest}",
+                    env=env_api, limit=opts.list_rows,
+                )  # fmt: skip
     # The API's export reads other columns (no joins): a COPY of its own plain SELECT.
     # Each baseline twice, before and after the other's; the faster is the one compared with.
     api_copy = api_plain = None
@@ -1229,6 +1244,13 @@ def inner(opts) -> int:
                     "50,000 rows, 50 pages; cProfile, cumulative):",
                     sample.get("profile", sample.get("output", "")),
                 )
+            if api_list_large and api_list_large.get("status") == 200:
+                large_rate = api_list_large["rows"] / api_list_large["seconds"]
+                rows.append((f"the same, in the API's largest pages ({largest:,} rows), ≥ "
+                             f"{TARGET_LIST_RATIO}", f"{large_rate:,.0f} against {export_rate:,.0f} "
+                             f"rows/s ({api_list_large['pages']:,} pages)",
+                             f"{large_rate / export_rate:.2f}",
+                             large_rate / export_rate >= TARGET_LIST_RATIO))  # fmt: skip
         else:
             detail = (api_list or {}).get("body", "") or last_line(api_list)
             rows.append((f"API paginated list / streamed export, rows/s ≥ {TARGET_LIST_RATIO}",
@@ -1312,6 +1334,8 @@ def inner(opts) -> int:
     if api_list:
         path_row(f"API: GET {API_LIST_URL}?grading_run={g1.pk}&page_size={PAGE_SIZE}, "
                  "following `next`", api_list)  # fmt: skip
+    if api_list_large:
+        path_row(f"API: the same with page_size={largest}", api_list_large)
     say()
 
     def reads(ran: str, baseline: str, what: str) -> None:
