@@ -1373,7 +1373,8 @@ def inner(opts) -> int:
         say("```")
     say()
     measured = {"the console's export": admin, "the API's export": api_export,
-                "the paginated list": api_list}  # fmt: skip
+                f"the paginated list in pages of {PAGE_SIZE:,}": api_list,
+                f"in pages of {largest:,}": api_list_large}  # fmt: skip
     say(memory_note(memory, {k: r for k, r in measured.items() if r and "peak_mb" in r}))
     say()
     per_model = ", ".join(f"{name} {score:.2f}" for name, score, _chars in summary["per_model"])
