@@ -318,8 +318,10 @@ def run() -> int:
 # The tests that drive real Celery workers spend their time waiting (on a provider's
 # latency, a lease running out), not computing: the whole suite runs them beside the rest,
 # in a second pytest with a test database and a Redis database of its own, so that neither
-# half's broker, cache or rate limits can reach the other's.
+# half's broker, cache or rate limits can reach the other's. The browser tests go with them:
+# the worker tests leave a core idle, which Chromium uses, and the rest finishes sooner.
 WORKER_TESTS = "tests/workers"
+BESIDE = (WORKER_TESTS, "tests/browser")
 
 
 def _redis_db(url: str, db: int) -> str:
@@ -343,15 +345,16 @@ def test(pytest_args: list[str]) -> int:
         workers_env.pop("CELERY_BROKER_URL", None)
         with tempfile.TemporaryFile("w+") as workers_log:
             workers = subprocess.Popen(
-                [*pytest, WORKER_TESTS], cwd=ROOT, env=workers_env, stdout=workers_log,
+                [*pytest, *BESIDE], cwd=ROOT, env=workers_env, stdout=workers_log,
                 stderr=subprocess.STDOUT,
             )  # fmt: skip
+            ignored = [arg for path in BESIDE for arg in ("--ignore", path)]
             try:
-                rest = subprocess.call([*pytest, "--ignore", WORKER_TESTS], cwd=ROOT, env=stack.env)
+                rest = subprocess.call([*pytest, *ignored], cwd=ROOT, env=stack.env)
             finally:
                 worked = workers.wait()
                 workers_log.seek(0)
-                print(f"\n--- {WORKER_TESTS} (run beside the rest)", flush=True)
+                print(f"\n--- {' and '.join(BESIDE)} (run beside the rest)", flush=True)
                 sys.stdout.write(workers_log.read())
                 sys.stdout.flush()
         return rest or worked
