@@ -4,6 +4,7 @@ streamed CSV exports and as their documented schema."""
 
 import csv
 import datetime as dt
+import gc
 import io
 import json
 import math
@@ -13,6 +14,7 @@ import jsonschema
 import pytest
 from django.db import connection
 from django.db.models import Q
+from django.http import HttpResponse
 from django.urls import reverse
 from drf_spectacular.generators import SchemaGenerator
 
@@ -504,3 +506,22 @@ def test_no_stored_row_leaks_through_a_filter_on_another_study(api, world, make_
     rows, _ = walk(api, f"/api/v1/answers/?study={other.pk}")
     assert rows == []
     assert Answer.objects.filter(~Q(assignment__participant__study=other)).exists()
+
+
+def test_a_page_of_a_long_list_is_freed_with_its_response(api, world):
+    """DRF's request and view refer to each other, so that only a full collection frees them;
+    a page's body (megabytes at 10,000 rows) must go when the server lets go of it."""
+    url = f"/api/v1/judgments/?grading_run={world.grading_run.pk}&page_size=10000"
+    api.get(url)
+    gc.collect()
+    gc.disable()
+    try:
+        response = api.get(url)
+        assert response.status_code == 200
+        response.json = None  # the test client's own cycle (response.json holds the response)
+        del response
+        # type(), not isinstance(): isinstance would evaluate the request's lazy objects.
+        alive = [o for o in gc.get_objects() if type(o) is HttpResponse]
+    finally:
+        gc.enable()
+    assert alive == []
