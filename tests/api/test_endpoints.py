@@ -10,7 +10,9 @@ import json
 import math
 import re
 
+import httpx
 import jsonschema
+import psycopg
 import pytest
 from django.db import connection
 from django.db.models import Q
@@ -414,20 +416,125 @@ def test_the_fast_path_serves_exactly_the_documented_schema(api, world, path):
         assert same_row(row, api.get(f"/api/v1/{path}/{row['id']}/").json())
 
 
-def test_a_page_of_judgments_is_two_range_reads_of_the_primary_key(
-    api, world, django_assert_num_queries
+def test_a_page_of_judgments_is_two_small_reads_of_the_primary_key_and_a_copy_of_its_range(
+    api, world, django_assert_num_queries, monkeypatch
 ):
-    url = f"/api/v1/judgments/?grading_run={world.grading_run.pk}&page_size=1000"
+    copies = []
+    original = psycopg.Cursor.copy
+
+    def recording(self, statement, *args, **kwargs):
+        copies.append(str(statement))
+        return original(self, statement, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "copy", recording)
+    url = f"/api/v1/judgments/?grading_run={world.grading_run.pk}&page_size=3"
     api.get(url)
-    # The token (with its user and their roles), the page's ids, the page's rows.
+    copies.clear()
+    # The token (with its user and their roles), the page's first row, its last and the
+    # next page's first; then its rows, by COPY.
     with django_assert_num_queries(3) as captured:
         assert api.get(url).status_code == 200
-    ids, rows = (q["sql"] for q in captured.captured_queries[-2:])
-    assert '{"id":' not in ids and "LIMIT 1001" in ids
+    first, edge = (q["sql"] for q in captured.captured_queries[-2:])
+    assert first.endswith("LIMIT 1") and edge.endswith("LIMIT 2 OFFSET 2")
+    assert '{"id":' not in first + edge
     # The rows' JSON is built for the page's id range alone, not asked for id by id.
-    assert rows.count('{"id":') == 1
+    (rows,) = copies
+    assert rows.startswith("COPY (") and rows.count('{"id":') == 1
     assert '"grading_judgment"."id" >= ' in rows and '"grading_judgment"."id" <= ' in rows
     assert " IN (" not in rows
+
+
+# --- the arrays layout, and the links in a header -----------------------------------------
+
+
+def walk_arrays(client, url: str) -> tuple[list[str], list[list]]:
+    """Every row of a list in the arrays layout, following `next`; and its columns."""
+    columns, rows = None, []
+    while url:
+        response = client.get(url)
+        assert response.status_code == 200, response.content[:300]
+        body = response.json()
+        assert set(body) == {"next", "previous", "columns", "rows"}
+        assert columns in (None, body["columns"])  # the same on every page
+        columns = body["columns"]
+        rows.extend(body["rows"])
+        url = body["next"]
+    return columns, rows
+
+
+@pytest.mark.parametrize("path", sorted(LONG_LISTS))
+def test_the_arrays_layout_holds_the_objects_values_in_the_columns_order(api, world, path):
+    objects, _ = walk(api, f"/api/v1/{path}/?page_size=4")
+    columns, arrays = walk_arrays(api, f"/api/v1/{path}/?page_size=4&layout=arrays")
+    assert columns == LONG_LISTS[path].columns.keys
+    assert len(arrays) == len(objects) > 4
+    for row, values in zip(objects, arrays, strict=True):
+        assert dict(zip(columns, values, strict=True)) == row
+
+
+def test_hostile_values_reach_both_layouts_as_stored(api, world):
+    """Control characters (COPY's delimiter and quote among them), quotes, backslashes,
+    COPY's end-of-data mark, the text `null`, astral characters, and a JSON null in a JSON
+    column: each arrives as it was stored, in either layout."""
+    text = 'a\x01b\x02c\nd\re\tf"g\\h \\. \u00e9 \U0001f600 ' + HOSTILE
+    judgment = world.grading_run.judgments.order_by("pk").first()
+    Judgment.objects.filter(pk=judgment.pk).update(explanation=text, error="null")
+    score = world.grading_run.scores.order_by("pk").first()
+    table = connection.ops.quote_name(ResponseScore._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {table} SET breakdown = 'null'::jsonb WHERE id = %s", [score.pk])  # noqa: S608
+    for path, row_id, response_id, expected in (
+        ("judgments", judgment.pk, judgment.response_id, {"explanation": text, "error": "null"}),
+        ("scores", score.pk, score.response_id, {"breakdown": None}),
+    ):
+        url = f"/api/v1/{path}/?response={response_id}"
+        (row,) = [r for r in api.get(url).json()["results"] if r["id"] == row_id]
+        page = api.get(f"{url}&layout=arrays").json()
+        (values,) = [v for v in page["rows"] if v[0] == row_id]
+        assert {key: row[key] for key in expected} == expected
+        assert dict(zip(page["columns"], values, strict=True)) == row
+        assert same_row(row, api.get(f"/api/v1/{path}/{row_id}/").json())
+
+
+@pytest.mark.parametrize("layout", ["objects", "arrays"])
+def test_both_layouts_pages_are_the_documented_response(api, world, layout):
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    operation = schema["paths"]["/api/v1/judgments/"]["get"]
+    (parameter,) = [p for p in operation["parameters"] if p["name"] == "layout"]
+    assert sorted(parameter["schema"]["enum"]) == ["arrays", "objects"]
+    page = operation["responses"]["200"]["content"]["application/json"]["schema"]
+    validator = jsonschema.Draft4Validator(
+        {**_json_schema(page), "components": _json_schema(schema["components"])}
+    )
+    absent = world.grading_run.pk + 1000
+    for query in ("page_size=3", f"grading_run={absent}"):  # a page of rows; an empty one
+        body = api.get(f"/api/v1/judgments/?{query}&layout={layout}").json()
+        validator.validate(body)  # oneOf: exactly one of the two layouts
+
+
+def test_a_layout_that_is_not_one_is_a_400_naming_it(api, world):
+    response = api.get("/api/v1/judgments/?layout=columns")
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "invalid"
+    assert "objects, arrays" in error["fields"]["layout"][0]
+
+
+@pytest.mark.parametrize("path", ["topics", "judgments"])
+def test_a_pages_links_are_in_its_link_header_too(api, world, path):
+    Topic.objects.bulk_create(Topic(slug=f"more-{i}", name=f"More {i}", order=i) for i in range(5))
+    first = api.get(f"/api/v1/{path}/?page_size=2")
+    body = first.json()
+    assert first["Link"] == f'<{body["next"]}>; rel="next"'
+    second = api.get(body["next"])
+    body = second.json()
+    links = httpx.Response(200, headers={"Link": second["Link"]}).links
+    assert {rel: link["url"] for rel, link in links.items()} == {
+        "next": body["next"],
+        "prev": body["previous"],
+    }
+    whole = api.get(f"/api/v1/{path}/?page_size=1000")  # every row on one page: no links
+    assert whole.json()["next"] is None and not whole.has_header("Link")
 
 
 # --- the survey report's tables ------------------------------------------------------------
