@@ -219,7 +219,7 @@ class _JsonRow(Func):
 
 
 class _JsonValue(Func):
-    """A value's JSON as COPY writes it into a page's row (`copy_json`): a number as COPY
+    """A value's JSON as COPY writes it into a page's row (`copy_json`): an integer as COPY
     writes it (the same text), a boolean as true or false, anything else its `to_json`;
     NULL is COPY's NULL text, `null`."""
 
