@@ -238,12 +238,16 @@ class SpreadsheetCell(Func):
 
 def copy_statement(queryset: models.QuerySet, *, columns: Sequence[tuple[str, str]]):
     """The COPY statement and its parameters for `columns` ((header, field path or
-    annotation name), ...) of `queryset`, in its order, each cell as `csv_rows` writes it.
-    The parameters are bound client-side by psycopg (COPY takes none of its own)."""
+    annotation name), ...) of `queryset`, in its order, each cell as `csv_rows` writes it."""
     cells = {f"csv_cell_{i}": SpreadsheetCell(F(path)) for i, (_label, path) in enumerate(columns)}
-    rows = queryset.annotate(**cells).values_list(*cells)
+    return copy_sql(queryset.annotate(**cells).values_list(*cells), "FORMAT csv")
+
+
+def copy_sql(rows: models.QuerySet, options: str) -> tuple[str, tuple]:
+    """`COPY (the SELECT of rows) TO STDOUT WITH (options)` and its parameters, bound
+    client-side by psycopg as Django's own statements are (COPY takes none of its own)."""
     sql, params = rows.query.get_compiler(using=rows.db).as_sql()
-    return f"COPY ({sql}) TO STDOUT WITH (FORMAT csv)", tuple(params)
+    return f"COPY ({sql}) TO STDOUT WITH ({options})", tuple(params)
 
 
 def header_line(labels: Sequence[str]) -> bytes:
