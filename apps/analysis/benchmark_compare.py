@@ -55,6 +55,7 @@ def _runs(first: BenchmarkData, second: BenchmarkData) -> Table:
                 "prompt": f"{run.prompt}, version {run.prompt_version}",
                 "mode": run.mode,
                 "temperature": str(run.temperature),
+                "departures": " ".join(run.fidelity_notes) or "None: as published",
             }
         )
     return Table(
@@ -68,6 +69,7 @@ def _runs(first: BenchmarkData, second: BenchmarkData) -> Table:
             Column("prompt", "Prompt"),
             Column("mode", "Mode"),
             Column("temperature", "Temperature"),
+            Column("departures", "Departs from the published method"),
         ],
         rows=rows,
         n=_n(first, second),

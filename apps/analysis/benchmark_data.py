@@ -27,6 +27,7 @@ from apps.grading.selectors import runs as run_selectors
 from apps.llm.models import ModelConfig
 from apps.questions.models import LabelStatus, Question, Topic
 from apps.rubrics.models import Rubric
+from apps.runs import selectors as sampling_selectors
 from apps.runs.models import Response, ResponseStatus
 
 if TYPE_CHECKING:
@@ -126,7 +127,10 @@ def _run_info(run: GradingRun) -> RunInfo:
         prompt_version=run.prompt.version,
         mode=run.get_mode_display(),
         temperature=run.params.get("temperature", 0),
-        fidelity_notes=tuple(run_selectors.run_fidelity_notes(run)),
+        fidelity_notes=(
+            *sampling_selectors.run_fidelity_notes(run=run.sampling_run),
+            *run_selectors.run_fidelity_notes(run),
+        ),
     )
 
 

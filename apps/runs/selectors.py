@@ -15,7 +15,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce
 
-from apps.llm.models import OFFLINE_PREFIX
+from apps.llm.models import OFFLINE_PREFIX, PromptTemplate
 from apps.llm.progress import (
     ErrorKind,
     RunCounts,
@@ -185,3 +185,44 @@ def selection_described(*, selection: dict) -> list[str]:
     if prior is not None:
         parts.append("mentions a prior attempt" if prior else "mentions no prior attempt")
     return parts
+
+
+# The published benchmark put each question to each model as it is: the question alone as
+# the only user message, no system message, the model's default parameters.
+PUBLISHED_SAMPLE_TEXTS = frozenset({"$question", "${question}"})
+
+
+def sample_prompt_departures(*, prompt: PromptTemplate) -> list[str]:
+    """What a sample prompt adds to the question, in plain words (nothing: as published)."""
+    found = []
+    if prompt.system_text.strip():
+        found.append(f"{prompt} adds a system message")
+    if prompt.user_text.strip() not in PUBLISHED_SAMPLE_TEXTS:
+        found.append(f"{prompt} puts other words around the question")
+    return found
+
+
+def run_fidelity_notes(*, run: SamplingRun) -> list[str]:
+    """Where a sampling run departs from how the published benchmark asked its models."""
+    notes = []
+    if added := sample_prompt_departures(prompt=run.prompt):
+        notes.append(
+            "The published benchmark gave each model the question alone, as the only user "
+            f"message; in this run {' and '.join(added)}."
+        )
+    if run.params:
+        notes.append(
+            "The published benchmark used each model's default parameters; this run sends "
+            f"{_params_text(run.params)} with every call."
+        )
+    for model in run.model_configs.order_by("display_name"):
+        if model.params:
+            notes.append(
+                f"{model.display_name}'s settings in the console send {_params_text(model.params)} "
+                "with every call, beyond the model's defaults."
+            )
+    return notes
+
+
+def _params_text(params: dict) -> str:
+    return ", ".join(f"{key}={value!r}" for key, value in sorted(params.items()))

@@ -102,6 +102,7 @@ def run_detail(request, run_id: int):
         "run": run, "models": models, "questions_count": run.questions.count(),
         "selection": selectors.selection_described(selection=run.selection),
         "budget_form": BudgetForm(initial={"budget_usd": run.budget_usd}),
+        "notes": selectors.run_fidelity_notes(run=run),
     }  # fmt: skip
     if run.status == RunStatus.DRAFT:
         context["estimate"] = services.sampling_estimate(

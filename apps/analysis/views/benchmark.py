@@ -259,6 +259,7 @@ def benchmark_compare(request, run_id: int, other_id: int):
         "other": other,
         "comparison": comparison,
         "tables": list(comparison.tables.items()),
+        "runs_info": [comparison.first, comparison.second],
     }
     return render(request, "analysis/benchmark_compare.html", context)
 
