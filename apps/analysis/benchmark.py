@@ -24,6 +24,7 @@ scipy.stats.
   constant sample) is shown as not enough data with the reason, never as NaN.
 """
 
+import dataclasses
 import functools
 import itertools
 import warnings
@@ -33,7 +34,7 @@ import numpy as np
 import pandas as pd
 from django.core.cache import cache
 
-from apps.grading.models import GradingRun
+from apps.grading.models import GradingMode, GradingRun
 from apps.grading.selectors.runs import SCORING_RULE, missing_reason
 from apps.runs.models import ResponseStatus
 
@@ -48,6 +49,7 @@ from .benchmark_data import (
 )
 from .errors import AnalysisError
 from .figures import Figure
+from .method import METHOD_TABLE, NOT_REPORTED, Fidelity, Method, method_table, report_entries
 from .tables import Column, Table
 
 THRESHOLD = 0.65
@@ -63,6 +65,21 @@ MIN_KURTOSISTEST = 5  # scipy.stats.kurtosistest needs 5 (and is approximate und
 CACHE_SECONDS = 3600
 MEAN_DIGITS = 12
 NOT_ENOUGH = "Not enough data: "
+SD_DDOF = 1  # the sample SD across a question's samples (pandas' default); the paper is silent
+BH_METHOD = Method(
+    "Benjamini-Hochberg adjusted p",
+    NOT_REPORTED,
+    "Within each table (one family of tests), scipy.stats.false_discovery_control, method "
+    "'bh'; the unadjusted p is shown beside it.",
+    Fidelity.OURS,
+)
+BINS_METHOD = Method(
+    "Histogram bins",
+    "The paper's bins are not stated.",
+    "Fixed bins of 0.05 (scores 0 to 1; SDs 0 to 0.75), so that two runs' figures compare "
+    "bar for bar; a bin holds its lower edge.",
+    Fidelity.OURS,
+)
 
 CATEGORIES = [
     ("positive", "factual", "Positive factual"),
@@ -190,14 +207,7 @@ def table_sorted(table: Table, *, key: str, descending: bool) -> Table:
     present = [r for r in table.rows if r[key] is not None]
     absent = [r for r in table.rows if r[key] is None]
     present.sort(key=lambda r: (r[key], r[table.columns[0].key]), reverse=descending)
-    return Table(
-        name=table.name,
-        title=table.title,
-        columns=table.columns,
-        rows=present + absent,
-        notes=table.notes,
-        n=table.n,
-    )
+    return dataclasses.replace(table, rows=present + absent)
 
 
 def _table4(data: BenchmarkData) -> Table:
@@ -231,6 +241,23 @@ def _table4(data: BenchmarkData) -> Table:
             "For a positive criterion a higher rate is better; for a negative criterion (what "
             "an answer should avoid) a lower rate is better.",
         ],
+        methods=(
+            Method(
+                "Share of criteria met, by polarity and kind",
+                "The share of criteria met per model, for positive and negative criteria, "
+                "factual and presentation.",
+                f"Judgments whose criterion was met over the judgments of the scored answers, "
+                f"per model and polarity x kind, counted in SQL ({judgments:,} judgments).",
+                Fidelity.PAPER,
+            ),
+            Method(
+                "Which judgments count",
+                NOT_REPORTED,
+                "Only the judgments of answers with a score: an answer with an errored "
+                "judgment is left out of the rates and counted under Missing scores.",
+                Fidelity.OURS,
+            ),
+        ),
         n=f"{judgments:,} judgments of {_models_n(data)}",
     )
 
@@ -271,6 +298,15 @@ def _below(data: BenchmarkData) -> Table:
         ],
         rows=rows,
         notes=["An answer is below 65% when its score is under 0.65 (not equal to it)."],
+        methods=(
+            Method(
+                "Answers below 65%",
+                "The answers that score below 65%, counted per model.",
+                f"Score under {THRESHOLD:.2f} (strictly), per model and for all models "
+                f"together; {total:,} scored answers.",
+                Fidelity.PAPER,
+            ),
+        ),
         n=_models_n(data),
     )
 
@@ -313,6 +349,16 @@ def _low_questions(data: BenchmarkData, means: pd.DataFrame) -> Table:
             "(each model weighs the same).",
             f"{len(rows):,} of {len(by_question):,} questions with a scored answer.",
         ],
+        methods=(
+            Method(
+                "Questions below 65% over all models",
+                "Questions whose answers score below 65%.",
+                "A question's mean over all models: each model's mean of its samples of the "
+                "question, then the mean over the models (each model weighs the same); "
+                f"under {THRESHOLD:.2f}. {len(by_question):,} questions with a scored answer.",
+                Fidelity.OURS,
+            ),
+        ),
         n=_models_n(data),
     )
 
@@ -350,6 +396,14 @@ def _low_responses(data: BenchmarkData) -> Table:
         ],
         rows=rows,
         notes=["Sample: the answer's sample index in the sampling run (from 0)."],
+        methods=(
+            Method(
+                "The answers below 65%, listed",
+                NOT_REPORTED,
+                "Every answer behind the count of answers below 65%, each linked to its judgments.",
+                Fidelity.OURS,
+            ),
+        ),
         n=f"{len(rows):,} of {_models_n(data)}",
     )
 
@@ -420,7 +474,7 @@ def default_pairs(models: list[Model]) -> list[tuple[int, int]]:
     return pairs
 
 
-def _wilcoxon(data: BenchmarkData, means: pd.DataFrame, pairs) -> Table:
+def _wilcoxon(data: BenchmarkData, means: pd.DataFrame, pairs, *, default: bool) -> Table:
     wide = means.pivot(index="question", columns="model", values="mean")
     rows = []
     for a, b in pairs:
@@ -459,6 +513,21 @@ def _wilcoxon(data: BenchmarkData, means: pd.DataFrame, pairs) -> Table:
             "here are over those questions only.",
             _family_note(rows),
         ],
+        methods=(
+            Method(
+                "Wilcoxon signed-rank between models",
+                "Wilcoxon signed-rank tests between the versions and sizes of one model family.",
+                "scipy.stats.wilcoxon, two-sided, over per-question means (samples averaged) "
+                "on the questions both models answered; zero differences dropped. Pairs: "
+                + (
+                    "every pair of models of one family."
+                    if default
+                    else f"{len(pairs):,} pairs the researcher chose."
+                ),
+                Fidelity.PAPER if default else Fidelity.CHOSEN,
+            ),
+            BH_METHOD,
+        ),
         n=_models_n(data),
     )
 
@@ -499,6 +568,16 @@ def _kruskal(data: BenchmarkData, means: pd.DataFrame) -> Table:
             "(scipy.stats.kruskal, with the tie correction).",
             _family_note(rows),
         ],
+        methods=(
+            Method(
+                "Kruskal-Wallis across topics",
+                "A Kruskal-Wallis test of whether scores differ across topics.",
+                "Per model, over the model's per-question means (samples averaged), grouped "
+                "by topic; scipy.stats.kruskal with the tie correction.",
+                Fidelity.OURS,
+            ),
+            BH_METHOD,
+        ),
         n=_models_n(data),
     )
 
@@ -687,6 +766,23 @@ def _shape(data: BenchmarkData, *, measure: str) -> Table:
             Column("note", "Note"),
         ],
         rows=rows,
+        methods=(
+            Method(
+                title,
+                f"The {measure} of each model's score distribution.",
+                f"{label} over each model's answer scores. " + test.split(";")[0] + ".",
+                Fidelity.PAPER,
+            ),
+            Method(
+                f"A p-value for the {measure}",
+                NOT_REPORTED,
+                "D'Agostino's skewness test (scipy.stats.skewtest)"
+                if measure == "skewness"
+                else "The Anscombe-Glynn kurtosis test (scipy.stats.kurtosistest)",
+                Fidelity.OURS,
+            ),
+            BH_METHOD,
+        ),
         notes=[f"Over each model's answer scores. {test}", _family_note(rows)],
         n=_models_n(data),
     )
@@ -703,6 +799,7 @@ def _histogram_table(
     edges: list[float],
     unit: str,
     note: str,
+    methods: tuple[Method, ...],
 ) -> Table:
     rows = []
     for model in data.models:
@@ -731,6 +828,7 @@ def _histogram_table(
         rows=rows,
         notes=[note, "Each bin holds its lower edge, not its upper one; the last bin holds both."],
         n=_models_n(data),
+        methods=(*methods, BINS_METHOD),
     )
 
 
@@ -753,6 +851,14 @@ def _figures(data: BenchmarkData, means: pd.DataFrame) -> dict[str, Figure]:
         SCORE_BINS,
         "Answers",
         "Every scored answer, in bins of 0.05.",
+        (
+            Method(
+                "Distribution of answer scores (Figure 3)",
+                "A histogram of each model's answer scores.",
+                "Every scored answer's score, per model.",
+                Fidelity.PAPER,
+            ),
+        ),
     )
     figures[table.name] = _histogram_figure(
         table, data, scores, SCORE_BINS, xlabel="Score", ylabel="Answers"
@@ -766,6 +872,14 @@ def _figures(data: BenchmarkData, means: pd.DataFrame) -> dict[str, Figure]:
         SCORE_BINS,
         "Questions",
         "A question's mean over the model's samples of it, in bins of 0.05.",
+        (
+            Method(
+                "Distribution of per-question means (Figure 4)",
+                "A histogram of each model's per-question mean scores.",
+                "Each question's mean over the model's samples of it, per model.",
+                Fidelity.PAPER,
+            ),
+        ),
     )
     figures[table.name] = _histogram_figure(
         table,
@@ -786,6 +900,16 @@ def _figures(data: BenchmarkData, means: pd.DataFrame) -> dict[str, Figure]:
         "Questions",
         "The sample SD (ddof=1) of a question's samples' scores, for questions with two "
         "samples or more, in bins of 0.05.",
+        (
+            Method(
+                "Distribution of the SD across samples (Figure 6)",
+                "A histogram of the standard deviation of each question's scores across the "
+                "model's samples; the paper does not say which standard deviation.",
+                f"The sample SD (ddof={SD_DDOF}) of a question's samples' scores, for "
+                "questions with two samples or more.",
+                Fidelity.OURS,
+            ),
+        ),
     )
     figures[table.name] = _histogram_figure(
         table, data, sds, SD_BINS, xlabel="SD of a question's scores", ylabel="Questions"
@@ -822,6 +946,15 @@ def _topic_figure(data: BenchmarkData, means: pd.DataFrame) -> Figure:
             "percent, as in Table 3, for the topics with a scored answer. A model with no "
             "scored question in a topic is drawn at 0 and shown as a dash here."
         ],
+        methods=(
+            Method(
+                "Mean score per topic and model (Figure 5)",
+                "Each model's mean score in each topic.",
+                "Per-question means (samples averaged) averaged over the topic's questions, "
+                "as in Table 3.",
+                Fidelity.PAPER,
+            ),
+        ),
         n=_models_n(data),
     )
     draw = functools.partial(
@@ -866,6 +999,15 @@ def _missing_table(data: BenchmarkData) -> Table:
             "judgments is an error (never counted as not met: retry it), while the sampling "
             "run has not finished it, or until it is graded.",
         ],
+        methods=(
+            Method(
+                "Answers without a score",
+                NOT_REPORTED,
+                "Every answer of the sampling run: scored, or why not (an errored judgment, "
+                "not answered, not graded yet). An errored judgment is never counted as not met.",
+                Fidelity.OURS,
+            ),
+        ),
         n=f"{sum(r['answers'] for r in rows):,} answers from {len(rows):,} models",
     )
 
@@ -882,6 +1024,15 @@ def _errors_table(data: BenchmarkData) -> Table:
         ],
         rows=[dict(r) for r in data.errors],
         notes=["An answer with any errored judgment has no score until the judgment is retried."],
+        methods=(
+            Method(
+                "Errored judgments",
+                NOT_REPORTED,
+                "The grader's answers that could not be used (unparseable, a criterion missed "
+                "or repeated, after two re-asks), by kind.",
+                Fidelity.OURS,
+            ),
+        ),
         n=f"{sum(r['judgments'] for r in data.errors):,} errored judgments",
     )
 
@@ -931,6 +1082,23 @@ def _calibration_table(data: BenchmarkData) -> Table:
             "not enough data. Labels are left out when the experts have not settled them or "
             "the auto-rater's judgment is missing, pending or an error.",
         ],
+        methods=(
+            Method(
+                "The auto-rater against experts",
+                "Experts graded a sample of answers by hand; the auto-rater's agreement with "
+                "them validated it.",
+                "Pearson r of answer scores (auto-rater against the experts' settled labels), "
+                "with p and a 95% interval, over all criteria; label accuracy.",
+                Fidelity.PAPER,
+            ),
+            Method(
+                "Cohen's kappa and macro F1 of labels",
+                NOT_REPORTED,
+                "Cohen's kappa (scikit-learn) and HealthBench's meta-evaluation F1 (macro over "
+                "met and not met) of the criterion labels.",
+                Fidelity.OURS,
+            ),
+        ),
         n=f"{len(rows):,} calibration{'s' if len(rows) != 1 else ''} of this grading run",
     )
 
@@ -960,6 +1128,15 @@ def _rubrics_table(data: BenchmarkData) -> Table:
         ],
         rows=rows,
         notes=["Each judgment pins the rubric version it graded; a score uses that version."],
+        methods=(
+            Method(
+                "Rubric versions",
+                NOT_REPORTED,
+                "The rubric version each score was computed against (each judgment pins the "
+                "version it graded).",
+                Fidelity.OURS,
+            ),
+        ),
         n=f"{len(rows):,} rubric versions of {data.rubrics['question'].nunique():,} questions",
     )
 
@@ -1024,7 +1201,7 @@ def benchmark_report(
         _below(data),
         _low_questions(data, means),
         _low_responses(data),
-        _wilcoxon(data, means, chosen),
+        _wilcoxon(data, means, chosen, default=not pairs),
         _kruskal(data, means),
         _ks(data, means, by="prior"),
         _ks(data, means, by="need"),
@@ -1038,7 +1215,56 @@ def benchmark_report(
     ]
     report.tables = {table.name: table for table in tables}
     report.figures = _figures(data, means)
+    runs = run_methods(data.run)
+    entries = report_entries(tables=report.tables, figures=report.figures, runs=runs)
+    report.tables[METHOD_TABLE] = method_table(entries=entries, n=report.n)
     return report
+
+
+PUBLISHED_SAMPLES = 5  # answers per question per model in the published benchmark
+
+
+def _params(params) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in params) or "none"
+
+
+def run_methods(run: RunInfo) -> list[tuple[str, Method]]:
+    """How the answers were asked for, how they were graded and scored: the report's rows
+    that no one table holds."""
+    samples = run.samples_per_item
+    asked = Method(
+        "How each model was asked",
+        "The rewritten question alone, as the only user message, with no system message and "
+        "each model's default parameters.",
+        f"{run.sampling_prompt}; parameters: {_params(run.sampling_params)} (beyond a seed "
+        "per call, which does not change what is asked). "
+        + (" ".join(run.sampling_notes) or "The question alone, as published."),
+        Fidelity.CHOSEN if run.sampling_notes else Fidelity.PAPER,
+    )
+    sampled = Method(
+        "Answers per question and model",
+        f"{PUBLISHED_SAMPLES} samples of every question from every model.",
+        f"{samples} per question and model, each a separate call with its own seed.",
+        Fidelity.PAPER if samples == PUBLISHED_SAMPLES else Fidelity.CHOSEN,
+    )
+    checklist = run.mode_key == GradingMode.CHECKLIST
+    graded = Method(
+        "How answers were graded",
+        "An LLM auto-rater graded each answer against every criterion of its rubric in one "
+        "call, explaining before each verdict, at temperature 0.",
+        f"Grader {run.grader}; {run.prompt.lower()} prompt version {run.prompt_version}; "
+        f"{run.mode}; parameters: {_params(run.grader_params)}. "
+        + (" ".join(run.grading_notes) if run.grading_notes else ""),
+        Fidelity.PAPER if checklist and not run.grading_notes else Fidelity.CHOSEN,
+    )
+    scored = Method(
+        "Score of an answer",
+        "Points earned over all the rubric's points: a positive criterion's points when met, "
+        "a negative one's when avoided (a rubric of 43 points, 24 earned: 55.8%).",
+        f"{SCORING_RULE} Against the rubric version each judgment pinned.",
+        Fidelity.PAPER,
+    )
+    return [("answers", asked), ("answers", sampled), ("grading", graded), ("scores", scored)]
 
 
 # --- cached, by fingerprint ---------------------------------------------------------------------

@@ -69,7 +69,18 @@ class RunInfo:
     prompt_version: int
     mode: str
     temperature: object
-    fidelity_notes: tuple[str, ...] = ()
+    mode_key: str = ""  # GradingMode's value
+    grader_params: tuple[tuple[str, object], ...] = ()
+    sampling_prompt: str = ""  # "sample v2"
+    sampling_params: tuple[tuple[str, object], ...] = ()
+    samples_per_item: int = 0
+    # Where the sampling run and the grading run depart from the published design.
+    sampling_notes: tuple[str, ...] = ()
+    grading_notes: tuple[str, ...] = ()
+
+    @property
+    def fidelity_notes(self) -> tuple[str, ...]:
+        return (*self.sampling_notes, *self.grading_notes)
 
     @property
     def summary(self) -> str:
@@ -114,7 +125,9 @@ class BenchmarkData:
 
 
 def _run_info(run: GradingRun) -> RunInfo:
-    run = GradingRun.objects.select_related("sampling_run", "grader", "prompt").get(pk=run.pk)
+    run = GradingRun.objects.select_related("sampling_run__prompt", "grader", "prompt").get(
+        pk=run.pk
+    )
     return RunInfo(
         id=run.pk,
         name=run.name,
@@ -127,10 +140,13 @@ def _run_info(run: GradingRun) -> RunInfo:
         prompt_version=run.prompt.version,
         mode=run.get_mode_display(),
         temperature=run.params.get("temperature", 0),
-        fidelity_notes=(
-            *sampling_selectors.run_fidelity_notes(run=run.sampling_run),
-            *run_selectors.run_fidelity_notes(run),
-        ),
+        mode_key=run.mode,
+        grader_params=tuple(sorted(run.params.items())),
+        sampling_prompt=str(run.sampling_run.prompt),
+        sampling_params=tuple(sorted(run.sampling_run.params.items())),
+        samples_per_item=run.sampling_run.samples_per_item,
+        sampling_notes=tuple(sampling_selectors.run_fidelity_notes(run=run.sampling_run)),
+        grading_notes=tuple(run_selectors.run_fidelity_notes(run)),
     )
 
 

@@ -11,11 +11,14 @@ import numbers
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from django.http import StreamingHttpResponse
 
 from apps.console.csv_export import csv_rows
+
+if TYPE_CHECKING:
+    from .method import Method
 
 MISSING = "\u2014"  # an em dash, for a value that is not there (None or NaN)
 # What a filename in Content-Disposition may hold: no quote, no header-breaking character.
@@ -65,6 +68,8 @@ class Table:
     rows: list[dict]
     notes: list[str] = field(default_factory=list)
     n: str = ""
+    # How its numbers are made, against the paper (apps/analysis/method.py): the panel's rows.
+    methods: "tuple[Method, ...]" = ()
 
     def formatted_rows(self) -> list[list[str]]:
         return [[column.format(row[column.key]) for column in self.columns] for row in self.rows]
@@ -96,11 +101,13 @@ def _raw(value):
     return value
 
 
+def table_csv_lines(table: Table) -> Iterator[str]:
+    """The table's CSV, line by line: its columns' labels, then its raw values."""
+    return csv_rows([column.label for column in table.columns], table.raw_rows())
+
+
 def table_csv_response(table: Table, *, filename: str) -> StreamingHttpResponse:
-    header = [column.label for column in table.columns]
-    response = StreamingHttpResponse(
-        csv_rows(header, table.raw_rows()), content_type="text/csv; charset=utf-8"
-    )
+    response = StreamingHttpResponse(table_csv_lines(table), content_type="text/csv; charset=utf-8")
     filename = UNSAFE_IN_FILENAME.sub("-", filename)
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response

@@ -24,7 +24,7 @@ from tests.grading.builders import answered_run, graded_run, judgment_made_error
 
 pytestmark = pytest.mark.django_db
 
-MEMBERS = ["responses.csv", "judgments.csv", "scores.csv", "manifest.json"]
+MEMBERS = ["responses.csv", "judgments.csv", "scores.csv", "method.csv", "manifest.json"]
 
 
 @pytest.fixture

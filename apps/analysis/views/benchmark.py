@@ -30,6 +30,7 @@ from apps.accounts.roles import Role, role_required
 from apps.grading.models import GradingRun
 
 from ..benchmark_data import benchmark_models
+from ..method import METHOD_TABLE, departures
 from ..tables import Table, table_csv_response
 
 if TYPE_CHECKING:
@@ -127,6 +128,9 @@ def benchmark_report_page(request, run_id: int):
     table3 = report.tables[SORTABLE]
     if key:
         table3 = table_sorted(table3, key=key, descending=descending)
+    pairs = (
+        "" if report.default_pairs else urlencode([("pair", f"{a}-{b}") for a, b in report.pairs])
+    )
     others = (
         GradingRun.objects.exclude(pk=run.pk)
         .select_related("grader")
@@ -144,14 +148,9 @@ def benchmark_report_page(request, run_id: int):
             SORTABLE,
             query=urlencode({"sort": key, "dir": "desc" if descending else "asc"}) if key else "",
         ),
-        "wilcoxon_csv": _url(
-            "analysis:benchmark_table_csv",
-            run.pk,
-            "wilcoxon",
-            query=""
-            if report.default_pairs
-            else urlencode([("pair", f"{a}-{b}") for a, b in report.pairs]),
-        ),
+        "wilcoxon_csv": _url("analysis:benchmark_table_csv", run.pk, "wilcoxon", query=pairs),
+        "method_csv": _url("analysis:benchmark_table_csv", run.pk, METHOD_TABLE, query=pairs),
+        "method_departures": departures(report.tables[METHOD_TABLE]),
         "pair_choices": _pair_choices(report),
         "sort": key,
         "dir": "desc" if descending else "asc",

@@ -6,7 +6,8 @@ PostgreSQL's COPY streamed into the archive (apps/console/zip_stream.py)."""
 
 import datetime as dt
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from decimal import Decimal
 
 from apps.console.csv_export import BLOCK_BYTES, copy_csv_chunks, csv_rows
@@ -28,6 +29,27 @@ FILES = {
 SCORE_STATUS = 8  # the column of scores_export that says scored or missing
 
 
+@dataclass(frozen=True)
+class ArchiveSheet:
+    """A file another app adds to the archive: `lines(run)` yields its CSV's lines."""
+
+    name: str
+    description: str
+    lines: Callable[[GradingRun], Iterable[str]]
+
+
+# Filled by the apps that read grading runs (analysis registers the report's method panel
+# in its AppConfig.ready), so that grading knows none of them.
+_SHEETS: dict[str, ArchiveSheet] = {}
+
+
+def archive_sheet_register(*, name: str, description: str, lines) -> ArchiveSheet:
+    """Add `name` to every grading run's archive. Registering a name again replaces it."""
+    sheet = ArchiveSheet(name, description, lines)
+    _SHEETS[name] = sheet
+    return sheet
+
+
 def run_archive(*, run: GradingRun, made_at: dt.datetime, made_by: str) -> Iterator[bytes]:
     """The archive's bytes, read lazily: each CSV's statement runs when the archive reaches
     it, and the manifest, last, counts the rows that were written."""
@@ -43,8 +65,10 @@ def run_archive(*, run: GradingRun, made_at: dt.datetime, made_by: str) -> Itera
         document = run_manifest(run=run, made_at=made_at, made_by=made_by, counts=counts)
         yield json.dumps(document, indent=2, ensure_ascii=False).encode() + b"\n"
 
+    sheets = [(sheet.name, _blocks(sheet.lines(run))) for sheet in _SHEETS.values()]
     members = [("responses.csv", responses), ("judgments.csv", judgments),
-               ("scores.csv", _blocks(scores.lines())), ("manifest.json", manifest())]  # fmt: skip
+               ("scores.csv", _blocks(scores.lines())), *sheets,
+               ("manifest.json", manifest())]  # fmt: skip
     return zip_stream(members, made_at=made_at)
 
 
@@ -110,7 +134,7 @@ def run_manifest(*, run: GradingRun, made_at: dt.datetime, made_by: str, counts:
     return {
         "made_at": made_at.isoformat(),
         "made_by": made_by,
-        "files": FILES,
+        "files": {**FILES, **{sheet.name: sheet.description for sheet in _SHEETS.values()}},
         "counts": counts,
         "grading_run": {
             "id": run.pk, "name": run.name, "status": run.status, "mode": run.mode,
