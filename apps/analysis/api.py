@@ -5,7 +5,7 @@ value as null) and as the page's own CSV."""
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -92,13 +92,29 @@ def _entries(report) -> list[dict]:
     ]
 
 
-def _grading_run_table(run_id: int, name: str) -> tuple[GradingRun, Table]:
+TABLE1_PARAMETER = OpenApiParameter(
+    "table1",
+    OpenApiTypes.INT,
+    many=True,
+    explode=True,
+    description="Table 1's model of a family instead of the family's newest, by model id "
+    "(repeatable, one per family). A model that did not answer in the run, or a second model "
+    "of one family, is refused with a 400.",
+)
+
+
+def _grading_run_table(request, run_id: int, name: str) -> tuple[GradingRun, Table]:
     # The report's module brings numpy, pandas and scipy: imported when a report is asked
     # for, not with the URLconf that every web process loads.
-    from .benchmark import benchmark_report_for
+    from .benchmark import benchmark_report_for, table1_parse
+    from .benchmark_data import benchmark_models
 
     run = get_object_or_404(GradingRun, pk=run_id)
-    found = _tables(benchmark_report_for(run=run)).get(name)
+    values = request.query_params.getlist("table1")
+    table1, refused = table1_parse(values, benchmark_models(run=run)) if values else ([], [])
+    if refused:
+        raise serializers.ValidationError({"table1": refused})
+    found = _tables(benchmark_report_for(run=run, table1=table1 or None)).get(name)
     if found is None:
         raise Http404("The benchmark report has no table of this name.")
     return run, found[0]
@@ -154,9 +170,13 @@ class BenchmarkReportView(APIView):
 class BenchmarkTableView(APIView):
     """One table of a grading run's benchmark report, with its columns and raw values."""
 
-    @extend_schema(responses=TableSerializer, operation_id="reports_grading_run_table_retrieve")
+    @extend_schema(
+        responses=TableSerializer,
+        parameters=[TABLE1_PARAMETER],
+        operation_id="reports_grading_run_table_retrieve",
+    )
     def get(self, request, run_id: int, name: str):
-        _run, table = _grading_run_table(run_id, name)
+        _run, table = _grading_run_table(request, run_id, name)
         return Response(table_json(table))
 
 
@@ -168,8 +188,9 @@ class BenchmarkTableCsvView(APIView):
 
     @extend_schema(
         responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="The CSV.")},
+        parameters=[TABLE1_PARAMETER],
         operation_id="reports_grading_run_table_csv",
     )
     def get(self, request, run_id: int, name: str):
-        run, table = _grading_run_table(run_id, name)
+        run, table = _grading_run_table(request, run_id, name)
         return table_csv_response(table, filename=f"grading-{run.pk}-{name}.csv")

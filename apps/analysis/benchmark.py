@@ -22,9 +22,16 @@ scipy.stats.
   Benjamini-Hochberg adjusted p (scipy.stats.false_discovery_control), which the paper does
   not report. A test that is undefined on its data (too few pairs, every difference zero, a
   constant sample) is shown as not enough data with the reason, never as NaN.
+- As published, Spearman's rho is over (model, topic) cells: each cell's mean against its IQR
+  and its median, of the model's per-question means in the topic; the rho across topics
+  above is Assay's addition. A rho over fewer than 10 points keeps its p, said not meaningful.
+- All models (Table 3's last row and the headline): the mean over the models of each model's
+  mean, so that each model weighs the same. Table 1 shows one model per family: the one the
+  researcher chose, else the family's newest by release date, else by when it was added.
 """
 
 import dataclasses
+import datetime
 import functools
 import itertools
 import warnings
@@ -59,7 +66,8 @@ THRESHOLD = 0.65
 SCORE_BINS = [i / 20 for i in range(21)]
 SD_BINS = [i / 20 for i in range(16)]
 MIN_PAIRS = 3  # Wilcoxon: questions both models answered
-MIN_TOPICS = 3  # Spearman across topics
+MIN_TOPICS = 3  # Spearman across topics, or over (model, topic) cells
+MEANINGFUL_POINTS = 10  # a rho over fewer points keeps its p, said not meaningful
 MIN_SKEWTEST = 8  # scipy.stats.skewtest needs 8 observations
 MIN_KURTOSISTEST = 5  # scipy.stats.kurtosistest needs 5 (and is approximate under 20)
 CACHE_SECONDS = 3600
@@ -87,11 +95,45 @@ CATEGORIES = [
     ("negative", "factual", "Negative factual"),
     ("negative", "presentation", "Negative presentation"),
 ]
+ALL_MODELS = "All models"
+SUMMARY = "summary"  # a row's key outside its columns: a summary row, last however sorted
+CELLS = ("(model, topic) cell", "(model, topic) cells")
+TOPICS = ("topic", "topics")
+AS_PUBLISHED, ADDED = "As published", "Added by Assay"
+# Table 1: what picked a family's model.
+PICK_CHOSEN, PICK_ONLY, PICK_RELEASED, PICK_CREATED = "chosen", "only", "released", "created"
+
 MISSING_REASONS = [
     ("errored", missing_reason(has_error=True, answer_status=ResponseStatus.DONE)),
     ("unanswered", "the answer is not done in the sampling run"),
     ("pending", missing_reason(has_error=False, answer_status=ResponseStatus.DONE)),
 ]
+
+
+@dataclass(frozen=True)
+class Table1Pick:
+    """Table 1's model of one family, and by which rule (PICK_*) it was picked."""
+
+    family: str
+    model: Model
+    rule: str
+    default: Model  # the family's newest, which the default rule picks
+    default_rule: str  # the rule that picks it (PICK_ONLY, PICK_RELEASED or PICK_CREATED)
+    members: tuple[Model, ...]  # the family's models in the run, by name
+
+    @property
+    def chosen(self) -> bool:
+        return self.rule == PICK_CHOSEN
+
+    @property
+    def default_text(self) -> str:
+        return newest_rule_text(self.members, self.default_rule)
+
+    @property
+    def rule_text(self) -> str:
+        if self.chosen:
+            return f"Chosen instead of the family's newest ({self.default.label})"
+        return self.default_text
 
 
 @dataclass
@@ -108,6 +150,10 @@ class BenchmarkReport:
     calibrations: list[CalibrationSummary] = field(default_factory=list)
     rubric_versions: list[tuple[int, int]] = field(default_factory=list)  # (version, questions)
     notes: list[str] = field(default_factory=list)  # how it follows the paper, and departs
+    table1: list[Table1Pick] = field(default_factory=list)
+    # Each statistic's settings this report chose (unit, n, weighting, test, whether it is the
+    # paper's method), as data: the tables' notes say the same in words.
+    settings: dict[str, dict] = field(default_factory=dict)
     scored: int = 0
     missing: int = 0
     errored: int = 0
@@ -118,10 +164,12 @@ class BenchmarkReport:
 
 
 def per_question(data: BenchmarkData) -> pd.DataFrame:
-    """One row per (model, question): the mean of its samples' scores, their SD (ddof=1:
-    NaN for a single sample), the number of samples, and the question's labels."""
+    """One row per (model, question): the mean of its samples' scores, their SD (ddof
+    SD_DDOF: NaN for a single sample), the number of samples, and the question's labels."""
     grouped = data.scores.groupby(["model", "question"], sort=True)["score"]
-    frame = grouped.agg(mean="mean", sd="std", samples="size").reset_index()
+    frame = grouped.agg(mean="mean", samples="size")
+    frame["sd"] = grouped.std(ddof=SD_DDOF)
+    frame = frame.reset_index()
     # Scores are ratios of whole points; rounded to 12 places, means that are equal are
     # equal as numbers too (.6 and .7 average to .65, not to .6499999999999999), so that they
     # tie in the rank tests and fall in the bin, and on the side of 65%, that they should.
@@ -175,6 +223,7 @@ def _table3(data: BenchmarkData, means: pd.DataFrame) -> Table:
         row["questions"] = int(by_model.size().get(model.id, 0))
         row["sd_questions"] = int(with_sd.get(model.id, 0))
         rows.append(row)
+    rows.append(_all_models_row(data, means))
     return Table(
         name="table-3",
         title="Mean score per model, overall and per topic (Table 3)",
@@ -195,19 +244,327 @@ def _table3(data: BenchmarkData, means: pd.DataFrame) -> Table:
             "of a question's samples' scores, averaged over the model's questions with two "
             "samples or more; a question with one sample has none.",
             "Only scored answers count: answers without a score are counted under Missing scores.",
+            *ALL_MODELS_NOTES,
         ],
+        methods=(
+            Method(
+                "A model's mean score (Table 3)",
+                "A model's samples of a question averaged first, then its questions; overall "
+                "and per topic.",
+                "The mean of each (model, question)'s samples' scores, then the mean over the "
+                "model's questions (overall, or in the topic); scored answers only.",
+                Fidelity.PAPER,
+            ),
+            Method(
+                "SD across samples (Table 3)",
+                "The standard deviation of a question's scores across a model's samples, "
+                "averaged; the paper does not say which standard deviation.",
+                f"The sample SD (ddof={SD_DDOF}) of each question's samples' scores, averaged "
+                "over the model's questions with two samples or more.",
+                Fidelity.OURS,
+            ),
+            Method(
+                "Means over all models (Table 3's All models row)",
+                "An all-model overall mean and all-model means per topic, without saying how "
+                "the models were combined.",
+                "The mean over the models of each model's mean, so that each model weighs the "
+                "same (equal to the mean over all (model, question) means when every model "
+                "answered every question).",
+                Fidelity.OURS,
+            ),
+        ),
         n=_models_n(data),
     )
 
 
+ALL_MODELS_NOTES = [
+    f"{ALL_MODELS}: the mean over the models of each model's mean (overall, and in a topic "
+    "over the models with a scored question in it), so that each model weighs the same, as "
+    "the paper's all-model means are read here (82% overall; scams 88%, moderation tools 77%). "
+    "When every model has a scored answer to every question it equals the mean over all "
+    "(model, question) means; when some are missing that pooled mean would weigh a model by "
+    "how many of its questions were scored, so the per-model mean is the one shown.",
+    f"{ALL_MODELS} has no SD (the paper gives none for all models); its answers and questions "
+    "count every model's. It stays last however the table is sorted.",
+]
+
+
+def model_weighted_means(means: pd.DataFrame) -> tuple[float | None, pd.DataFrame]:
+    """The all-model mean: over the models of each model's mean of its per-question means;
+    and per topic (index: topic) the same over the models with a scored question in it, with
+    how many models, questions and answers each rests on."""
+    overall = means.groupby("model")["mean"].mean()
+    cells = means.groupby(["topic", "model"]).agg(mean=("mean", "mean"), samples=("samples", "sum"))
+    by_topic = cells.groupby("topic").agg(
+        mean=("mean", "mean"), models=("mean", "size"), answers=("samples", "sum")
+    )
+    by_topic["questions"] = means.groupby("topic")["question"].nunique()
+    return (float(overall.mean()) if len(overall) else None), by_topic
+
+
+def _all_models_row(data: BenchmarkData, means: pd.DataFrame) -> dict:
+    overall, by_topic = model_weighted_means(means)
+    row = {"model": ALL_MODELS, "mean": _percent(overall), "sd": None}
+    for slug, name in data.topics:
+        row[topic_key(slug)] = _percent(by_topic["mean"].get(name))
+    row["answers"] = len(data.scores)
+    row["questions"] = int(means["question"].nunique())
+    row["sd_questions"] = None
+    row[SUMMARY] = True
+    return row
+
+
 def table_sorted(table: Table, *, key: str, descending: bool) -> Table:
-    """The table with its rows ordered by one column; missing values last either way."""
+    """The table with its rows ordered by one column; missing values last either way, and
+    a summary row (All models) after them."""
     if key not in {c.key for c in table.columns}:
         return table
-    present = [r for r in table.rows if r[key] is not None]
-    absent = [r for r in table.rows if r[key] is None]
+    summaries = [r for r in table.rows if r.get(SUMMARY)]
+    rows = [r for r in table.rows if not r.get(SUMMARY)]
+    present = [r for r in rows if r[key] is not None]
+    absent = [r for r in rows if r[key] is None]
     present.sort(key=lambda r: (r[key], r[table.columns[0].key]), reverse=descending)
-    return dataclasses.replace(table, rows=present + absent)
+    return dataclasses.replace(table, rows=present + absent + summaries)
+
+
+# --- Table 1: one model per family --------------------------------------------------------------
+
+
+def _newest_key(model: Model):
+    created = model.created_at.timestamp() if model.created_at else float("-inf")
+    return (model.released_on or datetime.date.min, created, model.id)
+
+
+def family_newest(members: list[Model]) -> tuple[Model, str]:
+    """A family's newest model and the rule that says so: the latest release date among the
+    models that have one (the newest added breaks a tie), else the newest added to Assay."""
+    if len(members) == 1:
+        return members[0], PICK_ONLY
+    dated = [m for m in members if m.released_on is not None]
+    if dated:
+        return max(dated, key=_newest_key), PICK_RELEASED
+    return max(members, key=_newest_key), PICK_CREATED
+
+
+def newest_rule_text(members, rule: str) -> str:
+    if rule == PICK_ONLY:
+        return "The family's only model in this run"
+    if rule == PICK_CREATED:
+        return "The newest added to Assay (no model of the family has a release date)"
+    newest, _rule = family_newest(list(members))
+    undated = sum(1 for m in members if m.released_on is None)
+    text = f"The newest release date ({newest.released_on.isoformat()})"
+    if undated:
+        text += f"; {undated} of the family's models {'has' if undated == 1 else 'have'} none"
+    return text
+
+
+def _families(models: list[Model]) -> dict[str, list[Model]]:
+    families: dict[str, list[Model]] = {}
+    for model in sorted(models, key=lambda m: (m.family.casefold(), m.family, m.name)):
+        families.setdefault(model.family, []).append(model)
+    return families
+
+
+def table1_picks(models: list[Model], chosen: list[int] | None = None) -> list[Table1Pick]:
+    """One model per family, by family: the chosen one (model ids, at most one per family),
+    else the family's newest."""
+    chosen_ids = set(chosen or [])
+    picks = []
+    for family, members in _families(models).items():
+        default, default_rule = family_newest(members)
+        mine = [m for m in members if m.id in chosen_ids]
+        if len(mine) > 1:
+            raise AnalysisError(f"Choose one model of the family {family} for Table 1, not two.")
+        if mine and mine[0].id != default.id:
+            model, rule = mine[0], PICK_CHOSEN
+        else:
+            model, rule = default, default_rule
+        picks.append(Table1Pick(family, model, rule, default, default_rule, tuple(members)))
+    return picks
+
+
+def table1_parse(values: list[str], models: list[Model]) -> tuple[list[int], list[str]]:
+    """`table1=<model id>` values (an empty one: the family's default) as model ids, and a
+    message for each one refused."""
+    by_id = {m.id: m for m in models}
+    chosen: dict[str, Model] = {}
+    refused = []
+    for value in values:
+        value = value.strip()
+        if not value:
+            continue
+        if not value.isdigit():
+            refused.append(f"“{value}” is not a model id.")
+            continue
+        model = by_id.get(int(value))
+        if model is None:
+            refused.append(f"“{value}” names no model that answered in this sampling run.")
+            continue
+        first = chosen.setdefault(model.family, model)
+        if first.id != model.id:
+            refused.append(
+                f"“{model.label}” and “{first.label}” are both of the family {model.family}: "
+                f"Table 1 shows one model per family, so it shows “{first.label}”."
+            )
+    return [m.id for m in chosen.values()], refused
+
+
+def _table1(data: BenchmarkData, table3: Table, picks: list[Table1Pick]) -> Table:
+    by_label = {r["model"]: r for r in table3.rows if not r.get(SUMMARY)}
+    topics = [topic_key(slug) for slug, _name in data.topics]
+    rows = []
+    for pick in picks:
+        scores = by_label[pick.model.label]
+        rows.append(
+            {
+                "family": pick.family,
+                "model": pick.model.label,
+                "version": pick.model.version,
+                "released": pick.model.released_on.isoformat() if pick.model.released_on else None,
+                "rule": pick.rule_text,
+                **{key: scores[key] for key in ("mean", *topics, "answers", "questions")},
+                "model_id": pick.model.id,
+            }
+        )
+    chosen = sum(1 for p in picks if p.chosen)
+    return Table(
+        name="table-1",
+        title="One model per family (Table 1)",
+        columns=[
+            Column("family", "Family"),
+            Column("model", "Model"),
+            Column("version", "Version"),
+            Column("released", "Release date"),
+            Column("rule", "Picked by"),
+            Column("mean", "Overall mean", "percent", 1),
+            *[Column(topic_key(slug), name, "percent", 1) for slug, name in data.topics],
+            Column("answers", "Scored answers", "int"),
+            Column("questions", "Questions", "int"),
+            Column("model_id", "Model id", "int"),
+        ],
+        rows=rows,
+        notes=[
+            "As in the paper's Table 1, one model of each family. By default the family's "
+            "newest: the latest release date among its models that have one (set in the "
+            "console, on the model), and when none has one, the model added to Assay last; "
+            "the newest added breaks a tie. Picked by says which rule picked each row.",
+            "Means and counts are Table 3's, in percent.",
+            f"{chosen:,} of the {len(rows):,} families show a chosen model instead of their "
+            "newest.",
+        ],
+        methods=(
+            Method(
+                "One model per family (Table 1)",
+                "One variant of each model family.",
+                f"{len(rows) - chosen:,} families show their newest model (the latest release "
+                "date set in the console, else the model added last)"
+                + (f"; {chosen:,} show the model the researcher chose." if chosen else "."),
+                Fidelity.CHOSEN if chosen else Fidelity.OURS,
+            ),
+        ),
+        n=f"{len(rows):,} families of {len(data.models):,} models",
+    )
+
+
+# --- the headline ------------------------------------------------------------------------------
+
+
+def _extremes(values: pd.Series) -> tuple[list, list]:
+    """The index labels of the highest and of the lowest values (all of them when tied)."""
+    values = values.dropna().round(MEAN_DIGITS)
+    if values.empty:
+        return [], []
+    return (
+        sorted(values.index[values == values.max()]),
+        sorted(values.index[values == values.min()]),
+    )
+
+
+def _headline(data: BenchmarkData, means: pd.DataFrame) -> Table:
+    overall, by_topic = model_weighted_means(means)
+    by_model = means.groupby("model").agg(mean=("mean", "mean"), answers=("samples", "sum"))
+    scores = data.scores
+    below = int((scores["score"] < THRESHOLD).sum())
+    rows = [
+        {
+            "figure": "Mean over all models",
+            "which": None,
+            "value": _percent(overall),
+            "models": int(means["model"].nunique()),
+            "questions": int(means["question"].nunique()),
+            "answers": len(scores),
+        }
+    ]
+    best, worst = _extremes(by_model["mean"])
+    for figure, ids in (("Best model", best), ("Worst model", worst)):
+        picked = by_model.loc[ids]
+        rows.append(
+            {
+                "figure": figure,
+                "which": " and ".join(data.model(i).label for i in ids) or None,
+                "value": _percent(picked["mean"].iloc[0]) if ids else None,
+                "models": len(ids),
+                "questions": int(means.loc[means["model"].isin(ids), "question"].nunique()),
+                "answers": int(picked["answers"].sum()),
+            }
+        )
+    best, worst = _extremes(by_topic["mean"])
+    for figure, names in (("Best topic", best), ("Worst topic", worst)):
+        picked = by_topic.loc[names]
+        rows.append(
+            {
+                "figure": figure,
+                "which": " and ".join(names) or None,
+                "value": _percent(picked["mean"].iloc[0]) if names else None,
+                "models": int(means.loc[means["topic"].isin(names), "model"].nunique()),
+                "questions": int(picked["questions"].sum()),
+                "answers": int(picked["answers"].sum()),
+            }
+        )
+    rows.append(
+        {
+            "figure": f"Answers below {round(100 * THRESHOLD)}%",
+            "which": f"{below:,} of {len(scores):,} scored answers",
+            "value": 100 * below / len(scores) if len(scores) else None,
+            "models": int(scores["model"].nunique()),
+            "questions": int(scores["question"].nunique()),
+            "answers": len(scores),
+        }
+    )
+    return Table(
+        name="headline",
+        title="The report in brief",
+        columns=[
+            Column("figure", "Figure"),
+            Column("which", "Which"),
+            Column("value", "Value", "percent", 1),
+            Column("models", "Models", "int"),
+            Column("questions", "Questions", "int"),
+            Column("answers", "Scored answers", "int"),
+        ],
+        rows=rows,
+        notes=[
+            "The mean over all models, and each topic's, is the mean over the models of each "
+            "model's mean (Table 3's All models row): each model weighs the same.",
+            "A model's mean and the best and worst models are Table 3's overall means; the "
+            "best and worst topics are by the all-model mean of the topic. Tied ones are named "
+            "together.",
+            "The share below 65% is of every scored answer, each answer weighing the same (the "
+            "All models row of the table of answers below 65%).",
+        ],
+        methods=(
+            Method(
+                "The report in brief",
+                "The overall mean over all models, and the models and topics that score "
+                "highest and lowest, as the paper's summary quotes them.",
+                "Table 3's means (each model weighing the same over models); the share below "
+                f"{round(100 * THRESHOLD)}% of every scored answer.",
+                Fidelity.OURS,
+            ),
+        ),
+        n=_models_n(data),
+    )
 
 
 def _table4(data: BenchmarkData) -> Table:
@@ -638,39 +995,123 @@ def _ks(data: BenchmarkData, means: pd.DataFrame, *, by: str) -> Table:
     )
 
 
-def _topic_spread(frame: pd.DataFrame) -> pd.DataFrame:
-    grouped = frame.groupby("topic")["mean"]
+def _spread(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Per group of per-question means: their mean, median, interquartile range (75th minus
+    25th percentile, linear interpolation) and number."""
+    grouped = frame.groupby(by)["mean"]
     return pd.DataFrame(
         {
             "mean": grouped.mean(),
             "median": grouped.median(),
             "iqr": grouped.quantile(0.75) - grouped.quantile(0.25),
+            "questions": grouped.size(),
         }
     )
 
 
-def spearman_across(x: np.ndarray, y: np.ndarray, *, what: str) -> dict:
+def _count(n: int, unit: tuple[str, str]) -> str:
+    return f"{n:,} {unit[0] if n == 1 else unit[1]}"
+
+
+def spearman_across(x: np.ndarray, y: np.ndarray, *, what: str, unit=TOPICS) -> dict:
+    """Spearman's rho of x with y over n points (topics, or (model, topic) cells): with its p,
+    which over fewer than MEANINGFUL_POINTS points is kept but said not to be meaningful."""
     from scipy import stats
 
     n = len(x)
     if n < MIN_TOPICS:
         return _undefined(
-            f"{n} topic{'s' if n != 1 else ''} with scored questions "
-            f"(at least {MIN_TOPICS} needed)."
+            f"{_count(n, unit)} with scored questions (at least {MIN_TOPICS} needed)."
         )
     if np.ptp(x) == 0 or np.ptp(y) == 0:
         side = "mean" if np.ptp(x) == 0 else what
-        return _undefined(f"every topic has the same {side}.")
+        return _undefined(f"every {unit[0]} has the same {side}.")
     result = stats.spearmanr(x, y)
-    return {"statistic": float(result.statistic), "p": _number(result.pvalue), "note": ""}
+    note = ""
+    if n < MEANINGFUL_POINTS:
+        note = (
+            f"Over {_count(n, unit)}, fewer than {MEANINGFUL_POINTS}: the p is not meaningful "
+            "(kept as data); read rho alone."
+        )
+    return {"statistic": float(result.statistic), "p": _number(result.pvalue), "note": note}
+
+
+def _spearman_columns(first: list[Column]) -> list[Column]:
+    return [
+        *first,
+        Column("statistic", "Rho", "float", 3),
+        Column("p", "p", "float", 4, bounded=True),
+        Column("p_bh", "p (BH)", "float", 4, bounded=True),
+        Column("n", "n", "int"),
+        Column("unit", "Unit"),
+        Column("method", "Method"),
+        Column("note", "Note"),
+    ]
 
 
 def _spearman(data: BenchmarkData, means: pd.DataFrame) -> Table:
+    """As published: over (model, topic) cells, a cell's mean with its IQR and its median."""
+    cells = _spread(means, ["model", "topic"])
+    rows = []
+    for key, what in (("iqr", "IQR"), ("median", "median")):
+        result = spearman_across(
+            cells["mean"].to_numpy(), cells[key].to_numpy(), what=what, unit=CELLS
+        )
+        rows.append(
+            {
+                "relation": f"A cell's mean and its {what}",
+                **result,
+                "n": len(cells),
+                "unit": CELLS[1],
+                "method": AS_PUBLISHED,
+            }
+        )
+    _adjusted(rows)
+    single = int((cells["questions"] == 1).sum())
+    return Table(
+        name="spearman",
+        title="Spearman correlation over (model, topic) cells: a cell's mean with its IQR and "
+        "its median",
+        columns=_spearman_columns([Column("relation", "Between")]),
+        rows=rows,
+        notes=[
+            "As published, as the paper's own numbers require: its rho of -0.73 (mean with "
+            "IQR) and -0.61 (mean with median), both p < 0.001, need more points than nine "
+            "topics give (over nine points those rhos have p 0.026 and 0.081), so the unit is the "
+            "(model, topic) cell. A cell holds one model's per-question means (samples "
+            "averaged) in one topic: their mean, their median and their interquartile range "
+            "(75th minus 25th percentile, linear interpolation). scipy.stats.spearmanr, "
+            "two-sided.",
+            f"Every cell with a scored question counts: {_count(len(cells), CELLS)}, "
+            f"{single:,} of them with one question (an IQR of 0, a median equal to the mean).",
+            f"A rho over fewer than {MEANINGFUL_POINTS} points keeps its p as data, and its "
+            "note says the p is not meaningful. A p too small to show reads “< 0.0001”.",
+            _family_note(rows),
+        ],
+        methods=(
+            Method(
+                "Spearman: a mean with its IQR and its median",
+                "Spearman's rho of the mean with the IQR (-0.73) and with the median (-0.61), "
+                "both p < 0.001: more points than nine topics can give, so over (model, topic) "
+                "cells.",
+                f"Over {_count(len(cells), CELLS)}: each cell's mean of per-question means "
+                "against its IQR and its median; scipy.stats.spearmanr, two-sided; a rho over "
+                f"fewer than {MEANINGFUL_POINTS} points says its p is not meaningful.",
+                Fidelity.PAPER,
+            ),
+            BH_METHOD,
+        ),
+        n=f"{_count(len(cells), CELLS)} of {_models_n(data)}",
+    )
+
+
+def _spearman_topics(data: BenchmarkData, means: pd.DataFrame) -> Table:
+    """Added by Assay: the same across topics, all models pooled and per model."""
     scopes = [("All models, pooled", means)]
     scopes += [(m.label, means[means["model"] == m.id]) for m in data.models]
     rows = []
     for label, frame in scopes:
-        spread = _topic_spread(frame)
+        spread = _spread(frame, ["topic"])
         for key, what in (("iqr", "IQR"), ("median", "median")):
             result = spearman_across(spread["mean"].to_numpy(), spread[key].to_numpy(), what=what)
             rows.append(
@@ -679,27 +1120,37 @@ def _spearman(data: BenchmarkData, means: pd.DataFrame) -> Table:
                     "relation": f"Topic mean and topic {what}",
                     **result,
                     "n": len(spread),
+                    "unit": TOPICS[1],
+                    "method": ADDED,
                 }
             )
     _adjusted(rows)
     return Table(
-        name="spearman",
-        title="Spearman correlation across topics: topic mean with its IQR and its median",
-        columns=[
-            Column("scope", "Models"),
-            Column("relation", "Between"),
-            *_test_columns("Rho"),
-            Column("n", "Topics", "int"),
-            Column("note", "Note"),
-        ],
+        name="spearman-topics",
+        title="Spearman correlation across topics, pooled and per model (added by Assay)",
+        columns=_spearman_columns([Column("scope", "Models"), Column("relation", "Between")]),
         rows=rows,
         notes=[
+            "Added by Assay, not the paper's test (which is over (model, topic) cells, above). "
             "Per topic, over per-question means (samples averaged): their mean, their median "
             "and their interquartile range (75th minus 25th percentile, linear interpolation); "
             "pooled, every model's per-question means of the topic together. "
             "scipy.stats.spearmanr, two-sided.",
+            "The published design has nine topics: fewer than "
+            f"{MEANINGFUL_POINTS} points, so each p here is kept as data, and its note says it "
+            "is not meaningful.",
             _family_note(rows),
         ],
+        methods=(
+            Method(
+                "Spearman across topics (added)",
+                NOT_REPORTED,
+                "Over topics, pooled and per model: a topic's mean against its IQR and its "
+                "median; with nine topics each p is kept but said not to be meaningful.",
+                Fidelity.OURS,
+            ),
+            BH_METHOD,
+        ),
         n=_models_n(data),
     )
 
@@ -1157,20 +1608,34 @@ def _notes(data: BenchmarkData) -> list[str]:
         "Added by Assay: the Benjamini-Hochberg adjusted p of every family of tests, the n of "
         "every statistic, p-values for skewness and kurtosis (D'Agostino's and Anscombe-Glynn's "
         "tests), and the Spearman and Kruskal-Wallis tests per model as well as pooled.",
+        "Spearman's rho of a mean with its IQR and its median is, as published, over (model, "
+        "topic) cells: nine topics could not give the paper's p < 0.001. The rho across "
+        "topics, pooled and per model, is Assay's addition.",
+        "All-model means (Table 3's All models row, the headline) average each model's mean, so "
+        "that each model weighs the same. Table 1 shows one model per family: by default its "
+        "newest by release date, or by when it was added where no release date is set.",
     ]
 
 
 def benchmark_report(
-    data: BenchmarkData, *, pairs: list[tuple[int, int]] | None = None
+    data: BenchmarkData,
+    *,
+    pairs: list[tuple[int, int]] | None = None,
+    table1: list[int] | None = None,
 ) -> BenchmarkReport:
     """Every table and figure of the report, from the data; `pairs` of model ids for the
-    Wilcoxon tests (default: every pair of models of one family)."""
+    Wilcoxon tests (default: every pair of models of one family); `table1`, model ids to show
+    in Table 1 instead of their families' newest (at most one per family)."""
     models = data.models_by_id
     for a, b in pairs or []:
         if a not in models or b not in models:
             raise AnalysisError("Both models of a pair must have answered in this sampling run.")
         if a == b:
             raise AnalysisError("A model cannot be compared with itself.")
+    for model_id in table1 or []:
+        if model_id not in models:
+            raise AnalysisError("A model of Table 1 must have answered in this sampling run.")
+    picks = table1_picks(data.models, table1)
     chosen = list(pairs) if pairs else default_pairs(data.models)
     means = per_question(data)
     missing = sum(r["missing"] for r in data.missing)
@@ -1190,13 +1655,17 @@ def benchmark_report(
         calibrations=data.calibrations,
         rubric_versions=[(int(v), int(n)) for v, n in versions.items()],
         notes=_notes(data),
+        table1=picks,
         scored=len(data.scores),
         missing=missing,
         errored=sum(r["errored"] for r in data.missing),
         offline=any(m.offline for m in data.models) or data.run.grader_offline,
     )
+    table3 = _table3(data, means)
     tables = [
-        _table3(data, means),
+        _headline(data, means),
+        _table1(data, table3, picks),
+        table3,
         _table4(data),
         _below(data),
         _low_questions(data, means),
@@ -1206,6 +1675,7 @@ def benchmark_report(
         _ks(data, means, by="prior"),
         _ks(data, means, by="need"),
         _spearman(data, means),
+        _spearman_topics(data, means),
         _shape(data, measure="skewness"),
         _shape(data, measure="kurtosis"),
         _missing_table(data),
@@ -1215,6 +1685,7 @@ def benchmark_report(
     ]
     report.tables = {table.name: table for table in tables}
     report.figures = _figures(data, means)
+    report.settings = _settings(report)
     runs = run_methods(data.run)
     entries = report_entries(tables=report.tables, figures=report.figures, runs=runs)
     report.tables[METHOD_TABLE] = method_table(entries=entries, n=report.n)
@@ -1267,6 +1738,30 @@ def run_methods(run: RunInfo) -> list[tuple[str, Method]]:
     return [("answers", asked), ("answers", sampled), ("grading", graded), ("scores", scored)]
 
 
+def _settings(report: BenchmarkReport) -> dict[str, dict]:
+    """The settings of the statistics that have a choice of unit, weighting or rule."""
+    spearman = report.tables["spearman"].rows
+    return {
+        "all-models-mean": {
+            "weighting": "each model the same (the mean of the models' means)",
+            "as_published": True,
+        },
+        "spearman": {
+            "unit": CELLS[1],
+            "n": spearman[0]["n"],
+            "test": "scipy.stats.spearmanr, two-sided",
+            "iqr": "75th minus 25th percentile, linear interpolation",
+            "meaningful_p_from": MEANINGFUL_POINTS,
+            "as_published": True,
+        },
+        "spearman-topics": {"unit": TOPICS[1], "as_published": False, "added_by_assay": True},
+        "table-1": {
+            "rule": "the chosen model, else the latest release date, else the newest added",
+            "picks": {p.family: {"model": p.model.id, "rule": p.rule} for p in report.table1},
+        },
+    }
+
+
 # --- cached, by fingerprint ---------------------------------------------------------------------
 
 
@@ -1284,20 +1779,28 @@ def _pairs_key(pairs) -> str:
     return ",".join(f"{a}-{b}" for a, b in pairs) if pairs else "default"
 
 
+def _table1_key(table1) -> str:
+    return ",".join(str(i) for i in sorted(set(table1))) if table1 else "newest"
+
+
 def benchmark_report_for(
-    *, run: GradingRun, pairs: list[tuple[int, int]] | None = None
+    *,
+    run: GradingRun,
+    pairs: list[tuple[int, int]] | None = None,
+    table1: list[int] | None = None,
 ) -> BenchmarkReport:
     """The report of the run's data as it is now: read and computed once per fingerprint
-    (and choice of pairs), then kept in the cache until anything it reads changes."""
-    return _report_at(run, benchmark_fingerprint(run=run), pairs)
+    (and choice of pairs and of Table 1's models), then kept in the cache until anything it
+    reads changes."""
+    return _report_at(run, benchmark_fingerprint(run=run), pairs, table1)
 
 
-def _report_at(run: GradingRun, fingerprint: str, pairs) -> BenchmarkReport:
-    key = f"analysis:benchmark:{run.pk}:{fingerprint}:{_pairs_key(pairs)}"
+def _report_at(run: GradingRun, fingerprint: str, pairs, table1=None) -> BenchmarkReport:
+    key = f"analysis:benchmark:{run.pk}:{fingerprint}:{_pairs_key(pairs)}:{_table1_key(table1)}"
     report = cache.get(key)
     if report is None:
         data = benchmark_data_cached(run=run, fingerprint=fingerprint)
-        report = benchmark_report(data, pairs=pairs)
+        report = benchmark_report(data, pairs=pairs, table1=table1)
         cache.set(key, report, CACHE_SECONDS)
     return report
 

@@ -13,6 +13,7 @@ and the run's models, in every web process, most of which never build one.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -47,6 +48,8 @@ class Model:
     family: str
     version: str
     offline: bool
+    released_on: datetime.date | None = None  # the provider's release date, if known
+    created_at: datetime.datetime | None = None  # when it was added to Assay
 
     @property
     def label(self) -> str:
@@ -154,7 +157,13 @@ def _models(run: GradingRun) -> list[Model]:
     answered = Response.objects.filter(run_id=run.sampling_run_id).values("model_id")
     return [
         Model(
-            id=m.pk, name=m.display_name, family=m.family, version=m.version, offline=m.is_offline
+            id=m.pk,
+            name=m.display_name,
+            family=m.family,
+            version=m.version,
+            offline=m.is_offline,
+            released_on=m.released_on,
+            created_at=m.created_at,
         )
         for m in ModelConfig.objects.filter(pk__in=answered).order_by("display_name", "pk")
     ]
@@ -318,7 +327,8 @@ def benchmark_data(*, run: GradingRun) -> BenchmarkData:
 def benchmark_fingerprint(*, run: GradingRun) -> str:
     """A digest that changes whenever anything the report reads changes: a score computed,
     changed or dropped, a judgment made, retried or changed, an answer finished, a question's
-    labels or topic, a model's name, a calibration or its experts' labels. Kept reports are
+    labels or topic, a model's name, family, version or release date, a calibration or its
+    experts' labels. Kept reports are
     valid while it is the same. The run's creation time keeps two databases' runs of the same
     id apart in a shared cache."""
     scores = ResponseScore.objects.filter(grading_run=run).aggregate(
@@ -353,7 +363,8 @@ def benchmark_fingerprint(*, run: GradingRun) -> str:
         questions = cursor.fetchone()[0]
         cursor.execute(
             "SELECT md5(coalesce(string_agg(concat_ws(':', m.id, m.display_name, m.family,"
-            " m.litellm_model), ',' ORDER BY m.id), '')) FROM llm_modelconfig m"
+            " m.litellm_model, m.version, m.released_on, m.created_at), ',' ORDER BY m.id), ''))"
+            " FROM llm_modelconfig m"
             " WHERE m.id IN (SELECT model_id FROM runs_response WHERE run_id = %s)",
             [run.sampling_run_id],
         )

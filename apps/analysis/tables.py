@@ -32,12 +32,15 @@ class Column:
     """`digits` is the number of decimals shown for a float or a percent.
 
     A percent column holds percentage points (42.5 for 42.5%), as the plots take them.
+    A `bounded` float column (a p-value) shows a value too small for its digits as a bound,
+    "< 0.0001", never as a bare 0.0000; the CSV keeps the value itself.
     """
 
     key: str
     label: str
     kind: Kind = "text"
     digits: int = 3
+    bounded: bool = False
 
     @property
     def numeric(self) -> bool:
@@ -49,6 +52,9 @@ class Column:
         if self.kind == "int":
             return f"{value:,}"
         if self.kind == "float":
+            smallest = 10**-self.digits
+            if self.bounded and 0 <= value < smallest / 2:
+                return f"< {smallest:.{self.digits}f}"
             return f"{value:,.{self.digits}f}"
         if self.kind == "percent":
             return f"{value:,.{self.digits}f}%"

@@ -11,13 +11,25 @@ from .services import PromptError, prompt_template_save
 @admin.register(ModelConfig)
 class ModelConfigAdmin(admin.ModelAdmin):
     list_display = (
-        "display_name", "family", "litellm_model", "max_concurrent", "requests_per_minute",
-        "tokens_per_minute", "offline", "active",
+        "display_name", "family", "released_on", "litellm_model", "max_concurrent",
+        "requests_per_minute", "tokens_per_minute", "offline", "active",
     )  # fmt: skip
     list_filter = ("active", "family")
     search_fields = ("display_name", "litellm_model", "family")
     fieldsets = (
-        (None, {"fields": ("display_name", "family", "version", "litellm_model", "active")}),
+        (
+            None,
+            {
+                "fields": (
+                    "display_name",
+                    "family",
+                    "version",
+                    "released_on",
+                    "litellm_model",
+                    "active",
+                )
+            },
+        ),
         ("Connection", {"fields": ("api_base", "api_key_env", "timeout_seconds", "params")}),
         (
             "Shared limits (all workers together)",

@@ -65,6 +65,13 @@ class ModelConfig(models.Model):
     display_name = models.CharField(max_length=100, unique=True)
     family = models.CharField(max_length=100, help_text="e.g. GPT, Claude, Gemini, Llama")
     version = models.CharField(max_length=100, blank=True)
+    released_on = models.DateField(
+        "release date",
+        null=True,
+        blank=True,
+        help_text="When the provider released this version. Reports pick a family's newest "
+        "model by it (by when the model was added here, when no model of the family has one).",
+    )
     litellm_model = models.CharField(
         max_length=200,
         help_text="litellm's model string, e.g. openai/gpt-4.1 or anthropic/claude-sonnet-4-5",

@@ -32,8 +32,9 @@ FORMULA = '=HYPERLINK("http://example.org","x")'
 MODELS = {"Plain 1": "Plain", "Plain 2": "Plain", SCRIPT: "Hostile", FORMULA: "Hostile"}
 # Shown on the report page, with a CSV link each; the long lists and the rubric versions
 # are linked from it.
-ON_PAGE = ["table-3", "table-4", "below-65", "wilcoxon", "kruskal", "ks-prior", "ks-need",
-           "spearman", "skewness", "kurtosis", "missing", "errors"]  # fmt: skip
+ON_PAGE = ["table-1", "table-3", "table-4", "below-65", "wilcoxon", "kruskal", "ks-prior",
+           "ks-need", "spearman", "spearman-topics", "skewness", "kurtosis", "missing",
+           "errors"]  # fmt: skip
 
 
 def world():
@@ -179,7 +180,7 @@ def test_every_table_and_figure_downloads_as_its_data(researcher_client, bench):
     run = bench.grading
     report = benchmark_report_for(run=run)
     tables = {**report.tables, **{name: f.table for name, f in report.figures.items()}}
-    assert len(tables) == 16 + 4
+    assert len(tables) == 19 + 4
     for name, table in tables.items():
         response = researcher_client.get(
             reverse("analysis:benchmark_table_csv", args=[run.pk, name])
@@ -219,8 +220,10 @@ def test_table_3_sorts_on_the_server_and_its_csv_keeps_the_order(researcher_clie
     run = bench.grading
     url = reverse("analysis:benchmark_report", args=[run.pk])
     report = benchmark_report_for(run=run)
-    means = {r["model"]: r["mean"] for r in report.tables["table-3"].rows}
+    means = {r["model"]: r["mean"] for r in report.tables["table-3"].rows[:-1]}
+    # The All models row stays last either way.
     rising = [name for name, _ in sorted(means.items(), key=lambda kv: (kv[1], kv[0]))]
+    rising, falling = [*rising, "All models"], [*rising[::-1], "All models"]
 
     html = researcher_client.get(url, {"sort": "mean", "dir": "asc"}).content.decode()
     assert [html_lib.unescape(m) for m in table3_models(html)] == rising
@@ -236,9 +239,9 @@ def test_table_3_sorts_on_the_server_and_its_csv_keeps_the_order(researcher_clie
     _header, *rows = body_rows(researcher_client.get(csv_url.replace("&amp;", "&")))
     assert [row[0].removeprefix("'") for row in rows] == rising
 
-    falling = researcher_client.get(url, {"sort": "mean", "dir": "desc"}).content.decode()
-    assert [html_lib.unescape(m) for m in table3_models(falling)] == rising[::-1]
-    assert 'aria-sort="descending"' in falling
+    down = researcher_client.get(url, {"sort": "mean", "dir": "desc"}).content.decode()
+    assert [html_lib.unescape(m) for m in table3_models(down)] == falling
+    assert 'aria-sort="descending"' in down
     # An unknown column leaves the table in its own order (models by name), unsorted.
     plain = researcher_client.get(url, {"sort": "</th><script>", "dir": "up"}).content.decode()
     assert "aria-sort=" not in plain
@@ -284,6 +287,93 @@ def test_chosen_pairs_are_tested_and_invalid_ones_refused_with_a_reason(research
     mixed = researcher_client.get(url, {"pair": ["nonsense", f"{plain1.pk}-{script.pk}"]})
     assert [r["pair"] for r in mixed.context["report"].tables["wilcoxon"].rows] == [row["pair"]]
     assert "“nonsense” is not a pair" in mixed.content.decode()
+
+
+# --- the headline and Table 1 ------------------------------------------------------------------
+
+
+def test_the_headline_opens_the_report_with_each_figures_n(researcher_client, bench):
+    run = bench.grading
+    response = researcher_client.get(reverse("analysis:benchmark_report", args=[run.pk]))
+    html = response.content.decode()
+    headline = html.index('data-testid="headline"')
+    assert headline < html.index('id="provenance-heading"') < html.index('id="table3-heading"')
+    rows = {r["figure"]: r for r in response.context["report"].tables["headline"].rows}
+    everyone = rows["Mean over all models"]
+    shown = html[headline:].split("</dl>", 1)[0]
+    assert f"<dt>Mean over all models</dt><dd>{everyone['value']:.1f}%" in shown
+    assert f"based on 4 models, 6 questions, {everyone['answers']} scored answers" in shown
+    worst = rows["Worst topic"]
+    assert f"<dt>Worst topic</dt><dd>{worst['value']:.1f}%: {worst['which']}" in shown
+    below = rows["Answers below 65%"]
+    assert f"{below['value']:.1f}%: {below['which']}" in shown
+    csv_url = reverse("analysis:benchmark_table_csv", args=[run.pk, "headline"])
+    assert csv_url in html
+
+
+def test_table_1_is_chosen_on_the_page_and_its_csv_is_the_table_shown(researcher_client, bench):
+    run = bench.grading
+    url = reverse("analysis:benchmark_report", args=[run.pk])
+    plain1, plain2 = bench.models["Plain 1"], bench.models["Plain 2"]
+    default = researcher_client.get(url)
+    rows = {r["family"]: r for r in default.context["report"].tables["table-1"].rows}
+    # No release dates here: each family's model added last.
+    assert (rows["Plain"]["model"], rows["Hostile"]["model"]) == ("Plain 2", FORMULA)
+    html = default.content.decode()
+    # A form that works without JavaScript: a select per family, its default first.
+    assert html.count('name="table1"') == 2
+    assert '<option value="">Default: Plain 2 (added last; no release dates)</option>' in html
+    assert " selected>" not in html
+
+    chosen = researcher_client.get(url, {"table1": ["", str(plain1.pk)], "sort": "mean"})
+    report = chosen.context["report"]
+    rows = {r["family"]: r for r in report.tables["table-1"].rows}
+    assert rows["Plain"]["model"] == "Plain 1"
+    assert rows["Plain"]["rule"] == "Chosen instead of the family's newest (Plain 2)"
+    assert rows["Hostile"]["model"] == FORMULA
+    page = chosen.content.decode()
+    assert f'<option value="{plain1.pk}" selected>Plain 1</option>' in page
+    assert "Chosen instead of" in page
+    # The pairs' form keeps the choice; sorting Table 3 keeps it too.
+    assert f'<input type="hidden" name="table1" value="{plain1.pk}">' in page
+    assert f"table1={plain1.pk}" in page.split('data-table="table-3"', 1)[1].split("</thead>")[0]
+    csv_url = reverse("analysis:benchmark_table_csv", args=[run.pk, "table-1"])
+    assert f'{csv_url}?table1={plain1.pk}"' in page
+    header, *csv_rows = body_rows(researcher_client.get(csv_url, {"table1": plain1.pk}))
+    table = report.tables["table-1"]
+    assert header == [c.label for c in table.columns]
+    assert [[c.removeprefix("'") for c in r] for r in csv_rows] == [
+        [as_written(v) for v in row] for row in table.raw_rows()
+    ]
+    assert csv_rows[1][1] == "Plain 1" and csv_rows[1][4].startswith("Chosen instead of")
+    # Back to the defaults, keeping the sort.
+    assert f"{url}?sort=mean#table1-heading" in page
+    assert (
+        researcher_client.get(url, {"table1": plain2.pk}).context["report"].tables["table-1"].rows
+        == default.context["report"].tables["table-1"].rows
+    )
+
+
+def test_a_bad_table_1_choice_is_refused_on_the_page_with_its_reason(researcher_client, bench):
+    run = bench.grading
+    url = reverse("analysis:benchmark_report", args=[run.pk])
+    plain1, plain2 = bench.models["Plain 1"], bench.models["Plain 2"]
+    response = researcher_client.get(url, {"table1": ["x", str(plain1.pk), str(plain2.pk)]})
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert 'data-testid="refused-table1"' in page
+    assert "“x” is not a model id." in page
+    assert "“Plain 2” and “Plain 1” are both of the family Plain" in page
+    assert "the other families show their newest model" in page
+    rows = {r["family"]: r for r in response.context["report"].tables["table-1"].rows}
+    assert rows["Plain"]["model"] == "Plain 1"  # the first choice of the family stands
+    alone = researcher_client.get(url, {"table1": "999999999"})
+    html = alone.content.decode()
+    assert "names no model that answered in this sampling run" in html
+    assert "each family shows its newest model instead" in html
+    csv_url = reverse("analysis:benchmark_table_csv", args=[run.pk, "table-1"])
+    _header, *rows = body_rows(researcher_client.get(csv_url, {"table1": "999999999"}))
+    assert [r[1] for r in rows] == ["'" + FORMULA, "Plain 2"]  # families by name
 
 
 # --- hostile names ----------------------------------------------------------------------------

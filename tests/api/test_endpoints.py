@@ -24,6 +24,7 @@ from apps.console.api_pages import LONG_MAX_PAGE_SIZE, LongPage
 from apps.console.csv_export import spreadsheet_safe
 from apps.grading.api import JudgmentViewSet, ScoreViewSet
 from apps.grading.models import Judgment, ResponseScore
+from apps.llm.models import ModelConfig
 from apps.questions.models import Topic
 from apps.rubrics.models import Rubric
 from apps.runs.api import ResponseViewSet
@@ -594,6 +595,30 @@ def test_a_grading_runs_report_tables_are_the_pages_tables(api, role_client, wor
     assert len(table3["rows"]) >= run.sampling_run.model_configs.count()
     for url in (f"{base}/nothing/", "/api/v1/reports/grading-runs/999999/"):
         assert api.get(url).status_code == 404
+
+
+def test_table_1_in_the_api_takes_the_pages_choice_and_refuses_a_bad_one(api, role_client, world):
+    run = world.grading_run
+    models = list(run.sampling_run.model_configs.order_by("created_at", "pk"))
+    ModelConfig.objects.filter(pk__in=[m.pk for m in models]).update(family="Offline")
+    base = f"/api/v1/reports/grading-runs/{run.pk}/tables"
+    (row,) = api.get(f"{base}/table-1/").json()["rows"]
+    assert row["model_id"] == models[-1].pk  # the one added last: no release dates
+    assert row["rule"].startswith("The newest added to Assay")
+    chosen = api.get(f"{base}/table-1/", {"table1": models[0].pk}).json()
+    (row,) = chosen["rows"]
+    assert row["model_id"] == models[0].pk and row["rule"].startswith("Chosen instead of")
+    api_csv = b"".join(api.get(f"{base}/table-1.csv", {"table1": models[0].pk}).streaming_content)
+    page_csv = role_client("researcher").get(
+        reverse("analysis:benchmark_table_csv", args=[run.pk, "table-1"]),
+        {"table1": models[0].pk},
+    )
+    assert api_csv == b"".join(page_csv.streaming_content)
+    for bad in ("x", "999999999", [models[0].pk, models[1].pk]):
+        for path in (f"{base}/table-1/", f"{base}/table-1.csv"):
+            response = api.get(path, {"table1": bad})
+            assert response.status_code == 400, (path, bad)
+            assert response.json()["error"]["fields"]["table1"], (path, bad)
 
 
 def test_an_unknown_report_table_or_study_is_a_404(api, world):

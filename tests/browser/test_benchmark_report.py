@@ -1,8 +1,9 @@
 """A grading run's benchmark report in Chromium: every figure's image loads and its "Download
-data (CSV)" holds what its table shows; Table 3 sorts by a column from its header; axe finds
-no serious or critical violation on the report, its long lists and two runs side by side,
-on a phone and on a desktop; and nothing is logged to the console or blocked by the
-Content-Security-Policy."""
+data (CSV)" holds what its table shows; Table 3 sorts by a column from its header, its All
+models row last; Table 1's model of a family is chosen with its form; axe finds no serious or
+critical violation on the report (with the headline, and the Table 1 and pairs forms open),
+its long lists and two runs side by side, on a phone and on a desktop; and nothing is logged
+to the console or blocked by the Content-Security-Policy."""
 
 import csv
 import io
@@ -88,8 +89,10 @@ def test_the_report_shows_its_figures_with_their_data_and_sorts_table_3(
 
     # Table 3 sorted by its overall mean: highest first, then lowest first.
     table3 = page.locator("table[data-table='table-3']")
-    means = {r["model"]: r["mean"] for r in expected.tables["table-3"].rows}
+    means = {r["model"]: r["mean"] for r in expected.tables["table-3"].rows[:-1]}
     falling = sorted(means, key=lambda name: (means[name], name), reverse=True)
+    rising = [*falling[::-1], "All models"]  # the All models row stays last
+    falling = [*falling, "All models"]
     table3.get_by_role("link", name="Overall mean").click()
     expect(page).to_have_url(f"{live_server.url}/analysis/grading/{run.pk}/?sort=mean&dir=desc")
     header = table3.locator("th[aria-sort]")
@@ -99,7 +102,7 @@ def test_the_report_shows_its_figures_with_their_data_and_sorts_table_3(
     expect(table3.locator("tbody th")).to_have_text(falling)
     table3.get_by_role("link", name="Overall mean").click()
     expect(table3.locator("th[aria-sort]")).to_have_attribute("aria-sort", "ascending")
-    expect(table3.locator("tbody th")).to_have_text(falling[::-1])
+    expect(table3.locator("tbody th")).to_have_text(rising)
     # Its CSV comes in the order shown.
     csv_link = page.locator("section[aria-labelledby='table3-heading']").get_by_role(
         "link", name="Download CSV"
@@ -107,8 +110,21 @@ def test_the_report_shows_its_figures_with_their_data_and_sorts_table_3(
     header, *rows = list(
         csv.reader(io.StringIO(page.request.get(csv_link.get_attribute("href")).text()))
     )
-    assert [row[0] for row in rows] == falling[::-1]
+    assert [row[0] for row in rows] == rising
     screenshot(page, "sorted")
+
+    # Table 1: Alpha's default is the model added last; choosing the other one shows it, and
+    # the page says it was chosen.
+    table1 = page.locator("table[data-table='table-1']")
+    alpha = table1.locator("tbody tr", has=page.locator("th", has_text="Alpha"))
+    expect(alpha.locator("td").first).to_have_text("Alpha 2")
+    page.get_by_text("Choose the model of each family").click()
+    page.get_by_label("Alpha", exact=True).select_option(label="Alpha 1")
+    page.get_by_role("button", name="Show these models").click()
+    expect(alpha.locator("td").first).to_have_text("Alpha 1")
+    expect(alpha).to_contain_text("Chosen instead of")
+    # The sort chosen before stays.
+    expect(table3.locator("th[aria-sort]")).to_have_attribute("aria-sort", "ascending")
     assert problems == []
 
 
@@ -131,9 +147,11 @@ def test_the_report_pages_have_no_serious_accessibility_violations(
         page.goto(url)
         expect(page.get_by_role("heading", level=1)).to_be_visible()
         found[label] = violations(page)
-    # The pairs form open, and a figure's table shown.
-    page.goto(f"/analysis/grading/{run.pk}/?pair=1-x")
+    # The pairs and Table 1 forms open with their refusals, and a figure's table shown.
+    page.goto(f"/analysis/grading/{run.pk}/?pair=1-x&table1=x")
     expect(page.get_by_test_id("refused-pairs")).to_be_visible()
+    expect(page.get_by_test_id("refused-table1")).to_be_visible()
+    expect(page.get_by_test_id("headline")).to_be_visible()
     page.locator(".report-figure").first.get_by_text("Show the data as a table").click()
     found["pairs and a figure's data"] = violations(page)
     assert found == {label: [] for label in found}

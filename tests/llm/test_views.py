@@ -89,3 +89,28 @@ def test_model_config_refuses_keys_in_params(db):
         assert "params" in exc.message_dict
     else:
         raise AssertionError("a key in params was accepted")
+
+
+def test_a_models_release_date_is_set_in_the_console(role_client):
+    model = ModelConfig.objects.create(
+        display_name="Offline Terse 2", family="Offline", litellm_model="openai/offline-terse"
+    )
+    client = role_client(Role.RESEARCHER)
+    url = reverse("admin:llm_modelconfig_change", args=[model.pk])
+    form = client.get(url).content.decode()
+    assert 'name="released_on"' in form
+    response = client.post(
+        url,
+        {
+            "display_name": model.display_name, "family": "Offline", "version": "2",
+            "released_on": "2025-04-14", "litellm_model": model.litellm_model, "active": "on",
+            "api_base": "", "api_key_env": "", "timeout_seconds": 120, "params": "{}",
+            "max_concurrent": 8, "requests_per_minute": "", "tokens_per_minute": "",
+            "input_price_per_mtok": "", "output_price_per_mtok": "",
+        },
+    )  # fmt: skip
+    assert response.status_code == 302, response.content[:2000]
+    model.refresh_from_db()
+    assert model.released_on == dt.date(2025, 4, 14)
+    listed = client.get(reverse("admin:llm_modelconfig_changelist")).content.decode()
+    assert '<td class="field-released_on nowrap">14 Apr 2025</td>' in listed

@@ -6,7 +6,9 @@ The report is computed once per fingerprint of the run's data and kept in the ca
 (apps/analysis/benchmark.py): a page, its figures and its downloads read the same numbers.
 Table 3 sorts on the server (`?sort=<column>&dir=asc|desc`), so that it works without
 JavaScript and its CSV keeps the order shown; the Wilcoxon pairs are chosen with
-`?pair=<id>-<id>` (repeatable), and a pair that is not one is refused with the reason.
+`?pair=<id>-<id>` (repeatable), and a pair that is not one is refused with the reason; Table
+1's model of a family with `?table1=<model id>` (repeatable, an empty one is the family's
+newest), refused the same way.
 
 The report's modules (apps/analysis/benchmark.py and benchmark_compare.py: numpy, pandas,
 scipy) are imported by the views that compute, not with this module, which every web
@@ -48,14 +50,17 @@ def _run(run_id: int) -> GradingRun:
     )
 
 
-def _report(request, run: GradingRun) -> tuple[BenchmarkReport, list[str]]:
-    """The report for the pairs asked for (the default ones when none is valid), and the
-    reasons for each pair refused."""
-    from ..benchmark import benchmark_report_for, pairs_parse
+def _report(request, run: GradingRun) -> tuple[BenchmarkReport, list[str], list[str]]:
+    """The report for the pairs and Table 1's models asked for (the defaults where none is
+    valid), and the reasons for each pair and each model refused."""
+    from ..benchmark import benchmark_report_for, pairs_parse, table1_parse
 
-    values = request.GET.getlist("pair")
-    pairs, refused = pairs_parse(values, benchmark_models(run=run)) if values else ([], [])
-    return benchmark_report_for(run=run, pairs=pairs or None), refused
+    values, table1_values = request.GET.getlist("pair"), request.GET.getlist("table1")
+    models = benchmark_models(run=run) if values or table1_values else []
+    pairs, refused = pairs_parse(values, models) if values else ([], [])
+    table1, refused_table1 = table1_parse(table1_values, models) if table1_values else ([], [])
+    report = benchmark_report_for(run=run, pairs=pairs or None, table1=table1 or None)
+    return report, refused, refused_table1
 
 
 def _sort(request, table: Table) -> tuple[str, bool]:
@@ -105,6 +110,36 @@ def _url(name: str, *args, query: str = "") -> str:
     return reverse(name, args=args) + (f"?{query}" if query else "")
 
 
+def _table1_choices(report: BenchmarkReport) -> list[dict]:
+    """Per family, its models for Table 1's form; the first choice, an empty value, is the
+    family's newest, which the page shows unless another model was chosen."""
+    from ..benchmark import PICK_CREATED, PICK_ONLY, PICK_RELEASED
+
+    why = {
+        PICK_RELEASED: "the latest release date",
+        PICK_CREATED: "added last; no release dates",
+        PICK_ONLY: "the only one",
+    }
+    choices = []
+    for pick in report.table1:
+        choices.append(
+            {
+                "family": pick.family,
+                "default": f"Default: {pick.default.label} ({why[pick.default_rule]})",
+                "models": [
+                    {
+                        "id": m.id,
+                        "label": m.label
+                        + (f", released {m.released_on.isoformat()}" if m.released_on else ""),
+                        "selected": pick.chosen and m.id == pick.model.id,
+                    }
+                    for m in pick.members
+                ],
+            }
+        )
+    return choices
+
+
 def _pair_choices(report: BenchmarkReport) -> list[dict]:
     chosen = set(report.pairs)
     return [
@@ -123,7 +158,7 @@ def benchmark_report_page(request, run_id: int):
     from ..benchmark import THRESHOLD, table_sorted
 
     run = _run(run_id)
-    report, refused = _report(request, run)
+    report, refused, refused_table1 = _report(request, run)
     key, descending = _sort(request, report.tables[SORTABLE])
     table3 = report.tables[SORTABLE]
     if key:
@@ -149,9 +184,27 @@ def benchmark_report_page(request, run_id: int):
             query=urlencode({"sort": key, "dir": "desc" if descending else "asc"}) if key else "",
         ),
         "wilcoxon_csv": _url("analysis:benchmark_table_csv", run.pk, "wilcoxon", query=pairs),
-        "method_csv": _url("analysis:benchmark_table_csv", run.pk, METHOD_TABLE, query=pairs),
+        "method_csv": _url(
+            "analysis:benchmark_table_csv",
+            run.pk,
+            METHOD_TABLE,
+            query="&".join(
+                q for q in (pairs, urlencode([("table1", i) for i in _chosen_ids(report)])) if q
+            ),
+        ),
         "method_departures": departures(report.tables[METHOD_TABLE]),
         "pair_choices": _pair_choices(report),
+        "refused_table1": refused_table1,
+        "table1_chosen": _chosen_ids(report),
+        "table1_choices": _table1_choices(report),
+        "table1_csv": _url(
+            "analysis:benchmark_table_csv",
+            run.pk,
+            "table-1",
+            query=urlencode([("table1", i) for i in _chosen_ids(report)]),
+        ),
+        "table1_reset": _url("analysis:benchmark_report", run.pk, query=_query(request, table1="")),
+        "headline": _headline(report),
         "sort": key,
         "dir": "desc" if descending else "asc",
         "others": others,
@@ -165,13 +218,24 @@ def benchmark_report_page(request, run_id: int):
     return render(request, "analysis/benchmark_report.html", context)
 
 
+def _chosen_ids(report: BenchmarkReport) -> list[int]:
+    return [p.model.id for p in report.table1 if p.chosen]
+
+
+def _headline(report: BenchmarkReport) -> list[dict]:
+    """The headline's rows, each with its value as the page shows it."""
+    table = report.tables["headline"]
+    value = next(c for c in table.columns if c.key == "value")
+    return [{**row, "shown": value.format(row["value"])} for row in table.rows]
+
+
 @researcher
 @require_GET
 def benchmark_table_csv(request, run_id: int, name: str):
     from ..benchmark import table_sorted
 
     run = _run(run_id)
-    report, _refused = _report(request, run)
+    report, _refused, _refused_table1 = _report(request, run)
     table = report.tables.get(name) or (
         report.figures[name].table if name in report.figures else None
     )
