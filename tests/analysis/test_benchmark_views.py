@@ -32,7 +32,7 @@ FORMULA = '=HYPERLINK("http://example.org","x")'
 MODELS = {"Plain 1": "Plain", "Plain 2": "Plain", SCRIPT: "Hostile", FORMULA: "Hostile"}
 # Shown on the report page, with a CSV link each; the long lists and the rubric versions
 # are linked from it.
-ON_PAGE = ["table-1", "table-3", "table-4", "below-65", "wilcoxon", "kruskal", "ks-prior",
+ON_PAGE = ["method", "table-1", "table-3", "table-4", "below-65", "wilcoxon", "kruskal", "ks-prior",
            "ks-need", "spearman", "spearman-topics", "skewness", "kurtosis", "missing",
            "errors"]  # fmt: skip
 
@@ -180,7 +180,7 @@ def test_every_table_and_figure_downloads_as_its_data(researcher_client, bench):
     run = bench.grading
     report = benchmark_report_for(run=run)
     tables = {**report.tables, **{name: f.table for name, f in report.figures.items()}}
-    assert len(tables) == 19 + 4
+    assert len(tables) == 19 + 4 + 1  # the tables, the figures, the method panel
     for name, table in tables.items():
         response = researcher_client.get(
             reverse("analysis:benchmark_table_csv", args=[run.pk, name])
