@@ -15,7 +15,7 @@ from workers.questions import import_posts_task
 
 pytestmark = pytest.mark.worker
 
-FIXTURE = Path(__file__).resolve().parents[3] / "shared/fixtures/helpbench/candidate-posts-300.csv"
+FIXTURE = Path(__file__).resolve().parents[2] / "apps/demo/data/candidate-posts-300.csv"
 IMPORT_TIMEOUT_MS = 120_000  # generous: the machine may be busy; this is no bound on speed
 
 

@@ -12,7 +12,7 @@ from apps.questions.similarity import tfidf_cosines, trigram_jaccard
 from tests.offline_llm.test_provider import chat, content
 
 PROMPT = import_module("apps.llm.migrations.0004_rewrite_prompt_v2")
-POSTS = Path(__file__).resolve().parents[3] / "shared/fixtures/helpbench/candidate-posts-300.csv"
+POSTS = Path(__file__).resolve().parents[2] / "apps/demo/data/candidate-posts-300.csv"
 POST = (
     "Throwaway for obvious reasons. My Instagram got hacked and the email was changed. I "
     "already tried resetting my password twice. I'm on an Android phone if that matters. "

@@ -21,7 +21,7 @@ from tests.conftest import wait_until
 from tests.factories import posts_make
 from workers.questions import import_posts_task
 
-FIXTURE = Path(__file__).resolve().parents[3] / "shared/fixtures/helpbench/candidate-posts-300.csv"
+FIXTURE = Path(__file__).resolve().parents[2] / "apps/demo/data/candidate-posts-300.csv"
 UPLOAD = reverse("admin:questions_importbatch_upload")
 
 

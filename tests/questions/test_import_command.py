@@ -14,7 +14,7 @@ from tests.factories import user_with_role
 
 pytestmark = pytest.mark.django_db
 
-FIXTURE = Path(__file__).resolve().parents[3] / "shared/fixtures/helpbench/candidate-posts-300.csv"
+FIXTURE = Path(__file__).resolve().parents[2] / "apps/demo/data/candidate-posts-300.csv"
 
 
 def test_the_command_imports_a_file_and_prints_progress_and_a_summary(capsys):

@@ -17,7 +17,7 @@ from tests.factories import user_with_role
 
 pytestmark = pytest.mark.django_db
 
-FIXTURE = Path(__file__).resolve().parents[3] / "shared/fixtures/helpbench/candidate-posts-300.csv"
+FIXTURE = Path(__file__).resolve().parents[2] / "apps/demo/data/candidate-posts-300.csv"
 COLUMNS = ["external_id", "subreddit", "title", "body", "created_utc", "topics"]
 
 

@@ -13,7 +13,7 @@ from apps.questions.services.imports import LOCK_NAMESPACE
 from tests.conftest import live_database_url
 from workers.questions import import_posts_task
 
-FIXTURE = Path(__file__).resolve().parents[3] / "shared/fixtures/helpbench/candidate-posts-300.csv"
+FIXTURE = Path(__file__).resolve().parents[2] / "apps/demo/data/candidate-posts-300.csv"
 
 
 def uploaded(tmp_path) -> ImportBatch:
