@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from .banks import (
     ANCHORED_STARTS,
@@ -56,6 +57,14 @@ MODEL_STYLES = {
     "offline-friendly": "friendly",
 }
 DEFAULT_THRESHOLD = 0.5
+
+
+class Parameter(NamedTuple):
+    """One number that shapes what a generator makes, as GET /v1/offline/parameters serves it."""
+
+    name: str
+    value: float
+    about: str  # what it does, in a line
 
 
 class UnreadablePrompt(ValueError):
@@ -972,19 +981,28 @@ def _lower_first(text: str) -> str:
 
 # --- survey proxy ---------------------------------------------------------------------
 #
-# A proxy participant rates a (scenario, response) pair as the published proxy LLMs did:
-# mostly from what is in front of it (how sensitive the scenario's information is, whether
-# the response passes it on, how much of the task it does), so that different scenarios get
-# clearly different answers. On top of that each model has a leaning of its own (a bias, and
-# a stable reaction to each scenario, hashed from the model's name and the pair, never from
-# the seed), so that proxies agree moderately with each other (Krippendorff's alpha about
-# 0.7; published 0.777); and each run adds a little noise from the request's seed, scaled by
-# the temperature, so that one proxy's runs agree closely (published 0.88-0.98).
+# A proxy participant rates a (scenario, response) pair mostly from what is in front of it (how
+# sensitive the scenario's information is, whether the response passes it on, how much of the
+# task it does), so that different scenarios get clearly different answers. On top of that
+# each model has a leaning of its own (a bias, a tilt per item, and a stable reaction to each
+# scenario, hashed from the model's name and the pair, never from the seed), and each run adds
+# a little noise from the request's seed, scaled by the temperature. How far proxies differ
+# from each other and from run to run is set by these parameters and by nothing else.
 
-RUN_NOISE = 0.04  # standard deviation on the 0-1 leaning, at temperature 1
-MODEL_SCENARIO_NOISE = 0.12  # a model's stable reaction to one scenario, per item
-MODEL_ITEM_SPREAD = 0.06  # a model's stable leaning on one item, at most this either way
-DONE_THRESHOLD = 0.45  # help leaning above which the task counts as done
+# A table, one parameter a line (name, value, what it does): hence fmt: skip.
+PROXY_PARAMETERS = (
+    Parameter("run_noise", 0.04, "SD of the noise a run adds to an item's 0-1 leaning, times "
+              "the temperature (half that on yes/no items)"),
+    Parameter("model_scenario_noise", 0.12, "SD of a model's fixed reaction to one scenario "
+              "and response, per item, on the 0-1 leaning"),
+    Parameter("model_item_spread", 0.06, "the furthest a model's fixed tilt on one item moves "
+              "its 0-1 leaning, either way"),
+    Parameter("model_leniency", 0.5, "a model's fixed leniency on the 0-1 leaning is this "
+              "times its bias (-0.2 to 0.2, from its name)"),
+    Parameter("done_threshold", 0.45, "the help leaning from which a proxy answers yes to "
+              "'did it do the task'"),
+)  # fmt: skip
+PROXY = {parameter.name: parameter.value for parameter in PROXY_PARAMETERS}
 
 _STEP_MARKER = re.compile(r"^\s*(?:Action|Observation)\s*:", re.MULTILINE)
 _TOOL = re.compile(r"^\s*Action\s*:\s*([A-Z]\w+)", re.MULTILINE)
@@ -1221,11 +1239,11 @@ def _model_leaning(model: str, role: str, scenario: str, response: str) -> float
     """What one model adds to a typical proxy's leaning: lenient or strict by its bias, a
     fixed tilt per item, and a stable reaction to this scenario and response."""
     name = _short_name(model)
-    leniency = 0.5 * _model_bias(model)
+    leniency = PROXY["model_leniency"] * _model_bias(model)
     sign = -1 if role == "sensitive" else 1  # a lenient rater sees less that is sensitive
     tilt = _stable_gauss(name, role, sigma=1.0)
-    tilt = max(-1.0, min(1.0, tilt)) * MODEL_ITEM_SPREAD
-    reaction = _stable_gauss(name, role, scenario, response, sigma=MODEL_SCENARIO_NOISE)
+    tilt = max(-1.0, min(1.0, tilt)) * PROXY["model_item_spread"]
+    reaction = _stable_gauss(name, role, scenario, response, sigma=PROXY["model_scenario_noise"])
     return sign * leniency + tilt + reaction
 
 
@@ -1264,7 +1282,7 @@ def _survey_proxy(model: str, prompt: Prompt, rng: random.Random) -> str:
     scenario = prompt.tag("scenario") or ""
     response = prompt.tag("response") or ""
     rated = _rate(scenario, response)
-    noise = RUN_NOISE * prompt.temperature
+    noise = PROXY["run_noise"] * prompt.temperature
     terse = style_for(model) == "terse"
     answers = []
     seen: set[str] = set()
@@ -1283,7 +1301,7 @@ def _survey_proxy(model: str, prompt: Prompt, rng: random.Random) -> str:
             leaning += rng.gauss(0, noise / 2 if kind == "yes_no" else noise)
         position = min(1.0, max(0.0, leaning))
         if kind == "yes_no":
-            done = leaning >= (DONE_THRESHOLD if role == "done" else 0.5)
+            done = leaning >= (PROXY["done_threshold"] if role == "done" else 0.5)
             value: object = "yes" if done else "no"
             explanation = _reason(role, 1.0 if done else 0.0, rated, rng)
         elif kind == "scale":
@@ -1325,3 +1343,47 @@ ANSWERS: dict[str, Callable[[str, Prompt, random.Random], str]] = {
     "survey_proxy": _survey_proxy,
 }
 PURPOSES = tuple(ANSWERS)
+
+
+# --- the parameters, as GET /v1/offline/parameters serves them ------------------------
+
+MODEL_FIELDS = {
+    "style": "how it writes an answer: terse (2-4 sentences), thorough (6-12 numbered steps) "
+    "or friendly (4-6 points in warm words)",
+    "grading_threshold": "share of a criterion's key terms an answer must contain for this "
+    "model, grading, to find the criterion met",
+    "presentation_flip": "chance that this model, grading, turns a presentation verdict round "
+    "(its threshold's distance from default_threshold)",
+    "proxy_leniency": "this model's fixed leniency as a survey proxy, on the 0-1 leaning "
+    "(model_leniency times its bias)",
+}
+
+
+def model_parameters(model: str) -> dict:
+    """What one model makes of the parameters: each of `MODEL_FIELDS`, fixed by its name."""
+    threshold = grading_threshold(model)
+    return {
+        "id": _short_name(model),
+        "style": style_for(model),
+        "grading_threshold": round(threshold, 4),
+        "presentation_flip": round(abs(threshold - DEFAULT_THRESHOLD), 4),
+        "proxy_leniency": round(PROXY["model_leniency"] * _model_bias(model), 4),
+    }
+
+
+def generator_parameters(models: Sequence[str]) -> dict:
+    """Every stated parameter, each with what it does, and what each of `models` makes of
+    them: so that whoever shows this provider's output can say what made it."""
+    grading = Parameter(
+        "default_threshold",
+        DEFAULT_THRESHOLD,
+        "share of a criterion's key terms an answer must contain for offline-grader to find "
+        "it met; any other grader's share is fixed by its name, 0.40 to 0.60",
+    )
+    return {
+        "object": "offline.parameters",
+        "survey_proxy": [parameter._asdict() for parameter in PROXY_PARAMETERS],
+        "grading": [grading._asdict()],
+        "model_fields": MODEL_FIELDS,
+        "models": [model_parameters(model) for model in models],
+    }

@@ -24,6 +24,7 @@ from .generate import (
     Prompt,
     UnreadablePrompt,
     answer,
+    generator_parameters,
     infer_purpose,
     request_seed,
 )
@@ -318,6 +319,13 @@ async def list_models(request: web.Request) -> web.Response:
     return web.json_response({"object": "list", "data": data})
 
 
+async def show_parameters(request: web.Request) -> web.Response:
+    """The generators' parameters, and what each model named by `?model=` makes of them (the
+    listed models when none is named)."""
+    named = request.query.getall("model", [])
+    return web.json_response(generator_parameters(named or MODELS))
+
+
 async def show_stats(request: web.Request) -> web.Response:
     return web.json_response(request.app[STATS].as_json())
 
@@ -334,6 +342,7 @@ def make_app(knobs: Knobs) -> web.Application:
     app[FAULT_RNG] = random.Random(knobs.fault_seed)
     app.router.add_get("/v1/models", list_models)
     app.router.add_post("/v1/chat/completions", chat_completions)
+    app.router.add_get("/v1/offline/parameters", show_parameters)
     app.router.add_get("/v1/stats", show_stats)
     app.router.add_post("/v1/stats/reset", reset_stats)
     return app

@@ -10,8 +10,10 @@ set's name says so. Disagreements are settled for the author's reading.
 
 The calls are real: the offline provider that `make run` starts before `load_demo`, over
 HTTP through the gateway, worked by the bulk engine in this process (about 300 calls, a few
-seconds). Without the provider the demo says so and leaves the runs out. Safe to run again:
-a run already loaded is left as it is.
+seconds). Without the provider the demo says so and leaves the runs out. The grading run
+records what made its answers, grades and expert grades (`GradingRun.simulation`: the
+provider's parameters, as it reports them), and its benchmark report says so. Safe to run
+again: a run already loaded is left as it is, but for a record an older demo did not make.
 """
 
 import json
@@ -40,6 +42,8 @@ from apps.llm.selectors import prompt_current, prompt_render
 from apps.runs.models import RunKind, RunStatus, SamplingRun
 from apps.runs.selection import questions_select
 from apps.runs.services import SAMPLE_WORK, sampling_run_create, sampling_run_launch
+
+from .simulation import grading_simulation, provider_parameters, served_as
 
 SAMPLING_RUN = "Demo: offline answerers on the approved questions"
 GRADING_RUN = "Demo: offline grader, checklist"
@@ -77,7 +81,10 @@ def demo_runs_load() -> tuple[str, SamplingRun | None, GradingRun | None]:
     run = SamplingRun.objects.filter(kind=RunKind.BENCHMARK, name=SAMPLING_RUN).first()
     grading = GradingRun.objects.filter(name=GRADING_RUN).first()
     if run is not None and grading is not None:
-        return "already loaded", run, grading
+        if grading.simulation:
+            return "already loaded", run, grading
+        recorded = _simulation_record(grading, models)
+        return f"already loaded; {recorded}", run, grading
     if not provider_up():
         return f"skipped (no offline provider answers at {settings.OFFLINE_LLM_URL})", None, None
     if run is None:
@@ -100,11 +107,31 @@ def demo_runs_load() -> tuple[str, SamplingRun | None, GradingRun | None]:
     done = run.responses.filter(status="done").count()
     state = "finished" if grading.status == RunStatus.FINISHED else grading.get_status_display()
     calibrated = demo_calibration_load(run=run, grading=grading, researcher=researcher)
+    recorded = _simulation_record(grading, models)
     return (
-        f"{done} answers sampled, graded by the offline grader ({state}); {calibrated}",
+        f"{done} answers sampled, graded by the offline grader ({state}); {calibrated}; {recorded}",
         run,
         grading,
     )
+
+
+def _simulation_record(grading: GradingRun, answerers: list[ModelConfig]) -> str:
+    """Record on the grading run what made its answers, grades and simulated expert grades,
+    as the offline provider reports it; what happened, in words."""
+    experts = ModelConfig.objects.filter(display_name__in=SIMULATED_EXPERTS.values())
+    names = {
+        "answerers": {served_as(m.litellm_model): m.display_name for m in answerers},
+        "experts": {served_as(m.litellm_model): m.display_name for m in experts},
+    }
+    grader = (served_as(grading.grader.litellm_model), grading.grader.display_name)
+    reported = provider_parameters([*names["answerers"], grader[0], *names["experts"]])
+    if reported is None:
+        return "its provenance is not recorded (the offline provider did not report it)"
+    grading.simulation = grading_simulation(
+        answerers=names["answerers"], grader=grader, experts=names["experts"], reported=reported
+    )
+    grading.save(update_fields=["simulation"])
+    return "its provenance recorded"
 
 
 def _simulated_expert(name: str, like: ModelConfig) -> ModelConfig:

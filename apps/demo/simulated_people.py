@@ -2,19 +2,19 @@
 first start. Never a real participant: each is stored with `simulated=True`, and every page
 that shows them says so.
 
-Each simulated person rates five scenarios, five people a scenario, as the published study's
-participants did. What they answer starts from what a reader would notice in the scenario:
-how sensitive its kind of information is (the record's `seed.data_type`), and how much of the
-record's `sensitive_info_items` the response passes on (word overlap). Around that, each
-(scenario, item) has a shift of its own that all its raters share, each person a leaning of
-their own, and each answer more noise: people differ as much as the published study's did
-(ordinal alpha between people about 0.3 to 0.4 there; tests/surveys/test_demo_report.py checks
-it here). Seeded: the same rows every time.
+Each simulated person rates `scenarios_per_person` scenarios, and every scenario gets the
+study's ratings per scenario. What they answer starts from what a reader would notice in the
+scenario: how sensitive its kind of information is (the record's `seed.data_type`), and how
+much of the record's `sensitive_info_items` the response passes on (word overlap). Around
+that, each (scenario, item) has a shift of its own that all its raters share, each person a
+leaning of their own, and each answer more noise, in the sizes `PEOPLE_PARAMETERS` states.
+Seeded: the same rows every time, for the same scenarios and responses.
 """
 
 import json
 import random
 import re
+from typing import NamedTuple
 
 from django.db import transaction
 from django.utils import timezone
@@ -36,8 +36,27 @@ from apps.surveys.models import (
     SurveyItem,
 )
 
-SEED = 20261202
-PER_PERSON = 5
+
+class Parameter(NamedTuple):
+    name: str
+    value: float
+    about: str  # what it does, in a line
+
+
+# The simulated people's parameters, here and nowhere else; the demo records them on its
+# study. A table, one parameter a line (name, value, what it does): hence fmt: skip.
+PEOPLE_PARAMETERS = (
+    Parameter("seed", 20261202, "seed of every draw: the same people and answers each time"),
+    Parameter("scenarios_per_person", 5, "scenarios each simulated person rates"),
+    Parameter("scenario_item_shift", 0.4, "SD of a shift each (scenario, item) has, shared by "
+              "all its raters, in scale points"),
+    Parameter("person_leaning", 0.45, "SD of each person's own leaning on every scale item, "
+              "in scale points"),
+    Parameter("answer_noise", 1.1, "SD of the noise on each scale answer, in scale points"),
+    Parameter("yes_no_shift", 0.25, "how far a (scenario, item) shift moves the chance of a "
+              "yes, per scale point of shift"),
+)  # fmt: skip
+PEOPLE = {parameter.name: parameter.value for parameter in PEOPLE_PARAMETERS}
 SENSITIVE_KINDS = re.compile(
     r"health|medical|diagnos|illness|disease|mental|therap|trauma|sexual|relationship|"
     r"affair|pregnan|criminal|arrest|legal|debt|financ|salary|bank|address|password|"
@@ -179,13 +198,18 @@ def simulated_people_add(*, study: Study) -> int:
     is). How many people were added."""
     if study.participants.filter(simulated=True).exists():
         return 0
-    rng = random.Random(SEED)
+    rng = random.Random(PEOPLE["seed"])
     items = list(SurveyItem.objects.filter(study=study, attention_check=False))
     scenarios = list(study.study_scenarios.select_related("scenario", "response").order_by("pk"))
     k = study.ratings_per_scenario
-    people = len(scenarios) * k // PER_PERSON
+    per_person = PEOPLE["scenarios_per_person"]
+    people = len(scenarios) * k // per_person
     stride = len(scenarios) // k  # person p rates p, p + stride, ...: every scenario k times
-    shifts = {(ss.pk, i.code): rng.gauss(0, 0.4) for ss in scenarios for i in items}
+    shifts = {
+        (ss.pk, i.code): rng.gauss(0, PEOPLE["scenario_item_shift"])
+        for ss in scenarios
+        for i in items
+    }
     signals = {
         ss.pk: scenario_signals(ss.scenario.record_json, ss.response.text if ss.response else "")
         for ss in scenarios
@@ -207,8 +231,8 @@ def simulated_people_add(*, study: Study) -> int:
                 education=rng.choice(Education.values[1:-1]),
                 income=rng.choice(Income.values),
             )
-            leaning = rng.gauss(0, 0.45)
-            for position in range(PER_PERSON):
+            leaning = rng.gauss(0, PEOPLE["person_leaning"])
+            for position in range(per_person):
                 ss = scenarios[(p + position * stride) % len(scenarios)]
                 assignment = Assignment.objects.create(
                     participant=person,
@@ -224,11 +248,13 @@ def simulated_people_add(*, study: Study) -> int:
                 for item in items:
                     latent = _latent(item.code, *signals[ss.pk])
                     if item.kind == ItemKind.YES_NO:
-                        yes = rng.random() < latent + shifts[(ss.pk, item.code)] / 4
+                        shift = shifts[(ss.pk, item.code)] * PEOPLE["yes_no_shift"]
+                        yes = rng.random() < latent + shift
                         value, score = ("yes", 4.5) if yes else ("no", 1.5)
                     else:
                         points = len(item.scale_labels)
-                        score = latent + shifts[(ss.pk, item.code)] + leaning + rng.gauss(0, 1.1)
+                        noise = rng.gauss(0, PEOPLE["answer_noise"])
+                        score = latent + shifts[(ss.pk, item.code)] + leaning + noise
                         value = str(min(points, max(1, round(score))))
                     theme = THEMES.get(item.code, "help")
                     text = (

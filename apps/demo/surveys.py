@@ -14,7 +14,7 @@ from django.conf import settings
 
 from apps.llm.models import ModelConfig
 from apps.surveys.forms import DEFAULT_TEXTS
-from apps.surveys.models import Scenario, Study, StudyStatus
+from apps.surveys.models import Scenario, Study, StudySimulation, StudyStatus
 from apps.surveys.services import (
     PROXY_WORK,
     SCENARIO_RESPONSE_WORK,
@@ -25,8 +25,11 @@ from apps.surveys.services import (
     scenario_responses_request,
     study_create,
     study_set_status,
+    study_update,
 )
 from workers.surveys import generate_responses_task
+
+from .simulation import provider_parameters, served_as, study_simulation
 
 FIXTURES = Path(settings.BASE_DIR) / "apps" / "surveys" / "fixtures"
 SCENARIOS = FIXTURES / "privacylens-scenarios-40.json"
@@ -71,7 +74,7 @@ def demo_surveys_load() -> tuple[Study, str]:
 # --- the survey report's demo: simulated people and offline proxies -------------------------
 
 REPORT_SLUG = "demo-report"
-REPORT_NAME = "Demo: the published user study, reproduced (simulated people, offline proxies)"
+REPORT_NAME = "Demo: an illustration of the survey report (simulated people, offline proxies)"
 PROXY_MODELS = ["Offline Terse (demo)", "Offline Thorough (demo)", "Offline Friendly (demo)"]
 PROXY_RUNS = 5
 PROXY_SEED = 7
@@ -79,8 +82,10 @@ PROXY_SEED = 7
 
 def demo_survey_report_load() -> str:
     """A closed study over the 40 scenarios, each rated by five simulated people and by three
-    offline proxy models five times each, so that the survey report has data on first start.
-    Made once; safe to run again."""
+    offline proxy models five times each, so that the survey report has data on first start;
+    the study records what generated them (`StudySimulation`), and its report says so.
+    Made once; safe to run again, and an older demo's study gets the current name and its
+    record."""
     from .runs import provider_up, work_until_settled
     from .simulated_people import simulated_people_add
 
@@ -94,13 +99,16 @@ def demo_survey_report_load() -> str:
             code_completed="REPORTDONE", code_no_consent="REPORTNOCONSENT",
             code_failed_attention="REPORTATTENTION", code_full="REPORTFULL", **DEFAULT_TEXTS,
         )  # fmt: skip
+    elif study.name != REPORT_NAME:  # loaded by an older demo, under an older name
+        study = study_update(study=study, name=REPORT_NAME)
     models = list(ModelConfig.objects.filter(display_name__in=PROXY_MODELS))
     writer = ModelConfig.objects.filter(display_name=MODEL).first()
     if len(models) < len(PROXY_MODELS) or writer is None:
         return "skipped (the offline demo models are missing)"
     waiting = study.study_scenarios.filter(response__isnull=True).exists()
     needs_proxies = not study.proxy_runs.exists()
-    if (waiting or needs_proxies) and not provider_up():
+    unrecorded = not StudySimulation.objects.filter(study=study).exists()
+    if (waiting or needs_proxies or unrecorded) and not provider_up():
         return "skipped (the offline provider does not answer; run `make run`)"
     if waiting:
         generation, _to_enqueue = scenario_responses_request(study=study, model=writer)
@@ -118,7 +126,23 @@ def demo_survey_report_load() -> str:
         )
         proxy_run_launch(run=run)
         work_until_settled(PROXY_WORK.name, run.pk)
+    if unrecorded and not _simulation_record(study, models, writer):
+        return "incomplete (the offline provider did not report its parameters; run it again)"
     return (
         f"{study.study_scenarios.count()} scenarios, {people or 'its'} simulated people, "
         f"proxies: {', '.join(PROXY_MODELS)} x {PROXY_RUNS}"
     )
+
+
+def _simulation_record(study: Study, models: list[ModelConfig], writer: ModelConfig) -> bool:
+    """Record on the study what made its data; False when the provider does not say."""
+    proxies = {served_as(m.litellm_model): m.display_name for m in models}
+    reported = provider_parameters(list(proxies))
+    if reported is None:
+        return False
+    record = study_simulation(
+        people=study.participants.filter(simulated=True).count(), proxies=proxies,
+        runs=PROXY_RUNS, writer=writer.display_name, reported=reported,
+    )  # fmt: skip
+    StudySimulation.objects.update_or_create(study=study, defaults={"record": record})
+    return True

@@ -39,6 +39,12 @@ class GradingRun(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     launched_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Empty for a real run. The demo records here what made its answers, grades and
+    # simulated expert grades (the offline provider's parameters), and its report shows it.
+    simulation = models.JSONField(
+        default=dict, blank=True, editable=False,
+        help_text="What generated this run's simulated data: parts, each with its parameters.",
+    )  # fmt: skip
 
     class Meta:
         ordering = ["-created_at"]

@@ -19,6 +19,7 @@ from .models import (
     ScenarioResponseCall,
     Study,
     StudyScenario,
+    StudySimulation,
     SurveyItem,
 )
 from .pseudonyms import pseudonym_sql
@@ -102,6 +103,14 @@ class StudyAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False  # /studies/new/ copies the default items and scenarios
+
+
+@admin.register(StudySimulation)
+class StudySimulationAdmin(ReadOnlyAdmin):
+    """What made a demo study's made-up data, as the demo recorded it; its report shows it."""
+
+    list_display = ("study", "recorded_at")
+    list_select_related = ("study",)
 
 
 @admin.register(SurveyItem)

@@ -159,6 +159,24 @@ class Study(models.Model):
         return self.name
 
 
+class StudySimulation(models.Model):
+    """What generated a study's made-up data, as the demo recorded it beside the data: who made
+    it, and its parts (people, proxies, responses), each saying how it was made and listing the
+    parameters of what generated it. A real study has none; the study's report shows it.
+
+    A row of its own rather than a column of Study: every participant request reads Study's
+    columns in one raw statement (selectors.participants_with_study), which takes no JSON."""
+
+    study = models.OneToOneField(Study, on_delete=models.CASCADE, related_name="simulation")
+    record = models.JSONField(
+        help_text="made_by, and parts: each with what, how and parameters (name, value, about)."
+    )
+    recorded_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self):
+        return f"What made the data of {self.study}"
+
+
 class StudyScenario(models.Model):
     """A scenario in a study and the response shown with it. Its row lock guards the count."""
 

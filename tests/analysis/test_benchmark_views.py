@@ -14,6 +14,7 @@ from django.urls import reverse
 from apps.accounts.roles import Role
 from apps.analysis.benchmark import benchmark_report_for
 from apps.analysis.benchmark_compare import benchmark_comparison_for
+from apps.grading.models import GradingRun
 from apps.questions.models import Topic
 from tests.analysis.benchmark_builders import (
     ERROR,
@@ -517,3 +518,35 @@ def test_an_empty_grading_run_renders_every_page(researcher_client):
     for name in ("figure-3", "figure-5"):
         svg = researcher_client.get(reverse("analysis:benchmark_figure_svg", args=[run.pk, name]))
         assert b"No data" in svg.content
+
+
+def test_a_grading_run_the_demo_made_states_what_made_it_with_its_parameters(
+    researcher_client, bench
+):
+    run = bench.grading
+    url = reverse("analysis:benchmark_report", args=[run.pk])
+    assert 'data-testid="demo-notice"' not in researcher_client.get(url).text
+    record = {
+        "made_by": "the demo",
+        "parts": [
+            {"what": "Grades", "how": "By an offline grader.", "parameters": [
+                {"name": "default_threshold", "value": 0.5, "about": SCRIPT},
+                {"name": "Offline Expert A (demo): grading_threshold", "value": 0.44,
+                 "about": "its share of key terms"},
+            ]},
+        ],
+    }  # fmt: skip
+    GradingRun.objects.filter(pk=run.pk).update(simulation=record)
+
+    html = researcher_client.get(url).text
+
+    start = html.index('data-testid="demo-notice"')
+    notice = html[start : html.index("</section>", start)]
+    assert "by construction of these parameters: it is not a finding" in notice
+    assert '<code>default_threshold</code></th><td class="num">0.5</td>' in notice
+    assert (
+        '<code>Offline Expert A (demo): grading_threshold</code></th><td class="num">0.44' in notice
+    )
+    assert html_lib.escape(SCRIPT) in notice and SCRIPT not in html
+    # Near the top: before the first of the report's tables.
+    assert start < html.index('data-table="table-3"')

@@ -15,7 +15,7 @@ from apps.analysis import services
 from apps.analysis.models import BootstrapStatus, SurveyBootstrap
 from apps.analysis.survey import survey_report
 from apps.analysis.survey_data import survey_data, survey_fingerprint
-from apps.surveys.models import Answer
+from apps.surveys.models import Answer, StudySimulation
 from tests.analysis.builders import person, proxy, rate
 from tests.conftest import ROLES
 from tests.factories import ModelConfigFactory
@@ -353,3 +353,42 @@ def test_the_reports_page_lists_every_study_with_who_answered(role_client, hand_
     assert '<td class="num">5</td><td class="num">2</td>' in page.replace("\n", "")
     for role in (Role.EXPERT, Role.REVIEWER):
         assert role_client(role).get(reverse("analysis:index")).status_code == 403
+
+
+# --- the demo's record of what made its data ---------------------------------------------------
+
+DEMO_RECORD = {
+    "made_by": "the demo <b>loader</b>",
+    "parts": [
+        {
+            "what": "People",
+            "how": "Made up from these parameters.",
+            "parameters": [
+                {"name": "answer_noise", "value": 1.1, "about": '<script>alert("p")</script>'},
+                {"name": "person_leaning", "value": 0.45, "about": "each person's leaning"},
+            ],
+        },
+        {"what": "Responses", "how": "Written by an offline model.", "parameters": []},
+    ],
+}
+
+
+def test_a_study_the_demo_made_states_what_made_it_with_its_parameters(
+    researcher_client, hand_study
+):
+    study = hand_study.study
+    assert 'data-testid="demo-notice"' not in researcher_client.get(report_url(study)).text
+    StudySimulation.objects.create(study=study, record=DEMO_RECORD)
+
+    html = researcher_client.get(report_url(study)).text
+
+    start = html.index('data-testid="demo-notice"')
+    notice = html[start : html.index("</section>", start)]
+    assert "by construction of these parameters: it is not a finding" in notice
+    assert "the demo &lt;b&gt;loader&lt;/b&gt;" in notice and "<b>" not in notice
+    assert '<code>answer_noise</code></th><td class="num">1.1</td>' in notice
+    assert '<code>person_leaning</code></th><td class="num">0.45</td>' in notice
+    assert "&lt;script&gt;alert(&quot;p&quot;)&lt;/script&gt;" in notice
+    assert "<script>alert" not in html
+    assert notice.count('data-testid="demo-parameters"') == 1  # a part without any has no table
+    assert "Written by an offline model." in notice

@@ -1,13 +1,23 @@
 """The model-run demo that `make run` loads: a finished sampling run, a grading run and a
-calibration, made through the engine against the offline provider over real HTTP."""
+calibration, made through the engine against the offline provider over real HTTP; the grading
+run records what made its answers, grades and expert grades, and its report says so."""
 
+import httpx
 import pytest
+from django.urls import reverse
+from django.utils.html import escape
 
 from apps.accounts.roles import Role
 from apps.accounts.services import user_set_roles
 from apps.demo import runs as demo
 from apps.demo.rubrics import demo_rubrics_load
-from apps.grading.models import Calibration, CalibrationSet, ExpertJudgment, ResponseScore
+from apps.grading.models import (
+    Calibration,
+    CalibrationSet,
+    ExpertJudgment,
+    GradingRun,
+    ResponseScore,
+)
 from apps.llm.models import ModelConfig
 from apps.rubrics.models import Rubric, RubricState
 from apps.runs.models import RunStatus
@@ -49,9 +59,68 @@ def test_the_demo_has_a_finished_sampling_run_a_grading_run_and_a_calibration(de
     assert labels.exists() and not labels.filter(final_met__isnull=True).exists()
     assert Calibration.objects.filter(calibration_set=calibration_set, grading_run=grading).exists()
     assert summary.startswith(f"{answers} answers sampled")
+    assert summary.endswith("its provenance recorded")
 
     assert demo.demo_runs_load()[0] == "already loaded"
     assert run.responses.count() == answers
+
+
+def test_the_grading_run_records_what_made_it_and_its_report_says_so(
+    demo_world, offline_provider_url, role_client
+):
+    _summary, run, grading = demo.demo_runs_load()
+
+    parts = {part["what"]: part for part in grading.simulation["parts"]}
+    assert list(parts) == ["Answers", "Grades", "Expert grades"]
+    # Every parameter as the offline provider itself reports it, for the models the demo used.
+    shown = [*demo.ANSWERERS, demo.GRADER, *demo.SIMULATED_EXPERTS.values()]
+    names = {
+        m.display_name: m.litellm_model.rsplit("/", 1)[-1]
+        for m in ModelConfig.objects.filter(display_name__in=shown)
+    }
+    assert len(names) == len(shown)
+    served = httpx.get(
+        f"{offline_provider_url}/offline/parameters",
+        params=[("model", name) for name in names.values()],
+    ).json()
+    model = {m["id"]: m for m in served["models"]}
+
+    def expected(shown, field):
+        about = served["model_fields"][field]
+        return {"name": f"{shown}: {field}", "value": model[names[shown]][field], "about": about}
+
+    assert parts["Answers"]["parameters"] == [
+        expected(shown, "style") for shown in sorted(demo.ANSWERERS)
+    ]
+    assert parts["Grades"]["parameters"] == [
+        *served["grading"],
+        expected(demo.GRADER, "grading_threshold"),
+    ]
+    assert parts["Expert grades"]["parameters"] == [
+        expected(shown, field)
+        for shown in demo.SIMULATED_EXPERTS.values()
+        for field in ("grading_threshold", "presentation_flip")
+    ]
+    assert "No expert graded." in parts["Expert grades"]["how"]
+
+    client = role_client(Role.RESEARCHER)
+    html = client.get(reverse("analysis:benchmark_report", args=[grading.pk])).text
+    start = html.index('data-testid="demo-notice"')
+    notice = html[start : html.index("</section>", start)]
+    assert "by construction of these parameters: it is not a finding" in notice
+    for part in parts.values():
+        assert escape(part["how"]) in notice
+        for parameter in part["parameters"]:
+            value = f'<td class="num">{parameter["value"]}</td>'
+            assert f"<code>{parameter['name']}</code></th>{value}" in notice, parameter
+
+    # Loaded again over a run an older demo left without a record: the record is made.
+    GradingRun.objects.filter(pk=grading.pk).update(simulation={})
+    summary, _run, again = demo.demo_runs_load()
+    assert summary == "already loaded; its provenance recorded"
+    again.refresh_from_db()
+    assert again.simulation == grading.simulation
+    assert run.responses.count() == _run.responses.count()
 
 
 def test_without_the_offline_provider_the_demo_says_so_and_leaves_the_runs_out(

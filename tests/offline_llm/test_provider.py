@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from apps.llm.models import Purpose
+from offline_llm import generate
 from offline_llm.generate import PURPOSES
 from offline_llm.knobs import Knobs, add_arguments
 from tests.conftest import wait_until
@@ -121,6 +122,37 @@ def test_models_lists_the_offline_models(offline_provider_url):
         "offline-grader",
     ]
     assert all(model["object"] == "model" for model in body["data"])
+
+
+def test_parameters_are_served_each_with_what_it_does_and_what_each_model_makes_of_them(
+    offline_provider_url,
+):
+    url = f"{offline_provider_url}/offline/parameters"
+    served = httpx.get(url).json()
+    assert served["survey_proxy"] == [p._asdict() for p in generate.PROXY_PARAMETERS]
+    assert [p["name"] for p in served["survey_proxy"]] == [
+        "run_noise", "model_scenario_noise", "model_item_spread", "model_leniency",
+        "done_threshold",
+    ]  # fmt: skip
+    for parameter in served["survey_proxy"] + served["grading"]:
+        assert isinstance(parameter["value"], int | float), parameter
+        assert parameter["about"].strip(), parameter
+    assert served["grading"][0]["name"] == "default_threshold"
+    listed = [m["id"] for m in httpx.get(f"{offline_provider_url}/models").json()["data"]]
+    assert [m["id"] for m in served["models"]] == listed  # none named: the listed ones
+
+    named = ["offline-grader", "openai/offline-expert-a", "offline-terse"]
+    models = httpx.get(url, params=[("model", name) for name in named]).json()["models"]
+    assert [m["id"] for m in models] == ["offline-grader", "offline-expert-a", "offline-terse"]
+    grader, expert, terse = models
+    assert set(grader) == {"id", *served["model_fields"]}
+    assert (grader["grading_threshold"], grader["presentation_flip"]) == (0.5, 0)
+    assert expert["grading_threshold"] == round(generate.grading_threshold("offline-expert-a"), 4)
+    assert 0.4 <= expert["grading_threshold"] <= 0.6
+    assert expert["presentation_flip"] == round(abs(expert["grading_threshold"] - 0.5), 4)
+    assert terse["style"] == "terse" and expert["style"] in generate.STYLES
+    leniencies = {m["proxy_leniency"] for m in models}
+    assert len(leniencies) == 3 and all(abs(value) <= 0.1 for value in leniencies)
 
 
 def test_completion_has_the_openai_shape_and_realistic_usage(offline_provider_url):

@@ -1,10 +1,10 @@
-"""The offline survey proxies against the published proxy LLMs: the product's survey_proxy
-prompt over the 40 PrivacyLens scenarios, each with a response, answered by the provider's
-own functions exactly as its server calls them (the prompt, then a `random.Random` seeded
-from model, messages and seed).
+"""The offline survey proxies: the product's survey_proxy prompt over the 40 PrivacyLens
+scenarios, each with a response, answered by the provider's own functions exactly as its
+server calls them (the prompt, then a `random.Random` seeded from model, messages and seed).
 
-Published (PrivacyLens user study): Krippendorff's ordinal alpha 0.88-0.98 within one proxy
-across runs, 0.777 across proxies.
+What is checked are the relations the proxy parameters set up (offline_llm/generate.py,
+`PROXY_PARAMETERS`), not any published figure: a proxy agrees with itself across runs more
+than different proxies agree with each other, and different proxies still agree.
 """
 
 import csv
@@ -22,7 +22,7 @@ from offline_llm.banks import SENSITIVE, SENSITIVE_KINDS
 from offline_llm.generate import Prompt, UnreadablePrompt, answer, request_seed
 
 ROOT = Path(__file__).resolve().parents[2]
-SCENARIOS = ROOT.parent / "shared/fixtures/privacylens/scenarios-40.json"
+SCENARIOS = ROOT / "apps/surveys/fixtures/privacylens-scenarios-40.json"  # the bundled copy
 RESPONSES = ROOT / "apps/surveys/fixtures/demo-responses-40.csv"
 SYSTEM, USER = import_module("apps.llm.migrations.0002_default_prompts").PROMPTS["survey_proxy"]
 ITEMS = [
@@ -123,22 +123,21 @@ def test_every_item_gets_one_valid_answer_with_a_short_explanation(runs):
                 assert 0 < len(answer_["explanation"]) <= 200
 
 
-def test_one_proxy_agrees_with_itself_across_runs_as_the_published_proxies_did(runs):
-    for model in MODELS:
-        alpha = ordinal_alpha([ratings(runs[(model, seed)]) for seed in SEEDS])
-        assert alpha >= 0.85, (model, alpha)
-    # Not identical either: an occasional one-point difference, as with a real model.
-    assert any(runs[(model, 0)] != runs[(model, 1)] for model in MODELS)
-
-
-def test_different_proxies_agree_only_moderately(runs):
+def test_one_proxy_agrees_with_itself_across_runs_more_than_proxies_agree_with_each_other(runs):
+    within = {
+        model: ordinal_alpha([ratings(runs[(model, seed)]) for seed in SEEDS]) for model in MODELS
+    }
     medians = [
         np.median([ratings(runs[(model, seed)]) for seed in SEEDS], axis=0) for model in MODELS
     ]
-    alpha = ordinal_alpha(medians)
-    assert 0.55 <= alpha <= 0.85, alpha
+    across = ordinal_alpha(medians)
     first_runs = ordinal_alpha([ratings(runs[(model, 0)]) for model in MODELS])
-    assert 0.55 <= first_runs <= 0.85, first_runs
+    assert all(alpha > max(across, first_runs) for alpha in within.values()), (within, across)
+    # Related, not copies: the proxies read the same scenarios, each with a leaning of its own.
+    assert 0 < across < 1 and 0 < first_runs < 1, (across, first_runs)
+    # A proxy's runs are not identical either: run noise moves an answer now and then.
+    assert all(alpha < 1 for alpha in within.values()), within
+    assert any(runs[(model, 0)] != runs[(model, 1)] for model in MODELS)
 
 
 def test_scenarios_get_answers_spread_over_the_scale(runs):

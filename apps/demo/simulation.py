@@ -1,0 +1,117 @@
+"""What made the demo's data, as the demo records it for its study (`StudySimulation`) and on
+its grading run (`GradingRun.simulation`): each part (people, proxies, answers, grades, expert
+grades) with the parameters of what generated it. The simulated people's come from
+`simulated_people.PEOPLE_PARAMETERS`; the offline provider's from the provider itself, over
+HTTP (GET /v1/offline/parameters), since the product never imports it. The reports show a
+record as it is stored (apps/analysis/templates/analysis/_demo_notice.html), in its own words.
+"""
+
+import httpx
+from django.conf import settings
+
+from .simulated_people import PEOPLE_PARAMETERS
+
+PARAMETERS_PATH = "/offline/parameters"
+MADE_BY = "Assay's demo loader (manage.py load_demo, which make run calls)"
+
+
+def served_as(litellm_model: str) -> str:
+    """The name the offline provider knows a model by (litellm sends it without "openai/")."""
+    return litellm_model.rsplit("/", 1)[-1]
+
+
+def provider_parameters(models: list[str]) -> dict | None:
+    """The offline provider's parameters and what each of `models` (names it serves) makes of
+    them, as it reports them; None when it does not answer."""
+    url = settings.OFFLINE_LLM_URL.rstrip("/") + PARAMETERS_PATH
+    try:
+        response = httpx.get(url, params=[("model", name) for name in models], timeout=5)
+        response.raise_for_status()
+        return response.json()
+    except (httpx.HTTPError, ValueError):
+        return None
+
+
+def _per_model(reported: dict, names: dict[str, str], fields: list[str]) -> list[dict]:
+    """One parameter per (model, field): `names` maps the provider's name to the display name."""
+    about = reported["model_fields"]
+    return [
+        {"name": f"{names[model['id']]}: {field}", "value": model[field], "about": about[field]}
+        for model in reported["models"]
+        if model["id"] in names
+        for field in fields
+    ]
+
+
+def study_simulation(
+    *, people: int, proxies: dict[str, str], runs: int, writer: str, reported: dict
+) -> dict:
+    """The record for the report demo's study. `proxies` maps each proxy's name at the
+    provider to its display name; `reported` is `provider_parameters(list(proxies))`."""
+    return {
+        "made_by": MADE_BY,
+        "parts": [
+            {
+                "what": "People",
+                "how": f"{people} simulated people: their answers and explanations were made up "
+                "by apps/demo/simulated_people.py from these parameters. Nobody took part.",
+                "parameters": [p._asdict() for p in PEOPLE_PARAMETERS],
+            },
+            {
+                "what": "Proxies",
+                "how": f"{', '.join(proxies.values())}, {runs} runs each: offline demo models, "
+                "answered by Assay's offline provider from these parameters, as it reported "
+                "them. No real model answered.",
+                "parameters": [
+                    *reported["survey_proxy"],
+                    *_per_model(reported, proxies, ["proxy_leniency"]),
+                ],
+            },
+            {
+                "what": "Responses",
+                "how": f"The responses people and proxies rated were written by {writer}, an "
+                "offline demo model, not by a real assistant.",
+                "parameters": [],
+            },
+        ],
+    }
+
+
+def grading_simulation(
+    *, answerers: dict[str, str], grader: tuple[str, str], experts: dict[str, str],
+    reported: dict,
+) -> dict:  # fmt: skip
+    """The record for the model-run demo's grading run. Each mapping is the provider's name ->
+    the display name; `reported` is `provider_parameters` of all of them."""
+    grader_name, grader_shown = grader
+    parts = [
+        {
+            "what": "Answers",
+            "how": f"Sampled from {', '.join(answerers.values())}: offline demo models that "
+            "assemble answers from banks of sentences. No real model answered.",
+            "parameters": _per_model(reported, answerers, ["style"]),
+        },
+        {
+            "what": "Grades",
+            "how": f"By {grader_shown}, an offline demo grader: a criterion is met when an "
+            "answer contains enough of its key terms (a presentation criterion: when the "
+            "answer has the feature it names).",
+            "parameters": [
+                *reported["grading"],
+                *_per_model(reported, {grader_name: grader_shown}, ["grading_threshold"]),
+            ],
+        },
+    ]
+    if experts:
+        parts.append(
+            {
+                "what": "Expert grades",
+                "how": f"Simulated by {' and '.join(experts.values())}: offline graders, each "
+                "with the threshold its name gives it; disagreements settled for the first "
+                "one's reading. No expert graded.",
+                "parameters": _per_model(
+                    reported, experts, ["grading_threshold", "presentation_flip"]
+                ),
+            }
+        )
+    return {"made_by": MADE_BY, "parts": parts}
