@@ -101,3 +101,28 @@ def test_the_gateway_refuses_a_call_of_the_other_kind(db, offline_provider):
         complete(model=embedder(url), messages=[{"role": "user", "content": "hi"}],
                  purpose="sample")  # fmt: skip
     assert requests_seen(url) == 0 and not LLMCall.objects.exists()
+
+
+def test_every_picker_of_a_model_to_answer_offers_chat_models_only(db):
+    """An embedding model cannot answer, grade, rewrite or act as a proxy: the pages and
+    the API that choose such a model never offer it."""
+    from apps.grading.api import GradingRunCreateSerializer
+    from apps.grading.forms import GradingRunForm
+    from apps.questions.views.rewriting import EmbeddingForm, StartForm
+    from apps.runs.api import SamplingRunCreateSerializer
+    from apps.runs.forms import RunForm
+    from apps.surveys.api import ProxyRunCreateSerializer
+    from apps.surveys.forms import GenerateForm, ProxyRunForm
+
+    chat, embedding = offline_model("http://127.0.0.1:9"), embedder("http://127.0.0.1:9")
+    pickers = [
+        RunForm().fields["models"].queryset, GradingRunForm().fields["grader"].queryset,
+        GenerateForm().fields["model"].queryset, ProxyRunForm().fields["models"].queryset,
+        StartForm().fields["model"].queryset,
+        SamplingRunCreateSerializer().fields["models"].child_relation.queryset,
+        GradingRunCreateSerializer().fields["grader"].queryset,
+        ProxyRunCreateSerializer().fields["models"].child_relation.queryset,
+    ]  # fmt: skip
+    for queryset in pickers:
+        assert list(queryset.all()) == [chat], queryset.model
+    assert list(EmbeddingForm().fields["model"].queryset.all()) == [embedding]
