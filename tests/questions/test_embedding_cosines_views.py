@@ -55,8 +55,10 @@ def test_starting_from_the_page_queues_the_job_after_commit(
     job = EmbeddingCosineJob.objects.get()
     assert job.model == model and job.cosines.count() == 3
     fragment = web.get(reverse("questions:embedding-cosines"), **HX).text
-    assert fragment.strip().startswith('<section id="embedding-jobs"') and "<h1" not in fragment
+    assert fragment.strip().startswith('<div id="embedding-results"') and "<h1" not in fragment
     assert 'data-testid="pending">3' in fragment and 'hx-trigger="every 2s"' in fragment
+    # The means follow the job too: three being computed, none yet.
+    assert "(3 being computed)" in fragment and 'data-testid="embedding-mean"' in fragment
     refused = web.post(reverse("questions:embedding-cosines"), {"model": chat.pk})
     assert refused.status_code == 422 and EmbeddingCosineJob.objects.count() == 1
 

@@ -192,10 +192,11 @@ def reject(request, pk: int):
 @researcher
 def embedding_cosines(request):
     """The cosine of embeddings of every approved rewrite and its original, with a chosen
-    embedding model: start a job (POST), follow it (the `jobs` partial alone for the poll),
-    and read the means by model beside the TF-IDF cosine, and the failures with reasons."""
+    embedding model: start a job (POST), follow it and its results as they come (the
+    `results` partial alone for the poll: the jobs, the means by method and model beside
+    the TF-IDF cosine, and the failures with their reasons)."""
     if request.htmx and request.method == "GET":
-        return render(request, "questions/embedding_cosines.html#jobs", _embedding_jobs())
+        return render(request, "questions/embedding_cosines.html#results", _embedding_results())
     form = EmbeddingForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
@@ -209,17 +210,19 @@ def embedding_cosines(request):
             count = job.cosines.count()
             messages.success(request, f"Started: the cosine of {count} approved rewrite(s).")
             return redirect("questions:embedding-cosines")
-    approved = selectors.questions_rewritten()
-    context = _embedding_jobs() | METHODS | {
-        "form": form, "approved_count": approved.count(),
-        "means": selectors.rewrite_metrics_means(questions=approved),
-        "embedding_means": selectors.embedding_cosine_means(questions=approved),
-        "failures": selectors.embedding_cosine_failures(),
+    context = _embedding_results() | {
+        "form": form, "approved_count": selectors.questions_rewritten().count(),
     }  # fmt: skip
     status = 422 if form.errors else 200
     return render(request, "questions/embedding_cosines.html", context, status=status)
 
 
-def _embedding_jobs() -> dict:
+def _embedding_results() -> dict:
     jobs = selectors.embedding_cosine_jobs()
-    return {"jobs": jobs, "polling": any(job.under_way for job in jobs)}
+    approved = selectors.questions_rewritten()
+    return METHODS | {
+        "jobs": jobs, "polling": any(job.under_way for job in jobs),
+        "means": selectors.rewrite_metrics_means(questions=approved),
+        "embedding_means": selectors.embedding_cosine_means(questions=approved),
+        "failures": selectors.embedding_cosine_failures(),
+    }  # fmt: skip
