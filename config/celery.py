@@ -48,6 +48,7 @@ app.conf.update(
         "workers.engine.*": {"queue": "llm"},
         "workers.drafting.*": {"queue": "llm"},
         "workers.surveys.generate_responses": {"queue": "llm"},
+        "workers.questions.embedding_cosines": {"queue": "llm"},
     },
     task_always_eager=settings.CELERY_TASK_ALWAYS_EAGER,
     worker_hijack_root_logger=False,

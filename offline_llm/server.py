@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
+from .embed import DEFAULT_DIMENSIONS, EMBEDDING_MODELS, MAX_DIMENSIONS, MAX_INPUTS, encoded, vector
 from .generate import (
     JSON_PURPOSES,
     PURPOSES,
@@ -30,9 +31,13 @@ from .generate import (
 )
 from .knobs import Knobs
 
-MODELS = ("offline-terse", "offline-thorough", "offline-friendly", "offline-grader")
+CHAT_MODELS = ("offline-terse", "offline-thorough", "offline-friendly", "offline-grader")
+MODELS = (*CHAT_MODELS, *EMBEDDING_MODELS)
 MODELS_CREATED = 1735689600  # a fixed date: the list is the same on every run
 FINGERPRINT = "assay-offline"
+# On every answer: what it came from, for a client that reads headers rather than bodies.
+OFFLINE_HEADER = {"X-Offline": FINGERPRINT}
+ENCODINGS = ("float", "base64")
 FAULTS = ("429", "500", "hang", "malformed")
 # "400" only on request (X-Offline-Faults), to test that a client does not retry a 400.
 FORCIBLE_FAULTS = (*FAULTS, "400")
@@ -196,55 +201,56 @@ def _tokens(characters: int) -> int:
     return max(1, (characters + 3) // 4)
 
 
-async def chat_completions(request: web.Request) -> web.Response:
-    stats = request.app[STATS]
-    stats.begin()
-    # Stays "499" (nginx's "client closed request") if the client hangs up before an answer.
-    status = "499"
-    try:
-        response, status = await _chat_completion(request)
-        return response
-    except web.HTTPException as exc:  # aiohttp's own refusals, e.g. 413 for a huge body
-        status = str(exc.status)
-        raise
-    except Exception:
-        status = "500"
-        raise
-    finally:
-        stats.finish(None if request.get(COUNTED) else status)
+def _counted(handle: Callable) -> Callable:
+    """An endpoint that counts its request in the stats by the status it answers with."""
+
+    async def endpoint(request: web.Request) -> web.Response:
+        stats = request.app[STATS]
+        stats.begin()
+        # Stays "499" (nginx's "client closed request") if the client hangs up before an answer.
+        status = "499"
+        try:
+            response, status = await handle(request)
+            return response
+        except web.HTTPException as exc:  # aiohttp's own refusals, e.g. 413 for a huge body
+            status = str(exc.status)
+            raise
+        except Exception:
+            status = "500"
+            raise
+        finally:
+            stats.finish(None if request.get(COUNTED) else status)
+
+    return endpoint
 
 
-async def _chat_completion(request: web.Request) -> tuple[web.Response, str]:
-    knobs, stats, fault_rng = request.app[KNOBS], request.app[STATS], request.app[FAULT_RNG]
+async def _body(request: web.Request) -> object | web.Response:
     try:
-        body = json.loads(await request.read())
+        return json.loads(await request.read())
     except (ValueError, UnicodeDecodeError):
-        return error(400, "The request body is not valid JSON.", code="invalid_json"), "400"
-    parsed = _parse(body)
-    if isinstance(parsed, web.Response):
-        return parsed, "400"
-    model, messages, seed, temperature = parsed
-    prompt = Prompt(
-        texts=tuple(text for _role, text in messages),
-        last_user=next((text for role, text in reversed(messages) if role == "user"), ""),
-        temperature=temperature,
-    )
-    purpose = request.headers.get("X-Assay-Purpose", "").strip().lower() or infer_purpose(prompt)
-    if purpose not in PURPOSES:
-        return error(
-            400,
-            f"Unknown X-Assay-Purpose {purpose!r}; one of {', '.join(PURPOSES)}.",
-            code="invalid_purpose",
-        ), "400"
+        return error(400, "The request body is not valid JSON.", code="invalid_json")
+
+
+def _fault_for(request: web.Request) -> str | web.Response | None:
+    """The fault this request gets (forced by X-Offline-Faults, or drawn by the knobs), or
+    the 400 for an unknown forced one."""
     forced = request.headers.get("X-Offline-Faults", "").strip().lower()
     if forced and forced not in FORCIBLE_FAULTS:
         message = f"Unknown X-Offline-Faults {forced!r}; one of {', '.join(FORCIBLE_FAULTS)}."
-        return error(400, message, code="invalid_fault"), "400"
-    drawn = _draw_fault(knobs, fault_rng)
+        return error(400, message, code="invalid_fault")
+    drawn = _draw_fault(request.app[KNOBS], request.app[FAULT_RNG])
     fault = forced or drawn
     if fault and fault != "malformed":
-        stats.faults[fault] += 1
+        request.app[STATS].faults[fault] += 1
+    return fault
 
+
+async def _fault_or_wait(
+    request: web.Request, model: str, fault: str | None
+) -> tuple[web.Response, str] | None:
+    """Answer the fault (400, 429, 500; a hang first hangs), or wait the knobs' latency and
+    return None for an answer to follow."""
+    knobs, stats, fault_rng = request.app[KNOBS], request.app[STATS], request.app[FAULT_RNG]
     if fault == "400":
         message = "Bad request (simulated by the offline provider: X-Offline-Faults: 400)."
         return error(400, message, code="simulated_bad_request"), "400"
@@ -275,6 +281,36 @@ async def _chat_completion(request: web.Request) -> tuple[web.Response, str]:
             "The server had an error processing the request (simulated by the offline provider)."
         )
         return error(500, message, code="server_error", kind="server_error"), "500"
+    return None
+
+
+async def _chat_completion(request: web.Request) -> tuple[web.Response, str]:
+    fault_rng = request.app[FAULT_RNG]
+    body = await _body(request)
+    if isinstance(body, web.Response):
+        return body, "400"
+    parsed = _parse(body)
+    if isinstance(parsed, web.Response):
+        return parsed, "400"
+    model, messages, seed, temperature = parsed
+    prompt = Prompt(
+        texts=tuple(text for _role, text in messages),
+        last_user=next((text for role, text in reversed(messages) if role == "user"), ""),
+        temperature=temperature,
+    )
+    purpose = request.headers.get("X-Assay-Purpose", "").strip().lower() or infer_purpose(prompt)
+    if purpose not in PURPOSES:
+        return error(
+            400,
+            f"Unknown X-Assay-Purpose {purpose!r}; one of {', '.join(PURPOSES)}.",
+            code="invalid_purpose",
+        ), "400"
+    fault = _fault_for(request)
+    if isinstance(fault, web.Response):
+        return fault, "400"
+    refused = await _fault_or_wait(request, model, fault)
+    if refused is not None:
+        return refused
 
     rng = random.Random(request_seed(model, messages, seed))
     try:
@@ -283,7 +319,7 @@ async def _chat_completion(request: web.Request) -> tuple[web.Response, str]:
         return error(400, str(exc), code="invalid_prompt"), "400"
     # Text answers have no syntax to break; only JSON purposes get (and count) this fault.
     if fault == "malformed" and purpose in JSON_PURPOSES:
-        stats.faults["malformed"] += 1
+        request.app[STATS].faults["malformed"] += 1
         content = _malformed(content, fault_rng)
     prompt_characters = sum(len(text) for _role, text in messages)
     prompt_tokens, completion_tokens = _tokens(prompt_characters), _tokens(len(content))
@@ -307,8 +343,98 @@ async def _chat_completion(request: web.Request) -> tuple[web.Response, str]:
             "total_tokens": prompt_tokens + completion_tokens,
         },
     }
-    response = web.json_response(completion, headers={"X-Offline-Purpose": purpose})
-    return response, "200"
+    headers = {"X-Offline-Purpose": purpose, **OFFLINE_HEADER}
+    return web.json_response(completion, headers=headers), "200"
+
+
+def _parse_embedding(body: object) -> tuple[str, list[str], str, int] | web.Response:
+    """(model, texts, encoding_format, dimensions), or the 400 that explains what is wrong."""
+    if not isinstance(body, dict):
+        return error(400, "The request body must be a JSON object.", code="invalid_body")
+    model = body.get("model")
+    if not isinstance(model, str) or not model.strip():
+        return error(
+            400, "You must provide a model parameter.", code="invalid_model", param="model"
+        )
+    given = body.get("input")
+    texts = [given] if isinstance(given, str) else given
+    if not isinstance(texts, list) or not texts or len(texts) > MAX_INPUTS:
+        return error(
+            400,
+            f"input must be a string or a list of 1 to {MAX_INPUTS} strings.",
+            code="invalid_input",
+            param="input",
+        )
+    for index, text in enumerate(texts):
+        if not isinstance(text, str):
+            return error(
+                400,
+                f"input[{index}] is not a string: the offline provider embeds text, not token ids.",
+                code="invalid_input",
+                param=f"input[{index}]",
+            )
+        if not text.strip():
+            return error(
+                400, f"input[{index}] is empty.", code="invalid_input", param=f"input[{index}]"
+            )
+    encoding = body.get("encoding_format") or "float"
+    if encoding not in ENCODINGS:
+        return error(
+            400,
+            f"encoding_format must be one of {', '.join(ENCODINGS)}.",
+            code="invalid_encoding_format",
+            param="encoding_format",
+        )
+    dimensions = body.get("dimensions")
+    if dimensions is None:
+        dimensions = DEFAULT_DIMENSIONS
+    elif (
+        isinstance(dimensions, bool)
+        or not isinstance(dimensions, int)
+        or not 1 <= dimensions <= MAX_DIMENSIONS
+    ):
+        return error(
+            400,
+            f"dimensions must be an integer from 1 to {MAX_DIMENSIONS}.",
+            code="invalid_dimensions",
+            param="dimensions",
+        )
+    return model, texts, encoding, dimensions
+
+
+async def _embedding(request: web.Request) -> tuple[web.Response, str]:
+    body = await _body(request)
+    if isinstance(body, web.Response):
+        return body, "400"
+    parsed = _parse_embedding(body)
+    if isinstance(parsed, web.Response):
+        return parsed, "400"
+    model, texts, encoding, dimensions = parsed
+    fault = _fault_for(request)
+    if isinstance(fault, web.Response):
+        return fault, "400"
+    # A vector has no syntax to break: "malformed" gives a normal answer, as for text.
+    refused = await _fault_or_wait(request, model, fault)
+    if refused is not None:
+        return refused
+    data = [
+        {"object": "embedding", "index": index,
+         "embedding": encoded(vector(model, text, dimensions), encoding)}
+        for index, text in enumerate(texts)
+    ]  # fmt: skip
+    tokens = sum(_tokens(len(text)) for text in texts)
+    result = {
+        "object": "list",
+        "data": data,
+        "model": model,
+        "system_fingerprint": FINGERPRINT,
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }
+    return web.json_response(result, headers=OFFLINE_HEADER), "200"
+
+
+chat_completions = _counted(_chat_completion)
+embeddings = _counted(_embedding)
 
 
 async def list_models(request: web.Request) -> web.Response:
@@ -343,6 +469,7 @@ def make_app(knobs: Knobs) -> web.Application:
     app.router.add_get("/v1/models", list_models)
     app.router.add_post("/v1/chat/completions", chat_completions)
     app.router.add_get("/v1/offline/parameters", show_parameters)
+    app.router.add_post("/v1/embeddings", embeddings)
     app.router.add_get("/v1/stats", show_stats)
     app.router.add_post("/v1/stats/reset", reset_stats)
     return app

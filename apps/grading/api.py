@@ -11,7 +11,7 @@ from rest_framework import serializers
 
 from apps.console.api_lists import IdFilter, LongList, ReadViewSet, RunControls
 from apps.console.api_pages import Columns
-from apps.llm.models import ModelConfig, PromptTemplate, Purpose
+from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose
 from apps.runs.models import RunKind, RunStatus, SamplingRun
 from workers.engine import scope_start
 
@@ -38,7 +38,9 @@ class GradingRunCreateSerializer(serializers.Serializer):
         queryset=SamplingRun.objects.filter(kind=RunKind.BENCHMARK),
         help_text="Its answers are graded; a run still sampling is graded as its answers come.",
     )
-    grader = serializers.PrimaryKeyRelatedField(queryset=ModelConfig.objects.filter(active=True))
+    grader = serializers.PrimaryKeyRelatedField(
+        queryset=ModelConfig.objects.filter(active=True, kind=ModelKind.CHAT)
+    )
     mode = serializers.ChoiceField(choices=GradingMode.choices, default=GradingMode.CHECKLIST)
     prompt = serializers.PrimaryKeyRelatedField(
         queryset=PromptTemplate.objects.filter(

@@ -3,7 +3,7 @@ from decimal import Decimal
 
 from django import forms
 
-from apps.llm.models import ModelConfig, PromptTemplate, Purpose
+from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose
 from apps.runs.models import RunKind, SamplingRun
 
 from .models import GradingMode
@@ -26,7 +26,7 @@ class GradingRunForm(forms.Form):
         help_text="Its answers are graded; a run still sampling is graded as its answers come.",
     )
     grader = forms.ModelChoiceField(
-        queryset=ModelConfig.objects.filter(active=True), label="Grader model"
+        queryset=ModelConfig.objects.filter(active=True, kind=ModelKind.CHAT), label="Grader model"
     )
     mode = forms.ChoiceField(
         choices=MODE_CHOICES, initial=GradingMode.CHECKLIST, widget=forms.RadioSelect

@@ -4,17 +4,17 @@ from django.utils.html import format_html, format_html_join
 
 from apps.console.sites import ReadOnlyAdmin
 
-from .models import LLMCall, ModelConfig, PromptTemplate
+from .models import Embedding, LLMCall, ModelConfig, PromptTemplate
 from .services import PromptError, prompt_template_save
 
 
 @admin.register(ModelConfig)
 class ModelConfigAdmin(admin.ModelAdmin):
     list_display = (
-        "display_name", "family", "released_on", "litellm_model", "max_concurrent",
+        "display_name", "family", "released_on", "litellm_model", "kind", "max_concurrent",
         "requests_per_minute", "tokens_per_minute", "offline", "active",
     )  # fmt: skip
-    list_filter = ("active", "family")
+    list_filter = ("active", "kind", "family")
     search_fields = ("display_name", "litellm_model", "family")
     fieldsets = (
         (
@@ -26,6 +26,7 @@ class ModelConfigAdmin(admin.ModelAdmin):
                     "version",
                     "released_on",
                     "litellm_model",
+                    "kind",
                     "active",
                 )
             },
@@ -120,6 +121,17 @@ class LLMCallAdmin(ReadOnlyAdmin):
     @admin.display(description="latency", ordering="latency_ms")
     def latency(self, obj):
         return f"{obj.latency_ms / 1000:.1f} s"
+
+
+@admin.register(Embedding)
+class EmbeddingAdmin(ReadOnlyAdmin):
+    """Vectors kept so that a text is embedded once per model (apps/llm/embeddings.py)."""
+
+    list_display = ("text_sha256", "model", "litellm_model", "dimensions", "created_at")
+    list_filter = ("model",)
+    search_fields = ("text_sha256",)
+    list_select_related = ("model",)
+    date_hierarchy = "created_at"
 
 
 def _cut(text: str, length: int):

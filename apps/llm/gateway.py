@@ -1,11 +1,12 @@
-"""Every model call in Assay goes through `complete` / `acomplete`.
+"""Every model call in Assay goes through `complete` / `acomplete` (chat) or `embed` /
+`aembed` (embeddings).
 
 Underneath is litellm's async API; no provider SDK is called directly. The gateway adds
 what a study needs on top: limits that every worker process shares (`apps.llm.limits`),
 bounded retries with backoff and jitter that honour `Retry-After`, validation of
 structured answers with bounded re-asks, costs, and a ledger row for every attempt.
-It never returns a default in place of an answer: it returns a `Completion` or raises
-`RetryableLLMError` / `PermanentLLMError`.
+It never returns a default in place of an answer: it returns a `Completion` (or
+`Embedded`) or raises `RetryableLLMError` / `PermanentLLMError`.
 """
 
 import asyncio
@@ -16,6 +17,7 @@ import functools
 import inspect
 import json
 import logging
+import math
 import os
 import random
 import sys
@@ -31,7 +33,7 @@ from django.conf import settings
 
 from .errors import LLMError, PermanentLLMError, ProviderError, RetryableLLMError
 from .limits import Limits
-from .models import CallStatus, LLMCall, ModelConfig, PromptTemplate
+from .models import EMBED_PURPOSE, CallStatus, LLMCall, ModelConfig, PromptTemplate
 from .services import llm_calls_record
 
 # litellm fetches its price table over the internet at import unless told not to.
@@ -61,6 +63,19 @@ class Completion:
     data: dict | list | None
     input_tokens: int
     output_tokens: int
+    cost_usd: Decimal | None
+    latency_ms: int
+    attempts: int
+    model_id: int
+    offline: bool
+
+
+@dataclass(frozen=True)
+class Embedded:
+    """The vectors of a list of texts, in their order, from one embeddings call."""
+
+    vectors: list[list[float]]
+    input_tokens: int
     cost_usd: Decimal | None
     latency_ms: int
     attempts: int
@@ -131,7 +146,7 @@ def _builds_request(fn) -> bool:
     main = sys.modules.get("litellm.main")
     if main is None or not isinstance(inner, functools.partial):
         return False
-    if inner.func is not main.completion:
+    if inner.func is not main.completion and inner.func is not main.embedding:
         return False
     model = str(inner.keywords.get("model") or "")
     provider = inner.keywords.get("custom_llm_provider") or model.partition("/")[0]
@@ -176,7 +191,7 @@ def _price_register(model: ModelConfig) -> None:
                 "cache_creation_input_token_cost": 0.0,
                 "cache_read_input_token_cost": 0.0,
                 "litellm_provider": model.litellm_model.rpartition("/")[0] or "openai",
-                "mode": "chat",
+                "mode": "embedding" if model.serves_embeddings else "chat",
             }
         }
     )
@@ -458,46 +473,18 @@ def _estimate_tokens(messages: list[dict], params: dict) -> int:
     return chars // 4 + int(params.get("max_tokens") or 0)
 
 
-async def acomplete(
-    *,
-    model: ModelConfig,
-    messages: list[dict],
-    purpose: str,
-    params: dict | None = None,
-    schema: dict | None = None,
-    check=None,
-    caller: str = "",
-    prompt: PromptTemplate | None = None,
-    policy: RetryPolicy = DEFAULT_POLICY,
-) -> Completion:
-    """One chat completion, retried and validated. `schema` (JSON Schema) makes the answer
-    structured: it must parse and match, and then pass `check(data)` (a callable that
-    returns a problem to tell the model, or None), or the model is asked again, at most
-    `policy.schema_retries` times. The completion's cost includes those re-asks."""
-    lt = litellm_module()
-    _price_register(model)
+async def _answered(
+    *, model: ModelConfig, purpose: str, caller: str, prompt: PromptTemplate | None,
+    policy: RetryPolicy, limits: Limits, estimate: int, started: float, deadline: float,
+    attempt: int, api_key: str | None, send, tokens,
+) -> tuple[object, int, int]:  # fmt: skip
+    """Send a request (`send()` makes the litellm call) until the provider answers: each
+    attempt within the model's shared limits, a failed one recorded in the ledger and, if
+    retryable, tried again after a backoff, within `policy`. (response, its latency in ms,
+    the attempts made so far, counting from `attempt`); `tokens(response)` is what the
+    answer cost the model's token window."""
     loop = asyncio.get_running_loop()
-    started = loop.time()
-    deadline = started + policy.max_total_seconds
-    call_params = {**(model.params or {}), **(params or {})}
-    api_key = _api_key(model)
-    extra: dict = {}
-    if model.api_base:
-        extra["api_base"] = model.api_base
-    headers = dict(call_params.pop("extra_headers", None) or {})
-    if model.is_offline:
-        # Lets the offline provider answer in kind; real providers never see this header.
-        headers["X-Assay-Purpose"] = purpose
-    if headers:
-        extra["extra_headers"] = headers
-    limits = limits_for(model)
-    estimate = _estimate_tokens(messages, call_params)
     record = _ledger().write
-    caller = caller[:200]
-    conversation = list(messages)
-    attempt = invalid_answers = 0
-    spent = None  # the cost of answers that failed validation, paid all the same
-
     while True:
         attempt += 1
         try:
@@ -514,46 +501,121 @@ async def acomplete(
             # clients on it, and a varying value would open a new client (and connection)
             # per call. The overall deadline is enforced around the call instead.
             async with asyncio.timeout(max(1.0, deadline - sent)):
-                response = await lt.acompletion(
-                    model=model.litellm_model, messages=conversation, api_key=api_key,
-                    timeout=model.timeout_seconds, num_retries=0, max_retries=0,
-                    **extra, **call_params,
-                )  # fmt: skip
+                response = await send()
         except Exception as exc:
             # Only a scrubbed description leaves this block: the provider's exception may
             # hold the key, and anything raised in here would keep it as `__context__`.
             failure = _Failure.of(exc, api_key)
         else:
             failure = None
-        if failure is not None:
-            latency_ms = round((loop.time() - sent) * 1000)
-            await slot.release()
-            status, message = failure.status, failure.message
-            await record(
-                model=model, purpose=purpose, caller=caller, attempt=attempt, status=status,
-                error_class=failure.error_class, error_message=message, latency_ms=latency_ms,
-                prompt_template=prompt,
-            )  # fmt: skip
-            if not failure.retryable:
-                raise PermanentLLMError(
-                    f"{model.display_name}: {message}", status=status, attempts=attempt
-                ) from failure.cause()
-            delay = _backoff(policy, attempt, failure.retry_after)
-            if attempt >= policy.max_attempts or loop.time() + delay > deadline:
-                raise RetryableLLMError(
-                    f"{model.display_name}: gave up after {attempt} attempts in "
-                    f"{loop.time() - started:.1f} s; last error: {message}",
-                    status=status,
-                    attempts=attempt,
-                ) from failure.cause()
-            await asyncio.sleep(delay)
-            continue
-
         latency_ms = round((loop.time() - sent) * 1000)
-        usage = getattr(response, "usage", None)
-        input_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-        output_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
-        await slot.release(actual_tokens=input_tokens + output_tokens)
+        if failure is None:
+            await slot.release(actual_tokens=tokens(response))
+            return response, latency_ms, attempt
+        await slot.release()
+        status, message = failure.status, failure.message
+        await record(
+            model=model, purpose=purpose, caller=caller, attempt=attempt, status=status,
+            error_class=failure.error_class, error_message=message, latency_ms=latency_ms,
+            prompt_template=prompt,
+        )  # fmt: skip
+        if not failure.retryable:
+            raise PermanentLLMError(
+                f"{model.display_name}: {message}", status=status, attempts=attempt
+            ) from failure.cause()
+        delay = _backoff(policy, attempt, failure.retry_after)
+        if attempt >= policy.max_attempts or loop.time() + delay > deadline:
+            raise RetryableLLMError(
+                f"{model.display_name}: gave up after {attempt} attempts in "
+                f"{loop.time() - started:.1f} s; last error: {message}",
+                status=status,
+                attempts=attempt,
+            ) from failure.cause()
+        await asyncio.sleep(delay)
+
+
+def _chat_tokens(response) -> tuple[int, int]:
+    usage = getattr(response, "usage", None)
+    return (
+        int(getattr(usage, "prompt_tokens", 0) or 0),
+        int(getattr(usage, "completion_tokens", 0) or 0),
+    )
+
+
+def _connection(
+    model: ModelConfig, purpose: str, params: dict | None = None
+) -> tuple[dict, dict, str | None]:
+    """(the call's parameters: the model's, then `params`; the connection's litellm
+    arguments; the API key)."""
+    call_params = {**(model.params or {}), **(params or {})}
+    extra: dict = {}
+    if model.api_base:
+        extra["api_base"] = model.api_base
+    headers = dict(call_params.pop("extra_headers", None) or {})
+    if model.is_offline:
+        # Lets the offline provider answer in kind; real providers never see this header.
+        headers["X-Assay-Purpose"] = purpose
+    if headers:
+        extra["extra_headers"] = headers
+    return call_params, extra, _api_key(model)
+
+
+def _kind_check(model: ModelConfig, *, embeddings: bool) -> None:
+    if model.serves_embeddings != embeddings:
+        served, asked = ("embeddings", "chat completion") if model.serves_embeddings else (
+            "chat completions", "embedding"
+        )  # fmt: skip
+        raise PermanentLLMError(
+            f"{model.display_name} serves {served} (its kind, in the console): it cannot be "
+            f"asked for an {asked}.",
+            status=CallStatus.BAD_REQUEST,
+        )
+
+
+async def acomplete(
+    *,
+    model: ModelConfig,
+    messages: list[dict],
+    purpose: str,
+    params: dict | None = None,
+    schema: dict | None = None,
+    check=None,
+    caller: str = "",
+    prompt: PromptTemplate | None = None,
+    policy: RetryPolicy = DEFAULT_POLICY,
+) -> Completion:
+    """One chat completion, retried and validated. `schema` (JSON Schema) makes the answer
+    structured: it must parse and match, and then pass `check(data)` (a callable that
+    returns a problem to tell the model, or None), or the model is asked again, at most
+    `policy.schema_retries` times. The completion's cost includes those re-asks."""
+    _kind_check(model, embeddings=False)
+    lt = litellm_module()
+    _price_register(model)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    deadline = started + policy.max_total_seconds
+    call_params, extra, api_key = _connection(model, purpose, params)
+    limits = limits_for(model)
+    estimate = _estimate_tokens(messages, call_params)
+    record = _ledger().write
+    caller = caller[:200]
+    conversation = list(messages)
+    attempt = invalid_answers = 0
+    spent = None  # the cost of answers that failed validation, paid all the same
+
+    def send():
+        return lt.acompletion(
+            model=model.litellm_model, messages=conversation, api_key=api_key,
+            timeout=model.timeout_seconds, num_retries=0, max_retries=0, **extra, **call_params,
+        )  # fmt: skip
+
+    while True:
+        response, latency_ms, attempt = await _answered(
+            model=model, purpose=purpose, caller=caller, prompt=prompt, policy=policy,
+            limits=limits, estimate=estimate, started=started, deadline=deadline,
+            attempt=attempt, api_key=api_key, send=send, tokens=lambda r: sum(_chat_tokens(r)),
+        )  # fmt: skip
+        input_tokens, output_tokens = _chat_tokens(response)
         text = _storable(response.choices[0].message.content or "")
         cost = _cost(model, response, input_tokens, output_tokens)
         data = None
@@ -606,17 +668,112 @@ async def acomplete(
         )  # fmt: skip
 
 
-def complete(**kwargs) -> Completion:
-    """The synchronous form of `acomplete`, for tasks and services that are not async.
+def _vectors(response, count: int) -> tuple[list[list[float]] | None, str]:
+    """The vectors of an embeddings answer in the order of the texts, or None and what is
+    wrong with it: one per text, each a non-empty list of finite numbers, all one length."""
+    items = list(getattr(response, "data", None) or [])
+    if len(items) != count:
+        return None, f"{len(items)} vectors for {count} texts"
+    by_index = {}
+    for position, item in enumerate(items):
+        get = item.get if isinstance(item, dict) else functools.partial(getattr, item)
+        index = get("index", position)
+        by_index[index if isinstance(index, int) else position] = get("embedding", None)
+    if sorted(by_index) != list(range(count)):
+        return None, "the vectors' indices are not those of the texts"
+    vectors = [by_index[i] for i in range(count)]
+    lengths = {len(v) if isinstance(v, list) else -1 for v in vectors}
+    if len(lengths) != 1 or lengths.pop() <= 0:
+        return None, "the vectors are not lists of numbers of one length"
+    for vector in vectors:
+        if not all(
+            isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+            for x in vector
+        ):
+            return None, "a vector holds something other than a finite number"
+    return [[float(x) for x in v] for v in vectors], ""
+
+
+async def aembed(
+    *,
+    model: ModelConfig,
+    texts: list[str],
+    caller: str = "",
+    policy: RetryPolicy = DEFAULT_POLICY,
+) -> Embedded:
+    """The embeddings of `texts` (one call, through litellm's `aembedding`), with the same
+    shared limits, retries and ledger as a chat completion. An answer that is not one
+    vector per text, all of one length, is recorded as invalid output and raised as a
+    PermanentLLMError, never returned. Keeping vectors so that a text is not embedded twice
+    is apps/llm/embeddings.py's part."""
+    _kind_check(model, embeddings=True)
+    texts = list(texts)
+    if not texts or not all(isinstance(t, str) and t.strip() for t in texts):
+        raise PermanentLLMError(
+            "Embeddings need at least one text, and no empty text.", status=CallStatus.BAD_REQUEST
+        )
+    lt = litellm_module()
+    _price_register(model)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    deadline = started + policy.max_total_seconds
+    call_params, extra, api_key = _connection(model, EMBED_PURPOSE)
+    limits = limits_for(model)
+    caller = caller[:200]
+
+    def send():
+        return lt.aembedding(
+            model=model.litellm_model, input=texts, api_key=api_key,
+            timeout=model.timeout_seconds, num_retries=0, max_retries=0, **extra, **call_params,
+        )  # fmt: skip
+
+    response, latency_ms, attempt = await _answered(
+        model=model, purpose=EMBED_PURPOSE, caller=caller, prompt=None, policy=policy,
+        limits=limits, estimate=sum(len(t) for t in texts) // 4, started=started,
+        deadline=deadline, attempt=0, api_key=api_key, send=send,
+        tokens=lambda r: _chat_tokens(r)[0],
+    )  # fmt: skip
+    input_tokens = _chat_tokens(response)[0]
+    cost = _cost(model, response, input_tokens, 0)
+    vectors, problem = _vectors(response, len(texts))
+    record = _ledger().write
+    if vectors is None:
+        await record(
+            model=model, purpose=EMBED_PURPOSE, caller=caller, attempt=attempt,
+            status=CallStatus.INVALID_OUTPUT, error_class="InvalidAnswer",
+            error_message=f"The embeddings answer is unusable: {problem}.",
+            input_tokens=input_tokens, cost_usd=cost, latency_ms=latency_ms,
+        )  # fmt: skip
+        error = PermanentLLMError(
+            f"{model.display_name}: the embeddings answer is unusable: {problem}.",
+            status=CallStatus.INVALID_OUTPUT,
+            attempts=attempt,
+        )
+        error.cost_usd = cost
+        raise error
+    await record(
+        model=model, purpose=EMBED_PURPOSE, caller=caller, attempt=attempt,
+        status=CallStatus.OK, input_tokens=input_tokens, cost_usd=cost, latency_ms=latency_ms,
+    )  # fmt: skip
+    return Embedded(
+        vectors=vectors, input_tokens=input_tokens, cost_usd=cost,
+        latency_ms=round((loop.time() - started) * 1000), attempts=attempt, model_id=model.pk,
+        offline=model.is_offline,
+    )  # fmt: skip
+
+
+def _run_sync(call, kwargs: dict):
+    """Run the gateway's coroutine function `call(**kwargs)` from synchronous code, in a
+    loop of its own that it closes.
 
     `async_to_sync` runs the ledger writes (thread-sensitive `sync_to_async`) back in the
     calling thread, so they share its database connection and transaction.
     """
 
-    async def run() -> Completion:
+    async def run():
         loop_setup()
         try:
-            return await acomplete(**kwargs)
+            return await call(**kwargs)
         finally:
             await aclose_loop()
 
@@ -629,12 +786,25 @@ def complete(**kwargs) -> Completion:
         return pool.submit(async_to_sync(run)).result()
 
 
+def complete(**kwargs) -> Completion:
+    """The synchronous form of `acomplete`, for tasks and services that are not async."""
+    return _run_sync(acomplete, kwargs)
+
+
+def embed(**kwargs) -> Embedded:
+    """The synchronous form of `aembed`."""
+    return _run_sync(aembed, kwargs)
+
+
 __all__ = [
     "Completion",
+    "Embedded",
     "LLMError",
     "PermanentLLMError",
     "RetryPolicy",
     "RetryableLLMError",
     "acomplete",
+    "aembed",
     "complete",
+    "embed",
 ]

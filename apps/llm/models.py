@@ -1,5 +1,7 @@
+import hashlib
 import string
 
+from django.contrib.postgres.fields import ArrayField
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
@@ -19,6 +21,20 @@ class Purpose(models.TextChoices):
     RUBRIC_DRAFT = "rubric_draft", "Draft rubric criteria"
     SCENARIO_RESPONSE = "scenario_response", "Respond to a scenario"
     SURVEY_PROXY = "survey_proxy", "Answer a survey as a proxy"
+
+
+# What a ledger row's call was for: a prompt's purpose, or embedding texts, which takes no
+# prompt (and so is no purpose of PromptTemplate's).
+EMBED_PURPOSE = "embedding"
+CALL_PURPOSES = [*Purpose.choices, (EMBED_PURPOSE, "Embed texts")]
+
+
+class ModelKind(models.TextChoices):
+    """What a model config serves: chat completions (`gateway.complete`) or embeddings
+    (`gateway.embed`). The gateway refuses the other kind of call."""
+
+    CHAT = "chat", "Chat completions"
+    EMBEDDING = "embedding", "Embeddings"
 
 
 # What a prompt of each purpose may use: the variables the app that renders it passes, with
@@ -76,6 +92,11 @@ class ModelConfig(models.Model):
         max_length=200,
         help_text="litellm's model string, e.g. openai/gpt-4.1 or anthropic/claude-sonnet-4-5",
     )
+    kind = models.CharField(
+        max_length=10, choices=ModelKind.choices, default=ModelKind.CHAT,
+        help_text="Chat completions (answers, grades, rewrites) or embeddings (vectors of "
+        "texts, e.g. openai/text-embedding-3-small).",
+    )  # fmt: skip
     api_base = models.URLField(blank=True, help_text="Only for self-hosted or proxy endpoints.")
     api_key_env = models.CharField(
         "API key variable",
@@ -115,12 +136,16 @@ class ModelConfig(models.Model):
         """Served by Assay's offline provider: its output is labelled wherever it is shown."""
         return self.litellm_model.rsplit("/", 1)[-1].startswith(OFFLINE_PREFIX)
 
+    @property
+    def serves_embeddings(self) -> bool:
+        return self.kind == ModelKind.EMBEDDING
+
     def clean(self):
         if "/" not in self.litellm_model:
             raise ValidationError({"litellm_model": "Name the provider too, e.g. openai/gpt-4.1."})
         if not isinstance(self.params, dict):
             raise ValidationError({"params": "Parameters must be a JSON object."})
-        forbidden = {"api_key", "api_base", "messages", "model"} & set(self.params)
+        forbidden = {"api_key", "api_base", "messages", "model", "input"} & set(self.params)
         if forbidden:
             raise ValidationError(
                 {"params": f"Set {', '.join(sorted(forbidden))} in their own fields, not here."}
@@ -182,7 +207,7 @@ class LLMCall(models.Model):
     """The ledger: one row per attempt sent to a provider."""
 
     model = models.ForeignKey(ModelConfig, on_delete=models.PROTECT, related_name="calls")
-    purpose = models.CharField(max_length=32, choices=Purpose.choices)
+    purpose = models.CharField(max_length=32, choices=CALL_PURPOSES)
     caller = models.CharField(
         max_length=200, blank=True, db_index=True,
         help_text="What asked for the call, e.g. response:123.",
@@ -206,6 +231,39 @@ class LLMCall(models.Model):
 
     def __str__(self):
         return f"{self.model_id} {self.purpose} #{self.attempt} {self.status}"
+
+
+def text_digest(text: str) -> str:
+    """The key an embedding is stored under: the SHA-256 of the text, in hex."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class Embedding(models.Model):
+    """A text's vector as an embedding model made it, kept so that the same text is never
+    sent to the same model twice (apps/llm/embeddings.py). Keyed by the model config, its
+    litellm model string at the time (a config pointed at another model embeds again) and
+    the text's SHA-256; the text itself stays with whoever owns it."""
+
+    model = models.ForeignKey(ModelConfig, on_delete=models.PROTECT, related_name="embeddings")
+    litellm_model = models.CharField(max_length=200, help_text="The model string that made it.")
+    text_sha256 = models.CharField(max_length=64)
+    dimensions = models.PositiveIntegerField()
+    vector = ArrayField(models.FloatField())
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["model", "litellm_model", "text_sha256"], name="embedding_once"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(dimensions__gt=0), name="embedding_has_dimensions"
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.model_id}:{self.text_sha256[:12]} ({self.dimensions} dimensions)"
 
 
 class Leased(models.Model):

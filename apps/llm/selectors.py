@@ -3,7 +3,7 @@ import string
 from django.db.models import Count, Q, Sum
 
 from .errors import PromptError
-from .models import CallStatus, LLMCall, PromptTemplate
+from .models import CallStatus, Embedding, LLMCall, ModelConfig, PromptTemplate
 
 
 def usage_totals(*, since=None) -> list[dict]:
@@ -51,3 +51,12 @@ def prompt_render(*, template: PromptTemplate, variables: dict[str, object]) -> 
         {"role": "user", "content": string.Template(template.user_text).substitute(values)}
     )
     return messages
+
+
+def embeddings_stored(*, model: ModelConfig, digests) -> dict[str, Embedding]:
+    """The stored embeddings by `model` (as its litellm model string now names it) of the
+    texts whose SHA-256 digests are given, by digest."""
+    rows = Embedding.objects.filter(
+        model=model, litellm_model=model.litellm_model, text_sha256__in=set(digests)
+    )
+    return {row.text_sha256: row for row in rows}

@@ -5,7 +5,8 @@ from django.db.models import Max
 from django.utils import timezone
 
 from .errors import PromptError
-from .models import PROMPT_VARIABLES, LLMCall, PromptTemplate
+from .models import PROMPT_VARIABLES, Embedding, LLMCall, ModelConfig, PromptTemplate
+from .selectors import embeddings_stored
 
 
 def llm_calls_record(*, calls: list[LLMCall]) -> list[LLMCall]:
@@ -29,6 +30,26 @@ def llm_calls_record(*, calls: list[LLMCall]) -> list[LLMCall]:
 
 
 _prompts_used: set[int] = set()  # prompt versions this process has marked as used
+
+
+def embeddings_store(
+    *, model: ModelConfig, vectors: dict[str, list[float]]
+) -> dict[str, Embedding]:
+    """Keep the vectors `model` made, by the SHA-256 of their texts; the stored rows, by
+    digest. A text stored meanwhile (by a concurrent job) keeps its first vector: the
+    unique constraint makes the second insert a no-op."""
+    rows = [
+        Embedding(
+            model=model,
+            litellm_model=model.litellm_model,
+            text_sha256=digest,
+            dimensions=len(vector),
+            vector=vector,
+        )
+        for digest, vector in vectors.items()
+    ]
+    Embedding.objects.bulk_create(rows, ignore_conflicts=True)
+    return embeddings_stored(model=model, digests=vectors)
 
 
 @transaction.atomic

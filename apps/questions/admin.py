@@ -16,6 +16,8 @@ from workers.questions import import_posts_task
 from .errors import QuestionError
 from .interchange import MAX_FILE_BYTES
 from .models import (
+    EmbeddingCosine,
+    EmbeddingCosineJob,
     ExclusionReason,
     ImportBatch,
     Question,
@@ -31,6 +33,8 @@ from .models import (
     Topic,
 )
 from .selectors import question_text_frozen_because
+from .selectors.bank import with_cosine_method
+from .selectors.embedding_cosines import embedding_cosines_with_method
 from .selectors.imports import import_progress
 from .services import normalise_newlines, question_update, questions_import
 from .services.imports import import_batch_create, upload_save
@@ -276,6 +280,19 @@ class QuestionAdmin(admin.ModelAdmin):
     )  # fmt: skip
     raw_id_fields = ("labelled_by", "verified_by")
     change_list_template = "admin/questions/question/change_list.html"
+    # Every column, and beside the TF-IDF cosine the method that made it.
+    csv_fields = tuple(
+        column
+        for field in Question._meta.concrete_fields
+        for column in (
+            (field.attname, ("rewrite_cosine_method", "rewrite_cosine_method"))
+            if field.name == "rewrite_cosine"
+            else (field.attname,)
+        )
+    )
+
+    def csv_queryset(self, queryset):
+        return with_cosine_method(queryset)
 
     def save_model(self, request, obj, form, change):
         if not change:
@@ -410,3 +427,36 @@ class RewriteAdmin(ReadOnlyAdmin):
         "cost_usd", "latency_ms", "error_kind", "error", "attempts", "created_at", "started_at",
         "completed_at",
     )  # fmt: skip
+
+
+@admin.register(EmbeddingCosineJob)
+class EmbeddingCosineJobAdmin(ReadOnlyAdmin):
+    """Cosines of embeddings asked for on the rewriting pages, one embedding model each."""
+
+    list_display = ("pk", "model", "status", "created_by", "created_at", "finished_at")
+    list_filter = ("status", "model")
+    list_select_related = ("model", "created_by")
+    csv_fields = (
+        "id", "model__display_name", "model__litellm_model", "status", "created_by__username",
+        "created_at", "started_at", "finished_at",
+    )  # fmt: skip
+
+
+@admin.register(EmbeddingCosine)
+class EmbeddingCosineAdmin(ReadOnlyAdmin):
+    """The cosine of the embeddings of each approved rewrite and its original, by model, or
+    why there is none; the vectors are the LLM gateway's Embeddings."""
+
+    list_display = ("question", "model", "status", "cosine", "error_kind", "computed_at")
+    list_filter = ("status", "error_kind", "model")
+    search_fields = ("question__external_id", "error")
+    list_select_related = ("question", "model")
+    raw_id_fields = ("question", "job", "original_embedding", "rewrite_embedding")
+    csv_fields = (
+        "id", "question__external_id", "model__display_name", "model__litellm_model",
+        "job_id", "status", "cosine", ("method", "method"), "original_embedding_id",
+        "rewrite_embedding_id", "error_kind", "error", "computed_at",
+    )  # fmt: skip
+
+    def csv_queryset(self, queryset):
+        return embedding_cosines_with_method(queryset)

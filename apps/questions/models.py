@@ -3,7 +3,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Deferrable, Q
 
-from apps.llm.models import CallStatus, Leased, ModelConfig, PromptTemplate
+from apps.llm.models import CallStatus, Embedding, Leased, ModelConfig, PromptTemplate
 
 
 class Topic(models.Model):
@@ -291,8 +291,10 @@ class Question(models.Model):
     )  # fmt: skip
     rewrite_approved_at = models.DateTimeField(null=True, blank=True)
     rewrite_cosine = models.FloatField(
-        null=True, blank=True,
-        help_text="Cosine similarity of the rewrite to the original (TF-IDF over the bank).",
+        "rewrite cosine (TF-IDF)", null=True, blank=True,
+        help_text="Cosine similarity of the TF-IDF vectors of the rewrite and the original, "
+        "fitted on the bank. The published study does not say how it computed its cosine: "
+        "TF-IDF is Assay's choice (apps/questions/similarity.py).",
     )  # fmt: skip
     rewrite_trigram_overlap = models.FloatField(
         null=True, blank=True,
@@ -415,3 +417,98 @@ class Rewrite(Leased):
 
     def __str__(self):
         return f"{self.question} in {self.job}"
+
+
+# --- cosine of embeddings (the researcher's choice of method) -------------------------------
+
+
+class EmbeddingCosineJobStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    FINISHED = "finished", "Finished"
+    SUPERSEDED = "superseded", "Replaced by a newer job"
+
+
+class EmbeddingCosineJob(models.Model):
+    """A researcher's request to compute, with one embedding model, the cosine between every
+    approved rewrite and its original (similarity.EMBEDDING_COSINE_METHOD): a method the
+    researcher chooses beside the bank's TF-IDF cosine. A worker computes it
+    (workers/questions.py); progress is counted from its rows."""
+
+    model = models.ForeignKey(ModelConfig, on_delete=models.PROTECT, related_name="+")
+    status = models.CharField(
+        max_length=10, choices=EmbeddingCosineJobStatus.choices,
+        default=EmbeddingCosineJobStatus.QUEUED,
+    )  # fmt: skip
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )  # fmt: skip
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"Embedding cosines {self.pk} by {self.model}"
+
+
+class EmbeddingCosineStatus(models.TextChoices):
+    PENDING = "pending", "Being computed"
+    DONE = "done", "Computed"
+    FAILED = "failed", "Failed"
+
+
+class EmbeddingCosine(models.Model):
+    """The cosine between the embeddings of a question's original post and its approved
+    text, both made by one embedding model; the two vectors it was computed from are kept
+    (apps/llm's Embedding). A failure keeps its reason and has no number."""
+
+    question = models.ForeignKey(
+        Question, on_delete=models.CASCADE, related_name="embedding_cosines"
+    )
+    model = models.ForeignKey(ModelConfig, on_delete=models.PROTECT, related_name="+")
+    job = models.ForeignKey(
+        EmbeddingCosineJob, on_delete=models.CASCADE, related_name="cosines",
+        help_text="The job that computed it last.",
+    )  # fmt: skip
+    status = models.CharField(
+        max_length=10, choices=EmbeddingCosineStatus.choices,
+        default=EmbeddingCosineStatus.PENDING,
+    )  # fmt: skip
+    cosine = models.FloatField(null=True, blank=True)
+    original_embedding = models.ForeignKey(
+        Embedding, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        help_text="The vector of the original post.",
+    )  # fmt: skip
+    rewrite_embedding = models.ForeignKey(
+        Embedding, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        help_text="The vector of the approved text.",
+    )  # fmt: skip
+    error_kind = models.CharField(max_length=20, choices=CallStatus.choices, blank=True)
+    error = models.TextField(blank=True)
+    computed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["question", "model"]
+        constraints = [
+            models.UniqueConstraint(fields=["question", "model"], name="embedding_cosine_once"),
+            # A number only when computed, from both vectors; never beside a failure.
+            models.CheckConstraint(
+                condition=(
+                    Q(
+                        status=EmbeddingCosineStatus.DONE,
+                        cosine__isnull=False,
+                        original_embedding__isnull=False,
+                        rewrite_embedding__isnull=False,
+                    )
+                    | (~Q(status=EmbeddingCosineStatus.DONE) & Q(cosine__isnull=True))
+                ),
+                name="embedding_cosine_only_when_done",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.question} by {self.model}: {self.get_status_display().lower()}"

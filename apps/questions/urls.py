@@ -24,4 +24,5 @@ urlpatterns = [
     path("rewrites/<int:pk>/", rewriting.review, name="rewrite"),
     path("rewrites/<int:pk>/reject/", rewriting.reject, name="rewrite-reject"),
     path("rewrites/jobs/<int:pk>/<str:action>/", rewriting.job_move, name="rewrite-job-move"),
+    path("rewrites/embeddings/", rewriting.embedding_cosines, name="embedding-cosines"),
 ]

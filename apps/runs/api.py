@@ -11,7 +11,7 @@ from rest_framework import serializers
 
 from apps.console.api_lists import IdFilter, LongList, ReadViewSet, RunControls
 from apps.console.api_pages import Columns
-from apps.llm.models import ModelConfig, PromptTemplate, Purpose
+from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose
 from apps.questions.models import LengthBucket, NeedType, Question
 from workers.engine import scope_start
 
@@ -68,7 +68,9 @@ class SelectionSerializer(serializers.Serializer):
 class SamplingRunCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=SamplingRun._meta.get_field("name").max_length)
     models = serializers.PrimaryKeyRelatedField(
-        many=True, allow_empty=False, queryset=ModelConfig.objects.filter(active=True)
+        many=True,
+        allow_empty=False,
+        queryset=ModelConfig.objects.filter(active=True, kind=ModelKind.CHAT),
     )
     questions = serializers.PrimaryKeyRelatedField(
         many=True, required=False, queryset=Question.objects.all(),

@@ -4,7 +4,7 @@ from decimal import Decimal
 from django import forms
 from django.db.models import QuerySet
 
-from apps.llm.models import ModelConfig, PromptTemplate, Purpose
+from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose
 from apps.questions.models import LengthBucket, NeedType, Question, Topic
 
 from .models import ResponseStatus, SamplingRun
@@ -68,7 +68,8 @@ class SelectionForm(forms.Form):
 class RunForm(SelectionForm):
     name = forms.CharField(max_length=SamplingRun._meta.get_field("name").max_length)
     models = ModelChoices(
-        queryset=ModelConfig.objects.filter(active=True).order_by("display_name"),
+        queryset=ModelConfig.objects.filter(active=True, kind=ModelKind.CHAT)
+        .order_by("display_name"),
         widget=forms.CheckboxSelectMultiple,
         error_messages={"required": "Choose at least one model."},
     )  # fmt: skip

@@ -16,7 +16,7 @@ from rest_framework import serializers
 
 from apps.console.api_lists import IdFilter, LongList, ReadViewSet, RunControls
 from apps.console.api_pages import Columns
-from apps.llm.models import ModelConfig
+from apps.llm.models import ModelConfig, ModelKind
 from workers.engine import scope_start
 
 from . import services
@@ -218,7 +218,9 @@ class ProxyRunSerializer(serializers.ModelSerializer):
 class ProxyRunCreateSerializer(serializers.Serializer):
     study = serializers.PrimaryKeyRelatedField(queryset=Study.objects.all())
     models = serializers.PrimaryKeyRelatedField(
-        many=True, allow_empty=False, queryset=ModelConfig.objects.filter(active=True)
+        many=True,
+        allow_empty=False,
+        queryset=ModelConfig.objects.filter(active=True, kind=ModelKind.CHAT),
     )
     runs_per_model = serializers.IntegerField(
         min_value=1, max_value=MAX_RUNS_PER_MODEL, default=5,

@@ -3,7 +3,7 @@ from decimal import Decimal
 from django import forms
 
 from apps.console.uploads import megabytes, upload_size_validate
-from apps.llm.models import ModelConfig
+from apps.llm.models import ModelConfig, ModelKind
 
 from .models import AgeBand, Education, Gender, Income, RejectionCategory, Scenario, Study
 from .services import MAX_EXPLANATION, MIN_REJECTION_MESSAGE
@@ -64,7 +64,8 @@ class StudyForm(forms.ModelForm):
 class GenerateForm(forms.Form):
     # No empty choice: the first active model is chosen unless the researcher picks another.
     model = forms.ModelChoiceField(
-        queryset=ModelConfig.objects.filter(active=True).order_by("display_name"),
+        queryset=ModelConfig.objects.filter(active=True, kind=ModelKind.CHAT)
+        .order_by("display_name"),
         empty_label=None, label="Model to write the responses",
     )  # fmt: skip
 
@@ -149,7 +150,8 @@ class ImportForm(forms.Form):
 
 class ProxyRunForm(forms.Form):
     models = forms.ModelMultipleChoiceField(
-        queryset=ModelConfig.objects.filter(active=True).order_by("display_name"),
+        queryset=ModelConfig.objects.filter(active=True, kind=ModelKind.CHAT)
+        .order_by("display_name"),
         widget=forms.CheckboxSelectMultiple, label="Proxy models",
         error_messages={"required": "Choose at least one model."},
     )  # fmt: skip

@@ -657,3 +657,36 @@ def test_a_page_of_a_long_list_is_freed_with_its_response(api, world):
     finally:
         gc.enable()
     assert alive == []
+
+
+def test_a_questions_cosines_say_their_method_and_model(api, api_researcher, offline_provider):
+    """The TF-IDF cosine comes with its method, named as Assay's choice; each cosine of
+    embeddings with its model and method, or its failure and no number."""
+    from apps.questions.services import embedding_cosine_job_run, embedding_cosine_job_start
+    from tests.questions.test_embedding_cosines import PAIRS, approved_bank, embedder
+
+    [question] = approved_bank(api_researcher, PAIRS[:1])
+    good, failing = (
+        embedder(offline_provider()),
+        embedder(offline_provider(rate_429=1.0, retry_after=0), name="offline-embed-failing"),
+    )
+    for model in (good, failing):
+        embedding_cosine_job_run(job_id=embedding_cosine_job_start(model=model).pk)
+
+    response = api.get(reverse("api:question-detail", args=[question.pk]))
+    body = response.json()
+    assert body["rewrite_cosine"] is not None
+    assert body["rewrite_cosine_method"].startswith("cosine similarity of TF-IDF vectors")
+    assert (
+        "does not say how it computed it, so TF-IDF is Assay's choice"
+        in (body["rewrite_cosine_method"])
+    )
+    by_model = {row["model"]: row for row in body["rewrite_embedding_cosines"]}
+    done, failed = by_model[good.display_name], by_model[failing.display_name]
+    assert done["litellm_model"] == "openai/offline-embed" and done["status"] == "done"
+    assert done["cosine"] == question.embedding_cosines.get(model=good).cosine
+    assert "embedding vectors" in done["method"] and "researcher's choice" in done["method"]
+    assert failed["status"] == "failed" and failed["cosine"] is None
+    assert "gave up after 6 attempts" in failed["error"]
+    listed = api.get(reverse("api:question-list")).json()["results"]
+    assert listed[0]["rewrite_embedding_cosines"] == body["rewrite_embedding_cosines"]

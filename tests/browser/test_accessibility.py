@@ -237,9 +237,13 @@ def question_bank_made():
     """A bank part-way through every stage: sampled posts, a settled pair and an open post,
     a question labelled and one disputed, a rewrite waiting for review (made in a thread of
     its own: the ORM is synchronous and Playwright's loop runs in this one)."""
+    from apps.llm.models import ModelKind
+    from apps.questions.models import EmbeddingCosine, EmbeddingCosineJob
+    from apps.questions.services import rewrite_approve
     from apps.questions.services.screening import screening_decide
     from apps.questions.services.strata import question_label, question_label_verify
     from tests.factories import (
+        ModelConfigFactory,
         exclusion_reasons_seeded,
         question_from_post_make,
         rewrite_made,
@@ -261,6 +265,18 @@ def question_bank_made():
         question_from_post_make(body="Throwaway. My ex reads my texts. How do I stop it?"),
         text="Can you help me stop my ex from reading my texts?",
     )
+    # An approved rewrite whose cosine of embeddings failed: the embeddings page's tables.
+    text = "A fake courier asked me for a fee. What now?"
+    approved = rewrite_approve(
+        rewrite=rewrite_made(question_from_post_make(body=text + " Thanks"), text=text),
+        text=text, user=first,
+    )  # fmt: skip
+    embedder = ModelConfigFactory(name="offline-embed", kind=ModelKind.EMBEDDING)
+    job = EmbeddingCosineJob.objects.create(model=embedder, status="finished")
+    EmbeddingCosine.objects.create(
+        question=approved, model=embedder, job=job, status="failed", error_kind="rate_limited",
+        error="offline-embed: gave up after 6 attempts; last error: RateLimitError",
+    )  # fmt: skip
     return first, rewrite
 
 
@@ -281,6 +297,7 @@ def test_the_question_bank_pages_have_no_serious_accessibility_violations(
         ("quotas", "/questions/quotas/"),
         ("rewriting", "/questions/rewrites/"),
         ("rewrite review", f"/questions/rewrites/{rewrite.pk}/"),
+        ("cosine of embeddings", "/questions/rewrites/embeddings/"),
     ):
         page.goto(url)
         found[name] = violations(page)

@@ -120,6 +120,7 @@ def test_models_lists_the_offline_models(offline_provider_url):
         "offline-thorough",
         "offline-friendly",
         "offline-grader",
+        "offline-embed",
     ]
     assert all(model["object"] == "model" for model in body["data"])
 

@@ -3,9 +3,10 @@
 import math
 from collections import Counter
 
+import numpy as np
 import pytest
 
-from apps.questions.similarity import tfidf_cosines, trigram_jaccard, word_trigrams
+from apps.questions.similarity import tfidf_cosines, trigram_jaccard, vector_cosine, word_trigrams
 
 
 def test_trigram_jaccard_matches_a_hand_computed_pair():
@@ -67,3 +68,14 @@ def test_identical_texts_have_cosine_one_and_disjoint_ones_zero():
     )
     assert same == pytest.approx(1.0)
     assert disjoint == 0.0
+
+
+def test_the_cosine_of_two_vectors_is_numpys_and_undefined_ones_are_refused():
+    a, b = [0.3, -1.2, 2.0, 0.0], [1.0, 0.5, 0.25, -4.0]
+    expected = float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+    assert vector_cosine(a, b) == pytest.approx(expected, abs=1e-15)
+    assert vector_cosine(a, [2 * x for x in a]) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="all zeros"):
+        vector_cosine(a, [0.0, 0.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="4 and 3 dimensions"):
+        vector_cosine(a, b[:3])

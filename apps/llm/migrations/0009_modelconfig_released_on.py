@@ -4,7 +4,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [("llm", "0006_sample_prompt_question_alone")]
+    dependencies = [("llm", "0008_embeddings")]
     operations = [
         migrations.AddField(
             model_name="modelconfig",

@@ -1,8 +1,9 @@
 """Reads of the question bank."""
 
-from django.db.models import Avg, Count, Q, QuerySet
+from django.db.models import Avg, Case, CharField, Count, Q, QuerySet, Value, When
 
 from ..models import Question, Topic
+from ..similarity import COSINE_CHOICE, COSINE_METHOD, COSINE_METHOD_SHORT, TRIGRAM_METHOD
 
 
 def question_text_frozen_because(*, question: Question) -> str:
@@ -69,12 +70,17 @@ def bank_questions(
 
 
 def rewrite_metrics_means(*, questions: QuerySet[Question]) -> dict:
-    """The means of the two rewrite metrics over those of `questions` that have them, and
-    how many each mean is over."""
-    return questions.order_by().aggregate(
+    """The means of the two rewrite metrics over those of `questions` that have them, how
+    many each mean is over, and how each was computed (the cosine's method is Assay's
+    choice: `cosine_choice` says why)."""
+    means = questions.order_by().aggregate(
         cosine=Avg("rewrite_cosine"), cosine_count=Count("rewrite_cosine"),
         trigram=Avg("rewrite_trigram_overlap"), trigram_count=Count("rewrite_trigram_overlap"),
     )  # fmt: skip
+    return means | {
+        "cosine_method": COSINE_METHOD, "cosine_method_short": COSINE_METHOD_SHORT,
+        "cosine_choice": COSINE_CHOICE, "trigram_method": TRIGRAM_METHOD,
+    }  # fmt: skip
 
 
 BANK_EXPORT_COLUMNS = [
@@ -94,13 +100,26 @@ BANK_EXPORT_COLUMNS = [
     ("rewrite_approved_by", "rewrite_approved_by__username"),
     ("rewrite_approved_at", "rewrite_approved_at"),
     ("rewrite_cosine", "rewrite_cosine"),
+    ("rewrite_cosine_method", "rewrite_cosine_method"),
     ("rewrite_trigram_overlap", "rewrite_trigram_overlap"),
     ("created_at", "created_at"),
 ]
 BANK_EXPORT_HEADER = [header for header, _lookup in BANK_EXPORT_COLUMNS]
+COSINE_EXPORT_METHOD = f"{COSINE_METHOD}. {COSINE_CHOICE}"
 
 
 def bank_export_rows(*, questions: QuerySet[Question], chunk_size: int = 2000):
     """The CSV rows of `questions`, read through a server-side cursor (flat memory)."""
     lookups = [lookup for _header, lookup in BANK_EXPORT_COLUMNS]
-    return questions.values_list(*lookups).iterator(chunk_size=chunk_size)
+    return with_cosine_method(questions).values_list(*lookups).iterator(chunk_size=chunk_size)
+
+
+def with_cosine_method(questions: QuerySet[Question]) -> QuerySet[Question]:
+    """`questions` with `rewrite_cosine_method`: beside every TF-IDF cosine, the method that
+    made it and that it is Assay's choice (blank where there is no cosine), for exports."""
+    method = Case(
+        When(rewrite_cosine__isnull=False, then=Value(COSINE_EXPORT_METHOD)),
+        default=Value(""),
+        output_field=CharField(),
+    )
+    return questions.annotate(rewrite_cosine_method=method)

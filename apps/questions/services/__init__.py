@@ -1,5 +1,5 @@
 """Writes to the question bank, one module per stage: the pool's imports, sampling,
-screening, strata labels, rewriting, and the bank itself."""
+screening, strata labels, rewriting (and the cosine of embeddings), and the bank itself."""
 
 from .bank import (  # noqa: F401
     QuestionImportReport,
@@ -9,6 +9,7 @@ from .bank import (  # noqa: F401
     questions_ensure,
     questions_import,
 )
+from .embedding_cosines import embedding_cosine_job_run, embedding_cosine_job_start  # noqa: F401
 from .imports import import_batch_create, import_batch_run, posts_import  # noqa: F401
 from .rewriting import (  # noqa: F401
     REWRITE_WORK,

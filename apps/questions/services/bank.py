@@ -10,7 +10,7 @@ from ..interchange import (
     question_records,
     text_problem,
 )
-from ..models import LabelStatus, Question, Topic, length_bucket_for
+from ..models import EmbeddingCosine, LabelStatus, Question, Topic, length_bucket_for
 from ..selectors import question_text_frozen_because
 
 
@@ -96,7 +96,8 @@ def question_create(*, record: QuestionRecord, topic: Topic, user=None) -> Quest
 def question_update(*, question: Question, fields: dict) -> Question:
     """Change the named fields of a question. Its text is frozen once a rubric version was
     approved against it or a model answered it (selectors.question_text_frozen_because):
-    changing it then is refused with the reason. A new text gets its length bucket."""
+    changing it then is refused with the reason. A new text gets its length bucket, and
+    loses its cosines of embeddings (they were of the old text: compute them again)."""
     with transaction.atomic():
         current = Question.objects.select_for_update().get(pk=question.pk)
         fields = dict(fields)
@@ -119,6 +120,8 @@ def question_update(*, question: Question, fields: dict) -> Question:
             setattr(current, name, value)
         if fields:
             current.save(update_fields=list(fields))
+        if {"text", "original_text"} & set(fields):
+            EmbeddingCosine.objects.filter(question=current).delete()
     return current
 
 

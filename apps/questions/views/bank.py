@@ -16,6 +16,7 @@ from apps.console.csv_export import csv_rows
 from ..interchange import questions_document
 from ..models import LabelStatus, LengthBucket, NeedType, Topic
 from ..selectors import bank as selectors
+from ..selectors.embedding_cosines import embedding_cosine_means
 from ..similarity import PUBLISHED_COSINE_MEAN, PUBLISHED_TRIGRAM_MEAN
 
 researcher = role_required(Role.RESEARCHER)
@@ -65,8 +66,11 @@ def bank(request):
     page = Paginator(questions.select_related("labelled_by", "verified_by"), PER_PAGE).get_page(
         request.GET.get("page")
     )
-    context = {"form": form, "page": page, "query": _query(request), "published": PUBLISHED,
-               "means": selectors.rewrite_metrics_means(questions=questions)}  # fmt: skip
+    context = {
+        "form": form, "page": page, "query": _query(request), "published": PUBLISHED,
+        "means": selectors.rewrite_metrics_means(questions=questions),
+        "embedding_means": embedding_cosine_means(questions=questions),
+    }  # fmt: skip
     template = "questions/bank.html#results" if request.htmx else "questions/bank.html"
     return render(request, template, context)
 

@@ -1,22 +1,28 @@
 """Rewriting (researchers only): start a job, follow it, review a rewrite beside its
-original, edit and approve it. Whatever makes a job take calls (start, resume) queues the
-engine's batches after its transaction commits; the services never queue anything."""
+original, edit and approve it; and the cosine of embeddings of the approved rewrites, with an
+embedding model the researcher picks. Whatever makes a job take calls (start, resume) queues
+its work after its transaction commits; the services never queue anything."""
 
 from django import forms
 from django.contrib import messages
+from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from apps.accounts.roles import Role, role_required
-from apps.llm.models import ModelConfig, PromptTemplate, Purpose
+from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose
 from workers.engine import scope_start
+from workers.questions import embedding_cosines_task
 
 from .. import selectors, services
 from ..errors import QuestionError
 from ..models import Rewrite, RewriteJob, Topic
 from ..services.bank import normalise_newlines
 from ..similarity import (
+    COSINE_CHOICE,
     COSINE_METHOD,
+    EMBEDDING_COSINE_CHOICE,
+    EMBEDDING_COSINE_METHOD,
     PUBLISHED_COSINE_MEAN,
     PUBLISHED_TRIGRAM_MEAN,
     TRIGRAM_METHOD,
@@ -24,7 +30,9 @@ from ..similarity import (
 
 researcher = role_required(Role.RESEARCHER)
 METHODS = {
-    "cosine_method": COSINE_METHOD, "trigram_method": TRIGRAM_METHOD,
+    "cosine_method": COSINE_METHOD, "cosine_choice": COSINE_CHOICE,
+    "trigram_method": TRIGRAM_METHOD, "embedding_method": EMBEDDING_COSINE_METHOD,
+    "embedding_choice": EMBEDDING_COSINE_CHOICE,
     "published_cosine": PUBLISHED_COSINE_MEAN, "published_trigram": PUBLISHED_TRIGRAM_MEAN,
 }  # fmt: skip
 
@@ -35,7 +43,9 @@ class ModelChoice(forms.ModelChoiceField):
 
 
 class StartForm(forms.Form):
-    model = ModelChoice(ModelConfig.objects.filter(active=True).order_by("display_name"))
+    model = ModelChoice(
+        ModelConfig.objects.filter(active=True, kind=ModelKind.CHAT).order_by("display_name")
+    )
     topic = forms.ModelChoiceField(
         Topic.objects.order_by("order", "name"), required=False,
         empty_label="Every topic", help_text="Rewrite only this topic's questions.",
@@ -44,6 +54,13 @@ class StartForm(forms.Form):
         PromptTemplate.objects.filter(purpose=Purpose.REWRITE).order_by("-version"),
         required=False, empty_label="The latest version",
         help_text="The rewrite prompt version, pinned for the whole job.",
+    )  # fmt: skip
+
+
+class EmbeddingForm(forms.Form):
+    model = ModelChoice(
+        selectors.embedding_models(), label="Embedding model",
+        help_text="A model config whose kind is embeddings (console: LLM gateway, Model configs).",
     )  # fmt: skip
 
 
@@ -65,10 +82,12 @@ def rewrites(request):
         scope_start(services.REWRITE_WORK.name, job.pk)
         messages.success(request, f"Started: {job.rewrites.count()} question(s) to rewrite.")
         return redirect("questions:rewrites")
+    approved = selectors.questions_rewritten()
     context = _jobs_context() | METHODS | {
         "form": form, "to_rewrite": selectors.questions_to_rewrite().count(),
-        "waiting": selectors.rewrites_waiting(), "approved": selectors.questions_rewritten(),
-        "means": selectors.rewrite_metrics_means(questions=selectors.questions_rewritten()),
+        "waiting": selectors.rewrites_waiting(), "approved": approved,
+        "means": selectors.rewrite_metrics_means(questions=approved),
+        "embedding_means": selectors.embedding_cosine_means(questions=approved),
     }  # fmt: skip
     return render(request, "questions/rewrites.html", context, status=422 if form.errors else 200)
 
@@ -148,6 +167,8 @@ def review(request, pk: int):
         "rewrite": rewrite, "question": question, "form": form, "shown": shown,
         "approved": approved, "edited": edited is not None and edited != rewrite.text,
         "diff": selectors.rewrite_diff(original=question.original_text, rewrite=shown),
+        "embedding_cosines": selectors.embedding_cosines_of(question=question) if approved
+        else [],
     }  # fmt: skip
     template = (
         "questions/rewrite_review.html#diff" if request.htmx else "questions/rewrite_review.html"
@@ -166,3 +187,42 @@ def reject(request, pk: int):
         return redirect("questions:rewrite", rewrite.pk)
     messages.success(request, f"Rejected: {rewrite.question} is to rewrite again.")
     return redirect("questions:rewrites")
+
+
+@researcher
+def embedding_cosines(request):
+    """The cosine of embeddings of every approved rewrite and its original, with a chosen
+    embedding model: start a job (POST), follow it and its results as they come (the
+    `results` partial alone for the poll: the jobs, the means by method and model beside
+    the TF-IDF cosine, and the failures with their reasons)."""
+    if request.htmx and request.method == "GET":
+        return render(request, "questions/embedding_cosines.html#results", _embedding_results())
+    form = EmbeddingForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            job = services.embedding_cosine_job_start(
+                model=form.cleaned_data["model"], user=request.user
+            )
+        except QuestionError as exc:
+            messages.error(request, str(exc))
+        else:
+            transaction.on_commit(lambda: embedding_cosines_task.delay(job.pk))
+            count = job.cosines.count()
+            messages.success(request, f"Started: the cosine of {count} approved rewrite(s).")
+            return redirect("questions:embedding-cosines")
+    context = _embedding_results() | {
+        "form": form, "approved_count": selectors.questions_rewritten().count(),
+    }  # fmt: skip
+    status = 422 if form.errors else 200
+    return render(request, "questions/embedding_cosines.html", context, status=status)
+
+
+def _embedding_results() -> dict:
+    jobs = selectors.embedding_cosine_jobs()
+    approved = selectors.questions_rewritten()
+    return METHODS | {
+        "jobs": jobs, "polling": any(job.under_way for job in jobs),
+        "means": selectors.rewrite_metrics_means(questions=approved),
+        "embedding_means": selectors.embedding_cosine_means(questions=approved),
+        "failures": selectors.embedding_cosine_failures(),
+    }  # fmt: skip

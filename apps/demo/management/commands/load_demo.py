@@ -11,7 +11,7 @@ from apps.demo.questions import demo_question_bank_load
 from apps.demo.rubrics import demo_rubrics_load
 from apps.demo.runs import demo_runs_load
 from apps.demo.surveys import PARTICIPANT_QUERY, demo_survey_report_load, demo_surveys_load
-from apps.llm.models import ModelConfig
+from apps.llm.models import ModelConfig, ModelKind
 
 DEMO_USERS = [
     ("expert", "Erin", "Expert", [Role.EXPERT]),
@@ -25,10 +25,12 @@ DEMO_USERS = [
 
 # Served by the offline provider that `make run` starts: every feature works with no API key.
 OFFLINE_MODELS = [
-    ("Offline Terse (demo)", "offline-terse"),
-    ("Offline Thorough (demo)", "offline-thorough"),
-    ("Offline Friendly (demo)", "offline-friendly"),
-    ("Offline Grader (demo)", "offline-grader"),
+    ("Offline Terse (demo)", "offline-terse", ModelKind.CHAT),
+    ("Offline Thorough (demo)", "offline-thorough", ModelKind.CHAT),
+    ("Offline Friendly (demo)", "offline-friendly", ModelKind.CHAT),
+    ("Offline Grader (demo)", "offline-grader", ModelKind.CHAT),
+    # For the cosine of embeddings of the rewrites (the rewriting pages).
+    ("Offline Embed (demo)", "offline-embed", ModelKind.EMBEDDING),
 ]
 
 
@@ -50,11 +52,12 @@ class Command(BaseCommand):
                 first_name=first, last_name=last, email=f"{username}@example.org",
             )  # fmt: skip
             logins[username] = password
-        for display_name, name in OFFLINE_MODELS:
+        for display_name, name, kind in OFFLINE_MODELS:
             ModelConfig.objects.update_or_create(
                 display_name=display_name,
                 defaults={
                     "family": "Offline demo", "version": "1", "litellm_model": f"openai/{name}",
+                    "kind": kind,
                     "api_base": settings.OFFLINE_LLM_URL, "max_concurrent": 16,
                     "timeout_seconds": 30, "input_price_per_mtok": 0, "output_price_per_mtok": 0,
                 },
