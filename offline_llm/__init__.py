@@ -7,8 +7,9 @@ Base URL http://127.0.0.1:8089/v1 (litellm: model "openai/offline-terse", api_ba
 URL, any api_key). Endpoints: GET /v1/models, POST /v1/chat/completions, POST
 /v1/embeddings, GET /v1/stats, POST /v1/stats/reset, GET /v1/offline/parameters. Answers
 are deterministic per (model, messages, seed) and shaped by the X-Assay-Purpose header (or
-the tags in the prompt): see `generate`. Faults (429, 500, hangs, broken JSON) come from the knobs in `knobs` or, for one
-request, from the header X-Offline-Faults: 429 | 500 | hang | malformed | 400.
+the tags in the prompt): see `generate`. Faults (429, 500, hangs, broken JSON) come from the
+knobs in `knobs` or, for one request, from the header X-Offline-Faults: 429 | 500 | hang |
+malformed | 400.
 
 /v1/embeddings takes OpenAI's request (`model`; `input`, a string or a list of strings;
 optional `encoding_format` "float" or "base64", and `dimensions`, default 256) and answers
