@@ -1,6 +1,6 @@
 """The offline provider's rewrites for the rewrite prompt v2, over real HTTP: addressed to
 an assistant, forum-only openers and repeats gone, platforms generalised, paraphrased, and
-about as far from the posts as the published rewrites were."""
+close to their own post in words and far from a copy of it."""
 
 import csv
 import statistics
@@ -53,16 +53,22 @@ def test_rewrites_differ_between_models_and_seeds_and_repeat_for_the_same_seed(
     )
 
 
-def test_on_the_candidate_posts_the_measures_land_near_the_published_means(offline_provider_url):
+def test_on_the_candidate_posts_a_rewrite_keeps_its_posts_words_without_copying_it(
+    offline_provider_url,
+):
     with POSTS.open(encoding="utf-8", newline="") as handle:
         posts = [row["body"] for row in csv.DictReader(handle) if len(row["body"]) < 1000][:60]
     for model in ("offline-terse", "offline-thorough"):
         rewrites = [
             rewrite(offline_provider_url, p, model=model, seed=i) for i, p in enumerate(posts)
         ]
-        pairs = list(zip(posts, rewrites, strict=True))
-        cosine = statistics.mean(tfidf_cosines(pairs, corpus=posts + rewrites))
-        overlap = statistics.mean(trigram_jaccard(a, b) for a, b in pairs)
-        # Published: 0.56 and 0.04.
-        assert 0.4 <= cosine <= 0.7, (model, cosine)
-        assert 0.02 <= overlap <= 0.15, (model, overlap)
+        corpus = posts + rewrites
+        own = statistics.mean(tfidf_cosines(list(zip(posts, rewrites, strict=True)), corpus=corpus))
+        # Each rewrite against another post: what a rewrite that lost its post would score.
+        shifted = list(zip(posts, rewrites[1:] + rewrites[:1], strict=True))
+        other = statistics.mean(tfidf_cosines(shifted, corpus=corpus))
+        overlap = statistics.mean(
+            trigram_jaccard(a, b) for a, b in zip(posts, rewrites, strict=True)
+        )
+        assert own > other + 0.2, (model, own, other)  # it is about its own post
+        assert own < 0.95 and overlap < 0.5, (model, own, overlap)  # and not a copy of it
