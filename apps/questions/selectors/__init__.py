@@ -1,6 +1,6 @@
 """Reads of the question bank, one module per stage."""
 
-from .bank import question_text_frozen_because, rewrite_metrics_means  # noqa: F401
+from .bank import needs_labelled, question_text_frozen_because, rewrite_metrics_means  # noqa: F401
 from .imports import import_progress  # noqa: F401
 from .overview import pipeline_overview  # noqa: F401
 from .rewriting import (  # noqa: F401
