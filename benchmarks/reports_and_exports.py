@@ -269,14 +269,15 @@ def seed(*, questions: int, models: int, samples: int, note) -> Seeded:
     with transaction.atomic():
         bank = build_questions(questions)
     with connection.cursor() as c:
-        # Most questions labelled and verified; every tenth left unlabelled (no need type).
+        # Most questions labelled and verified; every tenth left unlabelled (no need labels).
         c.execute(
             """UPDATE questions_question SET label_status = 'verified', labelled_by_id = %s,
                    verified_by_id = %s WHERE id %% 10 <> 0""",
             [researcher.pk, second.pk],
         )
         c.execute(
-            """UPDATE questions_question SET need_type = '', mentions_prior_attempt = false
+            """UPDATE questions_question SET needs_sensemaking = false, needs_guidance = false,
+                   mentions_prior_attempt = false
                WHERE id %% 10 = 0""",
             [],
         )

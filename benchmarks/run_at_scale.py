@@ -284,6 +284,7 @@ def build_questions(count: int) -> list:
     approved rubric of CRITERIA_PER_RUBRIC criteria (own ones, then the shared set's)."""
     from django.utils import timezone
 
+    from apps.questions.interchange import NEED_TYPES
     from apps.questions.models import Question, Topic, length_bucket_for
     from apps.rubrics.models import Criterion, Origin, Rubric, RubricState, SharedCriterionSet
 
@@ -303,14 +304,20 @@ def build_questions(count: int) -> list:
         source = pool[(i // len(names)) % len(pool)]
         k = i // (len(names) * len(pool))
         text = OPENERS[k % len(OPENERS)] + source["text"] + CLOSERS[(k // 3 + i) % len(CLOSERS)]
+        # The fixture may be written either way: one need type, or the two need labels.
+        needs = NEED_TYPES.get(
+            source.get("need_type"),
+            (bool(source.get("needs_sensemaking")), bool(source.get("needs_guidance"))),
+        )
         rows.append(
             Question(
                 external_id=f"scale-{i + 1:04d}",
                 topic=topics[topic],
                 text=text,
                 length_bucket=length_bucket_for(text),
-                need_type=source.get("need_type", ""),
                 mentions_prior_attempt=bool(source.get("mentions_prior_attempt")),
+                needs_sensemaking=needs[0],
+                needs_guidance=needs[1],
             )
         )
         sources.append((source, pool))

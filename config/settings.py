@@ -234,7 +234,6 @@ SPECTACULAR_SETTINGS = {
         "CriterionKindEnum": "apps.rubrics.models.Kind",
         "ParticipantKindEnum": "apps.surveys.models.ParticipantKind",
         "LengthBucketEnum": "apps.questions.models.LengthBucket",
-        "NeedTypeEnum": "apps.questions.models.NeedType",
         "ColumnKindEnum": ["text", "int", "float", "percent"],
     },
     "POSTPROCESSING_HOOKS": [

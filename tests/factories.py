@@ -19,6 +19,7 @@ from apps.questions.models import (
     FileFormat,
     ImportBatch,
     ImportStatus,
+    LabelStatus,
     Question,
     SourcePost,
     SourcePostTopic,
@@ -157,6 +158,21 @@ def question_make(*, topic: str = "accounts", text: str | None = None, **fields)
     if text is not None:
         fields["text"] = text
     return QuestionFactory(topic_name=topic, **fields)
+
+
+NEED_LABELS = {"both": (True, True), "sense": (True, False), "guide": (False, True),
+               "neither": (False, False)}  # fmt: skip
+
+
+def questions_by_need(**fields) -> dict[str, Question]:
+    """A question with verified labels for each answer to the two needs (sensemaking,
+    guidance): "both", "sense", "guide", "neither"; and one not labelled, "unlabelled"."""
+    made = {}
+    for key, (sensemaking, guidance) in NEED_LABELS.items():
+        made[key] = question_make(needs_sensemaking=sensemaking, needs_guidance=guidance,
+                                  label_status=LabelStatus.VERIFIED, **fields)  # fmt: skip
+    made["unlabelled"] = question_make(**fields)
+    return made
 
 
 def assign(question: Question, *, author=None, reviewer=None) -> QuestionAssignment:

@@ -156,7 +156,9 @@ class SurveyTableCsvView(APIView):
 
 class BenchmarkReportView(APIView):
     """The tables of a grading run's benchmark report (scores by model and topic, met rates,
-    the tests between models), with the default pairs of models."""
+    the tests between models, across topics, and by prior attempt and by each need against
+    its absence: `ks-prior`, `ks-sensemaking`, `ks-guidance`), with the default pairs of
+    models."""
 
     @extend_schema(responses=BenchmarkReportSerializer, operation_id="reports_grading_run_retrieve")
     def get(self, request, run_id: int):

@@ -1,7 +1,7 @@
 """A grading run's scores, read once from the stored rows, for its benchmark report.
 
 One row per scored answer (its model, question, topic, sample index, score, and the
-question's prior-attempt and need-type labels), read in one query; the met counts of the
+question's prior-attempt and two need labels), read in one query; the met counts of the
 judgments per model x polarity x kind aggregated in SQL (a run holds some 500,000
 judgments: they never come into Python); the answers without a score, by why, from the
 grading app's own selector; the calibrations of the run, by the calibration report's own
@@ -37,6 +37,9 @@ if TYPE_CHECKING:
 # A question's strata labels count once a second researcher has verified them, or the two
 # have resolved a disagreement (apps/questions/selectors/strata.py, SETTLED).
 VERIFIED_LABELS = (LabelStatus.VERIFIED, LabelStatus.RESOLVED)
+# A question's strata labels, as the frames' columns: a prior attempt mentioned, and each of
+# the two needs the published benchmark labels independently (sensemaking, guidance).
+LABELS = ["prior", "sensemaking", "guidance"]
 SCORE_COLUMNS = ["response", "model", "question", "sample", "score", "rubric"]
 MET_COLUMNS = ["model", "polarity", "kind", "judgments", "met"]
 
@@ -111,7 +114,9 @@ class BenchmarkData:
     run: RunInfo
     models: list[Model]  # the models that answered in the sampling run, by name
     topics: list[tuple[str, str]]  # (slug, name) of the questions' topics, in the bank's order
-    questions: pd.DataFrame  # index: question id; external_id, topic, prior, need, verified
+    # index: question id; external_id, topic, and the labels prior, sensemaking, guidance
+    # (booleans) and verified
+    questions: pd.DataFrame
     scores: pd.DataFrame  # one row per scored answer (SCORE_COLUMNS + question labels)
     met: pd.DataFrame  # MET_COLUMNS: judgments of the scored answers, and how many met
     rubrics: pd.DataFrame  # rubric (id), version, question: the versions the scores used
@@ -180,13 +185,14 @@ def _questions(run: GradingRun) -> pd.DataFrame:
 
     asked = Response.objects.filter(run_id=run.sampling_run_id).values("question_id")
     rows = Question.objects.filter(pk__in=asked).values_list(
-        "pk", "external_id", "topic__name", "mentions_prior_attempt", "need_type", "label_status"
-    )
+        "pk", "external_id", "topic__name", "mentions_prior_attempt", "needs_sensemaking",
+        "needs_guidance", "label_status",
+    )  # fmt: skip
     frame = pd.DataFrame(
-        list(rows), columns=["question", "external_id", "topic", "prior", "need", "status"]
+        list(rows), columns=["question", "external_id", "topic", *LABELS, "status"]
     )
     frame["verified"] = frame["status"].isin(VERIFIED_LABELS)
-    frame["prior"] = frame["prior"].astype(bool)
+    frame = frame.astype(dict.fromkeys(LABELS, bool))
     return frame.drop(columns="status").set_index("question").sort_index()
 
 
@@ -220,7 +226,7 @@ def _scores(run: GradingRun, questions: pd.DataFrame) -> pd.DataFrame:
             "rubric": "int64",
         }
     )
-    labels = questions[["topic", "prior", "need", "verified"]]
+    labels = questions[["topic", *LABELS, "verified"]]
     return frame.join(labels, on="question").sort_values("response", ignore_index=True)
 
 
@@ -355,7 +361,8 @@ def benchmark_fingerprint(*, run: GradingRun) -> str:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT md5(coalesce(string_agg(concat_ws(':', q.id, q.external_id, t.name,"
-            " q.mentions_prior_attempt, q.need_type, q.label_status), ',' ORDER BY q.id), ''))"
+            " q.mentions_prior_attempt, q.needs_sensemaking, q.needs_guidance, q.label_status),"
+            " ',' ORDER BY q.id), ''))"
             " FROM questions_question q JOIN questions_topic t ON t.id = q.topic_id"
             " WHERE q.id IN (SELECT question_id FROM runs_response WHERE run_id = %s)",
             [run.sampling_run_id],

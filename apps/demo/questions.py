@@ -29,7 +29,6 @@ from apps.questions.models import (
     ImportBatch,
     ImportStatus,
     LabelStatus,
-    NeedType,
     Question,
     Rewrite,
     RewriteJob,
@@ -76,15 +75,25 @@ def _decision(who: str, sampled: SampledPost) -> tuple[bool, str | None]:
     return True, None
 
 
-def _labels(who: str, question: Question) -> tuple[bool, str]:
+def _labels(who: str, question: Question) -> dict[str, bool]:
+    """A simulated labeller: each label by a rule of thumb, now and then flipped. The two
+    needs are judged apart, so that some questions ask for both and some for neither."""
     text = question.original_text.lower()
-    tried = any(w in text for w in ("already", "tried", "contacted", "filled in", "ran a scan"))
-    guidance = any(w in text for w in ("what should i do", "how do i", "options", "get it back"))
-    if _roll(who, "tried", question.pk) < 0.05:
-        tried = not tried
-    if _roll(who, "need", question.pk) < 0.05:
-        guidance = not guidance
-    return tried, NeedType.GUIDANCE if guidance else NeedType.SENSEMAKING
+    labels = {
+        "mentions_prior_attempt": any(
+            w in text for w in ("already", "tried", "contacted", "filled in", "ran a scan")
+        ),
+        "needs_sensemaking": any(
+            w in text for w in ("is this safe", "am i overthinking", "does a ", "no reason", "why")
+        ),
+        "needs_guidance": any(
+            w in text for w in ("what should i do", "how do i", "options", "get it back")
+        ),
+    }
+    for name in labels:
+        if _roll(who, name, question.pk) < 0.05:
+            labels[name] = not labels[name]
+    return labels
 
 
 def _import(researcher) -> str:
@@ -124,15 +133,11 @@ def _label(first, second) -> None:
         if index % 7 == 6:
             continue  # left for the newcomer to label
         if question.label_status == LabelStatus.UNLABELLED:
-            tried, need = _labels(first.username, question)
-            question = question_label(
-                question=question, researcher=first, mentions_prior_attempt=tried, need_type=need
-            )
+            labels = _labels(first.username, question)
+            question = question_label(question=question, researcher=first, **labels)
         if question.label_status == LabelStatus.LABELLED and index % 5 != 4:
-            tried, need = _labels(second.username, question)
-            question_label_verify(
-                question=question, researcher=second, mentions_prior_attempt=tried, need_type=need
-            )
+            labels = _labels(second.username, question)
+            question_label_verify(question=question, researcher=second, **labels)
 
 
 def _rewrite(researcher) -> str:

@@ -270,8 +270,10 @@ class QuestionForm(forms.ModelForm):
 @admin.register(Question)
 class QuestionAdmin(admin.ModelAdmin):
     form = QuestionForm
-    list_display = ("external_id", "topic", "need_type", "length_bucket", "created_at")
-    list_filter = ("topic", "need_type", "length_bucket", "mentions_prior_attempt")
+    list_display = ("external_id", "topic", "needs_sensemaking", "needs_guidance", "length_bucket",
+                    "created_at")  # fmt: skip
+    list_filter = ("topic", "needs_sensemaking", "needs_guidance", "length_bucket",
+                   "mentions_prior_attempt", "label_status")  # fmt: skip
     search_fields = ("external_id", "text")
     # Labels, provenance and metrics change through the bank's pages (their services).
     readonly_fields = (
@@ -390,15 +392,15 @@ class ScreeningDecisionAdmin(ReadOnlyAdmin):
 class QuestionLabelAdmin(ReadOnlyAdmin):
     """Each labeller's, verifier's and resolver's strata labels, given on the bank's pages."""
 
-    list_display = ("question", "stage", "researcher", "need_type", "mentions_prior_attempt",
-                    "created_at")  # fmt: skip
-    list_filter = ("stage", "need_type", "mentions_prior_attempt")
+    list_display = ("question", "stage", "researcher", "mentions_prior_attempt",
+                    "needs_sensemaking", "needs_guidance", "created_at")  # fmt: skip
+    list_filter = ("stage", "mentions_prior_attempt", "needs_sensemaking", "needs_guidance")
     search_fields = ("question__external_id",)
     list_select_related = ("question", "researcher")
     raw_id_fields = ("question",)
     csv_fields = (
-        "id", "question__external_id", "stage", "researcher__username", "need_type",
-        "mentions_prior_attempt", "created_at",
+        "id", "question__external_id", "stage", "researcher__username",
+        "mentions_prior_attempt", "needs_sensemaking", "needs_guidance", "created_at",
     )  # fmt: skip
 
 

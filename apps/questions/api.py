@@ -6,7 +6,8 @@ from rest_framework import serializers
 
 from apps.console.api_lists import IdFilter, ReadViewSet
 
-from .models import EmbeddingCosine, LabelStatus, LengthBucket, NeedType, Question, Topic
+from .models import EmbeddingCosine, LabelStatus, LengthBucket, Question, Topic
+from .selectors import needs_labelled
 from .similarity import (
     COSINE_CHOICE,
     COSINE_METHOD,
@@ -50,9 +51,9 @@ class QuestionSerializer(serializers.ModelSerializer):
         model = Question
         fields = [
             "id", "external_id", "topic", "topic_slug", "text", "original_text",
-            "length_bucket", "mentions_prior_attempt", "need_type", "label_status",
-            "rewrite_cosine", "rewrite_cosine_method", "rewrite_embedding_cosines",
-            "rewrite_trigram_overlap", "created_at",
+            "length_bucket", "mentions_prior_attempt", "needs_sensemaking", "needs_guidance",
+            "label_status", "rewrite_cosine", "rewrite_cosine_method",
+            "rewrite_embedding_cosines", "rewrite_trigram_overlap", "created_at",
         ]  # fmt: skip
 
     def get_rewrite_cosine_method(self, obj) -> str:
@@ -63,7 +64,9 @@ class QuestionFilter(filters.FilterSet):
     topic = IdFilter(field_name="topic_id")
     topic_slug = filters.CharFilter(field_name="topic__slug")
     length_bucket = filters.ChoiceFilter(choices=LengthBucket.choices)
-    need_type = filters.ChoiceFilter(choices=NeedType.choices)
+    # false: labelled as not asking for it (an unlabelled question is neither true nor false).
+    needs_sensemaking = filters.BooleanFilter(method="needs_filter")
+    needs_guidance = filters.BooleanFilter(method="needs_filter")
     label_status = filters.ChoiceFilter(choices=LabelStatus.choices)
     mentions_prior_attempt = filters.BooleanFilter()
     external_id = filters.CharFilter()
@@ -71,6 +74,9 @@ class QuestionFilter(filters.FilterSet):
     class Meta:
         model = Question
         fields = []
+
+    def needs_filter(self, queryset, name, value):
+        return queryset.filter(needs_labelled(**{name: value}))
 
 
 class TopicViewSet(ReadViewSet):

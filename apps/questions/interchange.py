@@ -1,10 +1,19 @@
 """The `assay-questions/1` JSON format: reading its questions, and writing the bank's.
 
 A file is `{"format": "assay-questions/1", "topics": [...], "presentation_criteria": [...],
-"questions": [{"id", "topic", "text", "need_type", "mentions_prior_attempt", "criteria"}]}`.
-This module reads the question part; `apps.rubrics.interchange` reads the criteria. Every
-problem is reported with the file, the item and the field, and a file with any problem is
-refused whole.
+"questions": [{"id", "topic", "text", "mentions_prior_attempt", "needs_sensemaking",
+"needs_guidance", "criteria"}]}`. This module reads the question part;
+`apps.rubrics.interchange` reads the criteria. Every problem is reported with the file, the
+item and the field, and a file with any problem is refused whole.
+
+A question's labels: `mentions_prior_attempt` (true or false, default false), and the two
+needs the published benchmark labels independently, `needs_sensemaking` and
+`needs_guidance` (each true or false; a question may need both, one or neither). A question
+that gives both needs is labelled; one that gives neither (absent or null) is not; one alone
+is refused. Older files carry one `need_type` instead ("sensemaking", "guidance" or ""): it
+is still read, as the migration to two labels read it: "sensemaking" is sensemaking yes and
+guidance no, "guidance" the other way round, "" unlabelled. A question gives one form or the
+other, never both.
 
 The limits are the database's and the pages': the file is UTF-8 JSON of at most 20 MB, nested
 at most `MAX_JSON_DEPTH` levels, with no NUL anywhere; an id fits `Question.external_id`
@@ -23,13 +32,16 @@ from dataclasses import dataclass
 from apps.console.uploads import UploadRefused, json_parse, shown, text_decode
 
 from .errors import FormatError
-from .models import LabelStatus, NeedType, Question
+from .models import LabelStatus, Question
 
 FORMAT = "assay-questions/1"
 MAX_FILE_BYTES = 20 * 1024 * 1024
 ID_MAX = Question._meta.get_field("external_id").max_length
 ID_PATTERN = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._:-]{{0,{ID_MAX - 1}}}")
 QUESTION_TEXT_MAX = 40_000
+NEEDS = ("needs_sensemaking", "needs_guidance")
+# The older single need type, as the two needs (apps/questions/migrations/0006_need_labels.py).
+NEED_TYPES = {"sensemaking": (True, False), "guidance": (False, True)}
 
 
 @dataclass(frozen=True)
@@ -37,9 +49,11 @@ class QuestionRecord:
     external_id: str
     topic: str
     text: str
-    need_type: str
     mentions_prior_attempt: bool
     index: int
+    needs_sensemaking: bool = False
+    needs_guidance: bool = False
+    labelled: bool = False  # whether the file gives its needs (then verified where it was made)
 
 
 def load_json(content: bytes | str, filename: str) -> object:
@@ -133,35 +147,69 @@ def _question(index: int, item: object, topic_names: set[str]):
         )
     if problem := text_problem(at, "text", text, QUESTION_TEXT_MAX):
         problems.append(problem)
-    need_type = item.get("need_type", "")
-    if not isinstance(need_type, str) or need_type not in ("", *NeedType.values):
-        problems.append(
-            f'{at}, field "need_type": must be "sensemaking" or "guidance", '
-            f"found {shown(need_type)}"
-        )
+    needs = _needs(at, item, problems)
     prior = item.get("mentions_prior_attempt", False)
     if not isinstance(prior, bool):
         problems.append(f'{at}, field "mentions_prior_attempt": must be true or false')
     if problems:
         return None, problems
+    sensemaking, guidance = needs or (False, False)
     record = QuestionRecord(
-        external_id=ident, topic=topic, text=text.strip(), need_type=need_type,
-        mentions_prior_attempt=prior, index=index,
+        external_id=ident, topic=topic, text=text.strip(), mentions_prior_attempt=prior,
+        index=index, needs_sensemaking=sensemaking, needs_guidance=guidance,
+        labelled=needs is not None,
     )  # fmt: skip
     return record, []
+
+
+def _needs(at: str, item: dict, problems: list[str]) -> tuple[bool, bool] | None:
+    """The item's (needs sensemaking, needs guidance), or None when it is not labelled;
+    a problem found is added to `problems`."""
+    given = [item.get(name) for name in NEEDS]
+    if "need_type" in item:
+        if any(value is not None for value in given):
+            problems.append(
+                f'{at}, field "need_type": give either "need_type" (the older form) or '
+                '"needs_sensemaking" and "needs_guidance", not both'
+            )
+            return None
+        need_type = item["need_type"]
+        if not isinstance(need_type, str) or need_type not in ("", *NEED_TYPES):
+            problems.append(
+                f'{at}, field "need_type": must be "sensemaking", "guidance" or "", '
+                f"found {shown(need_type)}"
+            )
+            return None
+        return NEED_TYPES.get(need_type)
+    for name, value in zip(NEEDS, given, strict=True):
+        if value is not None and not isinstance(value, bool):
+            problems.append(
+                f'{at}, field "{name}": must be true, false or null, found {shown(value)}'
+            )
+            return None
+    if given.count(None) == 1:
+        missing = NEEDS[given.index(None)]
+        problems.append(
+            f'{at}, field "{missing}": must be true or false when the other need is given '
+            "(a question is labelled for both needs or for neither)"
+        )
+        return None
+    return None if given[0] is None else (given[0], given[1])
 
 
 SETTLED_LABELS = (LabelStatus.VERIFIED, LabelStatus.RESOLVED)
 
 
 def question_item(question: Question) -> dict:
+    """A question as a file's item; its labels only when settled (null needs otherwise)."""
     settled = question.label_status in SETTLED_LABELS
     return {
         "id": question.external_id,
         "topic": question.topic.name,
         "text": question.text,
-        "need_type": question.need_type if settled else "",
         "mentions_prior_attempt": question.mentions_prior_attempt if settled else False,
+        "needs_sensemaking": question.needs_sensemaking if settled else None,
+        "needs_guidance": question.needs_guidance if settled else None,
     }
 
 

@@ -21,11 +21,6 @@ class Topic(models.Model):
         return self.name
 
 
-class NeedType(models.TextChoices):
-    SENSEMAKING = "sensemaking", "Sensemaking"
-    GUIDANCE = "guidance", "Guidance"
-
-
 class LengthBucket(models.TextChoices):
     SHORT = "short", "Short (under 333 characters)"
     MEDIUM = "medium", "Medium (333 to 665 characters)"
@@ -246,6 +241,10 @@ class ScreeningDecision(models.Model):
 
 # --- the bank -----------------------------------------------------------------------------
 
+# What each of the two needs means (HelpBench labels each question for both, independently).
+SENSEMAKING_HELP = "Asks for help understanding what happened or what something means."
+GUIDANCE_HELP = "Asks what to do."
+
 
 class LabelStatus(models.TextChoices):
     UNLABELLED = "unlabelled", "Not labelled"
@@ -269,7 +268,10 @@ class Question(models.Model):
     )
     length_bucket = models.CharField(max_length=10, choices=LengthBucket.choices)
     mentions_prior_attempt = models.BooleanField(default=False)
-    need_type = models.CharField(max_length=20, choices=NeedType.choices, blank=True)
+    # The published benchmark's two needs, each labelled yes or no on its own: a question may
+    # ask for both, one or neither (read with `label_status`: unlabelled is not "no").
+    needs_sensemaking = models.BooleanField(default=False, help_text=SENSEMAKING_HELP)
+    needs_guidance = models.BooleanField(default=False, help_text=GUIDANCE_HELP)
     label_status = models.CharField(
         max_length=12, choices=LabelStatus.choices, default=LabelStatus.UNLABELLED
     )
@@ -325,7 +327,8 @@ class QuestionLabel(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
     )
     mentions_prior_attempt = models.BooleanField()
-    need_type = models.CharField(max_length=20, choices=NeedType.choices)
+    needs_sensemaking = models.BooleanField(help_text=SENSEMAKING_HELP)
+    needs_guidance = models.BooleanField(help_text=GUIDANCE_HELP)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -340,7 +343,8 @@ class QuestionLabel(models.Model):
 
 class QuotaSettings(models.Model):
     """The bank's targets (one row): questions per topic, and the least each stratum
-    (length bucket, prior attempt yes/no, need type) should have in every topic."""
+    (length bucket, prior attempt yes/no, needs sensemaking, needs guidance) should have in
+    every topic: the published benchmark asks for at least 10 of each per topic."""
 
     target_per_topic = models.PositiveIntegerField(default=50)
     minimum_per_stratum = models.PositiveIntegerField(default=10)

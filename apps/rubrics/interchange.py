@@ -30,6 +30,7 @@ from apps.questions.errors import FormatError
 from apps.questions.interchange import (
     FORMAT,
     MAX_FILE_BYTES,
+    NEEDS,
     QUESTION_TEXT_MAX,
     QuestionRecord,
     id_valid,
@@ -39,6 +40,7 @@ from apps.questions.interchange import (
     text_problem,
     where,
 )
+from apps.questions.models import LabelStatus
 
 from .models import CRITERION_MAX_CHARS, POINTS, Kind, Origin, Polarity
 
@@ -307,8 +309,8 @@ def _healthbench_item(at, item, plan, topic_names, points_mapping, conversation,
     if len(plan.problems) > before:
         return None
     record = QuestionRecord(
-        external_id=ident, topic=topic, text=text, need_type="", mentions_prior_attempt=False,
-        index=len(plan.rubrics),
+        external_id=ident, topic=topic, text=text, mentions_prior_attempt=False,
+        index=len(plan.rubrics),  # unlabelled: HealthBench has no strata labels
     )  # fmt: skip
     return PlannedRubric(question=record, criteria=criteria, source_max=source_max)
 
@@ -424,8 +426,8 @@ def export_assay(rubrics, shared_criteria, topic_names: list[str]) -> dict:
                 "id": r.question.external_id,
                 "topic": r.question.topic.name,
                 "text": r.question.text,
-                "need_type": r.question.need_type,
                 "mentions_prior_attempt": r.question.mentions_prior_attempt,
+                **_needs(r.question),
                 "rubric_version": r.version,
                 "rubric_state": r.state,
                 "criteria": [
@@ -437,6 +439,12 @@ def export_assay(rubrics, shared_criteria, topic_names: list[str]) -> dict:
             for r in rubrics
         ],
     }
+
+
+def _needs(question) -> dict:
+    """The question's two need labels, null while it is not labelled."""
+    labelled = question.label_status != LabelStatus.UNLABELLED
+    return {name: getattr(question, name) if labelled else None for name in NEEDS}
 
 
 def export_healthbench(rubrics) -> str:

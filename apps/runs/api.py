@@ -12,7 +12,7 @@ from rest_framework import serializers
 from apps.console.api_lists import IdFilter, LongList, ReadViewSet, RunControls
 from apps.console.api_pages import Columns
 from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose
-from apps.questions.models import LengthBucket, NeedType, Question
+from apps.questions.models import LengthBucket, Question
 from workers.engine import scope_start
 
 from . import services
@@ -50,10 +50,25 @@ class SelectionSerializer(serializers.Serializer):
     length_buckets = serializers.ListField(
         child=serializers.ChoiceField(choices=LengthBucket.choices), required=False, default=list
     )
-    need_types = serializers.ListField(
-        child=serializers.ChoiceField(choices=NeedType.choices), required=False, default=list
-    )
     prior_attempt = serializers.BooleanField(required=False, allow_null=True, default=None)
+    needs_sensemaking = serializers.BooleanField(
+        required=False, allow_null=True, default=None,
+        help_text="true: questions labelled as asking for sensemaking; false: labelled as not.",
+    )  # fmt: skip
+    needs_guidance = serializers.BooleanField(
+        required=False, allow_null=True, default=None,
+        help_text="true: questions labelled as asking for guidance; false: labelled as not.",
+    )  # fmt: skip
+
+    def to_internal_value(self, data):
+        # The single need type is gone (each need is its own label): a filter by it would
+        # otherwise be dropped in silence and select every question.
+        if isinstance(data, dict) and "need_types" in data:
+            raise serializers.ValidationError(
+                {"need_types": "Questions are no longer chosen by one need type: give "
+                 "needs_sensemaking and/or needs_guidance (true or false) instead."}
+            )  # fmt: skip
+        return super().to_internal_value(data)
 
     def validate_conditions(self, value):
         known = {c.key for c in question_conditions()}

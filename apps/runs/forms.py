@@ -5,7 +5,7 @@ from django import forms
 from django.db.models import QuerySet
 
 from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose
-from apps.questions.models import LengthBucket, NeedType, Question, Topic
+from apps.questions.models import GUIDANCE_HELP, SENSEMAKING_HELP, LengthBucket, Question, Topic
 
 from .models import ResponseStatus, SamplingRun
 from .selection import question_conditions, questions_select
@@ -13,6 +13,8 @@ from .selectors import APPROVED_RUBRIC
 from .services.sampling import MAX_SAMPLES
 
 PRIOR_ATTEMPT = [("", "Either"), ("yes", "Mentions one"), ("no", "Mentions none")]
+NEEDED = [("", "Either"), ("yes", "Asks for it"), ("no", "Labelled as not asking for it")]
+YES_NO = {"yes": True, "no": False}
 
 
 class ModelChoices(forms.ModelMultipleChoiceField):
@@ -35,12 +37,15 @@ class SelectionForm(forms.Form):
         choices=LengthBucket.choices, required=False, widget=forms.CheckboxSelectMultiple,
         label="Length", help_text="None ticked: every length.",
     )  # fmt: skip
-    need_types = forms.MultipleChoiceField(
-        choices=NeedType.choices, required=False, widget=forms.CheckboxSelectMultiple,
-        label="Need", help_text="None ticked: both.",
-    )  # fmt: skip
     prior_attempt = forms.ChoiceField(
         choices=PRIOR_ATTEMPT, required=False, label="A prior attempt to solve it",
+    )  # fmt: skip
+    # The two needs are labelled independently; choosing both narrows to questions with both.
+    needs_sensemaking = forms.ChoiceField(
+        choices=NEEDED, required=False, label="Sensemaking", help_text=SENSEMAKING_HELP,
+    )  # fmt: skip
+    needs_guidance = forms.ChoiceField(
+        choices=NEEDED, required=False, label="Guidance", help_text=GUIDANCE_HELP,
     )  # fmt: skip
 
     def __init__(self, *args, **kwargs):
@@ -57,8 +62,9 @@ class SelectionForm(forms.Form):
             "conditions": list(data["conditions"]),
             "topics": sorted(t.pk for t in data["topics"]),
             "length_buckets": list(data["length_buckets"]),
-            "need_types": list(data["need_types"]),
-            "prior_attempt": {"yes": True, "no": False}.get(data["prior_attempt"]),
+            "prior_attempt": YES_NO.get(data["prior_attempt"]),
+            "needs_sensemaking": YES_NO.get(data["needs_sensemaking"]),
+            "needs_guidance": YES_NO.get(data["needs_guidance"]),
         }
 
     def questions(self) -> QuerySet[Question]:

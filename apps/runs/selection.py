@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from django.db.models import QuerySet
 
 from apps.questions.models import Question
+from apps.questions.selectors import needs_labelled
 
 from .errors import RunError
 
@@ -37,11 +38,12 @@ def question_conditions() -> list[QuestionCondition]:
 
 def questions_select(
     *, conditions: Iterable[str] = (), topics: Iterable[int] = (),
-    length_buckets: Iterable[str] = (), need_types: Iterable[str] = (),
-    prior_attempt: bool | None = None,
+    length_buckets: Iterable[str] = (), prior_attempt: bool | None = None,
+    needs_sensemaking: bool | None = None, needs_guidance: bool | None = None,
 ) -> QuerySet[Question]:  # fmt: skip
     """The questions that meet every registered condition named and the filters given
-    (an empty filter does not filter)."""
+    (an empty filter does not filter). A need filter is true for the questions labelled as
+    asking for it, false for those labelled as not (never the unlabelled)."""
     questions = Question.objects.all()
     for key in conditions:
         if key not in _conditions:
@@ -51,8 +53,10 @@ def questions_select(
         questions = questions.filter(topic_id__in=topics)
     if length_buckets := list(length_buckets):
         questions = questions.filter(length_bucket__in=length_buckets)
-    if need_types := list(need_types):
-        questions = questions.filter(need_type__in=need_types)
     if prior_attempt is not None:
         questions = questions.filter(mentions_prior_attempt=prior_attempt)
+    if needs_sensemaking is not None:
+        questions = questions.filter(needs_labelled(needs_sensemaking=needs_sensemaking))
+    if needs_guidance is not None:
+        questions = questions.filter(needs_labelled(needs_guidance=needs_guidance))
     return questions.order_by("pk")

@@ -24,7 +24,7 @@ from apps.llm.progress import (
     rows_errors,
     rows_progress,
 )
-from apps.questions.models import LengthBucket, NeedType, Question, Topic
+from apps.questions.models import LengthBucket, Question, Topic
 
 from .models import LEASE_STATES, Response, ResponseStatus, RunKind, SamplingRun
 from .selection import question_conditions
@@ -178,12 +178,16 @@ def selection_described(*, selection: dict) -> list[str]:
     buckets = dict(LengthBucket.choices)
     if lengths := selection.get("length_buckets"):
         parts.append("length: " + ", ".join(buckets.get(b, b).lower() for b in lengths))
-    needs = dict(NeedType.choices)
-    if need_types := selection.get("need_types"):
-        parts.append("need: " + ", ".join(needs.get(n, n).lower() for n in need_types))
     prior = selection.get("prior_attempt")
     if prior is not None:
         parts.append("mentions a prior attempt" if prior else "mentions no prior attempt")
+    for need in ("sensemaking", "guidance"):
+        asked = selection.get(f"needs_{need}")
+        if asked is not None:
+            parts.append(f"asks for {need}" if asked else f"does not ask for {need}")
+    # Runs chosen before the two need labels stored one list of need types.
+    if need_types := selection.get("need_types"):
+        parts.append("need type: " + ", ".join(str(n) for n in need_types))
     return parts
 
 

@@ -45,7 +45,8 @@ class Q:
     key: str
     topic: str = "accounts"
     prior: bool = False
-    need: str = "guidance"
+    sensemaking: bool = False  # the two needs, labelled independently: both, one or neither
+    guidance: bool = True
     verified: bool = True
     criteria: list = field(default_factory=lambda: list(SCORE_RUBRIC))
 
@@ -123,7 +124,8 @@ def bench_make(
             topic=spec.topic,
             external_id=spec.key,
             mentions_prior_attempt=spec.prior,
-            need_type=spec.need,
+            needs_sensemaking=spec.sensemaking,
+            needs_guidance=spec.guidance,
             label_status=LabelStatus.VERIFIED if spec.verified else LabelStatus.LABELLED,
         )
     rubrics = {spec.key: _rubric(asked[spec.key], spec.criteria) for spec in questions}

@@ -63,11 +63,13 @@ HAND_ANSWERS = {
     (BETA, "q1"): [0.2, 0.4], (BETA, "q2"): [0.65], (BETA, "q3"): [ERROR, 0.1],
     (BETA, "q4"): [FAILED], (BETA, "q5"): [UNGRADED, 0.8],
 }  # fmt: skip
+# Needs: q1 sensemaking only, q2 neither, q3 both, q4 sensemaking (labels not verified), q5
+# guidance only.
 HAND_QUESTIONS = [
-    Q("q1", prior=True, need="sensemaking"),
-    Q("q2"),
-    Q("q3", topic="scams", prior=True),
-    Q("q4", topic="scams", need="sensemaking", verified=False),
+    Q("q1", prior=True, sensemaking=True, guidance=False),
+    Q("q2", guidance=False),
+    Q("q3", topic="scams", prior=True, sensemaking=True, guidance=True),
+    Q("q4", topic="scams", sensemaking=True, guidance=False, verified=False),
     Q("q5", topic="harassment"),
 ]
 # 43 points; the verdicts below earn 24 of them (the published worked example): the three
@@ -100,7 +102,8 @@ def random_world(seed: int = 7):
             f"r{i:02d}",
             topic=topics[i % 4],
             prior=bool(rng.integers(2)),
-            need=["sensemaking", "guidance"][int(rng.integers(2))],
+            sensemaking=bool(rng.integers(2)),
+            guidance=bool(rng.integers(2)),
             verified=i % 3 != 2,
         )
         for i in range(24)
@@ -147,12 +150,14 @@ def model_rows(table) -> list[dict]:
 
 
 def stored_scores(run) -> list[tuple]:
-    """(model name, question id, topic, prior, need, verified, score) per scored answer."""
+    """(model name, question id, topic, prior, sensemaking, guidance, label status, score) per
+    scored answer."""
     return list(
         ResponseScore.objects.filter(grading_run=run).values_list(
             "response__model__display_name", "response__question_id",
             "response__question__topic__name", "response__question__mentions_prior_attempt",
-            "response__question__need_type", "response__question__label_status", "score",
+            "response__question__needs_sensemaking", "response__question__needs_guidance",
+            "response__question__label_status", "score",
         )
     )  # fmt: skip
 
@@ -170,7 +175,8 @@ def question_means(run) -> dict[str, dict[int, float]]:
 
 
 def question_labels(run) -> dict[int, tuple]:
-    return {row[1]: (row[2], row[3], row[4], row[5]) for row in stored_scores(run)}
+    """question id -> (topic, prior, sensemaking, guidance, label status)."""
+    return {row[1]: row[2:7] for row in stored_scores(run)}
 
 
 # --- Table 3 ----------------------------------------------------------------------------------
@@ -512,11 +518,38 @@ def test_ks_by_hand_and_questions_without_verified_labels_are_left_out(hand_repo
     assert prior["statistic"] == pytest.approx(1.0)
     assert prior["p"] == pytest.approx(1 / 3)
     assert stats.ks_2samp([0.6, 0.3], [0.9, 0.975]).pvalue == pytest.approx(1 / 3)
-    need = by_model(hand_report.tables["ks-need"], A1)
-    assert (need["n1"], need["n2"], need["left_out"]) == (1, 3, 1)
     assert any(
         "left out: 1 of the run's 5 questions" in n for n in hand_report.tables["ks-prior"].notes
     )
+
+
+def test_ks_of_each_need_against_its_absence_by_hand(hand_report):
+    # Alpha 1, verified questions: q1 .6 (sensemaking), q2 .9 (neither), q3 .3 (both),
+    # q5 .975 (guidance); q4 left out. A question with both needs is in the first group of
+    # both tests, one with neither in the second of both.
+    sense = by_model(hand_report.tables["ks-sensemaking"], A1)
+    # Sensemaking {.6, .3} against not {.9, .975}: apart, D = 1, exact p 2/C(4,2) = 1/3.
+    assert (sense["n1"], sense["n2"], sense["left_out"]) == (2, 2, 1)
+    assert (sense["statistic"], sense["p"]) == pytest.approx((1.0, 1 / 3))
+    guide = by_model(hand_report.tables["ks-guidance"], A1)
+    # Guidance {.3, .975} against not {.6, .9}: the ECDFs differ by 1/2 at most, the least D
+    # two against two can have, so p = 1.
+    assert (guide["n1"], guide["n2"], guide["left_out"]) == (2, 2, 1)
+    assert (guide["statistic"], guide["p"]) == pytest.approx((0.5, 1.0))
+    for row, (a, b) in ((sense, ([0.6, 0.3], [0.9, 0.975])), (guide, ([0.3, 0.975], [0.6, 0.9]))):
+        expected = stats.ks_2samp(a, b)
+        assert (row["statistic"], row["p"]) == pytest.approx((expected.statistic, expected.pvalue))
+    for name, need in (("ks-sensemaking", "sensemaking"), ("ks-guidance", "guidance")):
+        table = hand_report.tables[name]
+        assert any(
+            f"As in the paper: the questions asking for {need} against those that do not" in n
+            for n in table.notes
+        ), name
+        assert [c.label for c in table.columns[4:6]] == [
+            f"Asks for {need}: questions",
+            "Does not: questions",
+        ]
+    assert "ks-need" not in hand_report.tables
 
 
 def test_skewness_and_kurtosis_by_hand():
@@ -585,11 +618,12 @@ def test_every_test_equals_scipy_on_the_stored_rows(drawn):
     settled = (LabelStatus.VERIFIED, LabelStatus.RESOLVED)
     for name, split in (
         ("ks-prior", lambda lab: lab[1]),
-        ("ks-need", lambda lab: lab[2] == "sensemaking"),
+        ("ks-sensemaking", lambda lab: lab[2]),
+        ("ks-guidance", lambda lab: lab[3]),
     ):
         for row in report.tables[name].rows:
             mine = means[row["model"]]
-            kept = [q for q in mine if labels[q][3] in settled]
+            kept = [q for q in mine if labels[q][4] in settled]
             a = [mine[q] for q in kept if split(labels[q])]
             b = [mine[q] for q in kept if not split(labels[q])]
             expected = stats.ks_2samp(a, b)
@@ -680,8 +714,10 @@ def test_the_spearman_over_model_topic_cells_equals_spearmanr_on_the_stored_rows
 
 def test_every_familys_bh_column_equals_false_discovery_control(drawn):
     report = benchmark_report_for(run=drawn.grading)
-    families = ["wilcoxon", "kruskal", "ks-prior", "ks-need", "spearman", "spearman-topics",
-                "skewness", "kurtosis"]  # fmt: skip
+    families = [
+        "wilcoxon", "kruskal", "ks-prior", "ks-sensemaking", "ks-guidance", "spearman",
+        "spearman-topics", "skewness", "kurtosis",
+    ]  # fmt: skip
     for name in families:
         table = report.tables[name]
         tested = [r for r in table.rows if r["p"] is not None]
@@ -747,8 +783,8 @@ def test_undefined_tests_say_why_and_hold_no_nan(sparse):
     assert "1 topic with scored questions (at least 3 needed)" in spearman["note"]
     skew = by_model(report.tables["skewness"], "Flat")
     assert "every score is the same" in skew["note"]
-    families = ("wilcoxon", "kruskal", "ks-prior", "ks-need", "spearman", "spearman-topics",
-                "skewness", "kurtosis")  # fmt: skip
+    families = ("wilcoxon", "kruskal", "ks-prior", "ks-sensemaking", "ks-guidance", "spearman",
+                "spearman-topics", "skewness", "kurtosis")  # fmt: skip
     for name in families:
         for row in report.tables[name].rows:
             if row["note"].startswith(NOT_ENOUGH):

@@ -33,14 +33,14 @@ FORMULA = '=HYPERLINK("http://example.org","x")'
 MODELS = {"Plain 1": "Plain", "Plain 2": "Plain", SCRIPT: "Hostile", FORMULA: "Hostile"}
 # Shown on the report page, with a CSV link each; the long lists and the rubric versions
 # are linked from it.
-ON_PAGE = ["method", "table-1", "table-3", "table-4", "below-65", "wilcoxon", "kruskal", "ks-prior",
-           "ks-need", "spearman", "spearman-topics", "skewness", "kurtosis", "missing",
-           "errors"]  # fmt: skip
+ON_PAGE = ["method", "table-1", "table-3", "table-4", "below-65", "wilcoxon", "kruskal",
+           "ks-prior", "ks-sensemaking", "ks-guidance", "spearman", "spearman-topics",
+           "skewness", "kurtosis", "missing", "errors"]  # fmt: skip
 
 
 def world():
     questions = [Q(f"v{i}", topic=("accounts", "scams", "harassment")[i % 3], prior=i % 2 == 0,
-                   need=("sensemaking", "guidance")[i % 2]) for i in range(6)]  # fmt: skip
+                   sensemaking=i % 3 != 1, guidance=i % 2 == 1) for i in range(6)]  # fmt: skip
     answers = {}
     for m, model in enumerate(MODELS):
         for i, q in enumerate(questions):
@@ -181,7 +181,7 @@ def test_every_table_and_figure_downloads_as_its_data(researcher_client, bench):
     run = bench.grading
     report = benchmark_report_for(run=run)
     tables = {**report.tables, **{name: f.table for name, f in report.figures.items()}}
-    assert len(tables) == 19 + 4 + 1  # the tables, the figures, the method panel
+    assert len(tables) == 20 + 4 + 1  # the tables, the figures, the method panel
     for name, table in tables.items():
         response = researcher_client.get(
             reverse("analysis:benchmark_table_csv", args=[run.pk, name])

@@ -69,6 +69,32 @@ def test_a_selection_that_chooses_nothing_is_refused_with_the_services_message(a
     _refused(post(api, "/api/v1/sampling-runs/", body), 400, "refused", "at least one question")
 
 
+def test_a_selection_chooses_questions_by_each_need(api, world):
+    from tests.factories import questions_by_need
+
+    made = questions_by_need()
+    for needs, chosen in [
+        ({"needs_sensemaking": True}, {"both", "sense"}),
+        ({"needs_guidance": True, "needs_sensemaking": False}, {"guide"}),
+        ({"needs_sensemaking": False, "needs_guidance": False}, {"neither"}),
+    ]:
+        body = _sampling_body(world, selection={"conditions": [], **needs})
+        del body["questions"]
+        response = post(api, "/api/v1/sampling-runs/", body)
+        assert response.status_code == 201, response.content
+        run = SamplingRun.objects.get(pk=response.json()["id"])
+        assert set(run.questions.all()) == {made[key] for key in chosen}, needs
+        assert {k: run.selection[k] for k in needs} == needs
+
+
+def test_a_selection_by_the_old_need_type_is_refused_not_ignored(api, world):
+    body = _sampling_body(world, selection={"conditions": [], "need_types": ["guidance"]})
+    del body["questions"]
+    error = _refused(post(api, "/api/v1/sampling-runs/", body), 400, "invalid")
+    assert "needs_sensemaking" in str(error["fields"])
+    assert not SamplingRun.objects.filter(name="Asked through the API").exists()
+
+
 def test_an_invalid_new_run_is_a_400_naming_its_fields(api, world):
     error = _refused(
         post(api, "/api/v1/sampling-runs/", {"models": [999999], "samples_per_item": 0}),

@@ -218,6 +218,20 @@ def test_filters_narrow_each_long_list(api, world):
     assert 0 < met < world.grading_run.judgments.count()
 
 
+def test_questions_carry_and_filter_by_each_need(api, world):
+    from tests.factories import questions_by_need
+
+    made = {key: question.pk for key, question in questions_by_need().items()}
+    rows, _ = walk(api, "/api/v1/questions/?needs_sensemaking=true&needs_guidance=true")
+    assert [row["id"] for row in rows] == [made["both"]]
+    assert (rows[0]["needs_sensemaking"], rows[0]["needs_guidance"]) == (True, True)
+    assert "need_type" not in rows[0]
+    rows, _ = walk(api, "/api/v1/questions/?needs_sensemaking=true")
+    assert [row["id"] for row in rows] == [made["both"], made["sense"]]
+    rows, _ = walk(api, "/api/v1/questions/?needs_guidance=false")
+    assert [row["id"] for row in rows] == [made["sense"], made["neither"]]  # not "unlabelled"
+
+
 def test_a_filter_value_that_is_not_one_is_a_400_naming_the_field(api, world):
     for query, field in (("judgments/?grading_run=abc", "grading_run"),
                          ("judgments/?status=maybe", "status"),
@@ -579,7 +593,10 @@ def test_a_grading_runs_report_tables_are_the_pages_tables(api, role_client, wor
     body = api.get(f"/api/v1/reports/grading-runs/{run.pk}/").json()
     assert body["grading_run"] == run.pk
     names = [t["name"] for t in body["tables"]]
-    assert {"table-3", "table-4", "wilcoxon"} <= set(names)
+    assert {"table-3", "table-4", "wilcoxon", "ks-prior", "ks-sensemaking", "ks-guidance"} <= set(
+        names
+    )
+    assert "ks-need" not in names
     base = f"/api/v1/reports/grading-runs/{run.pk}/tables"
     for name in ("table-3", "table-4"):
         table = api.get(f"{base}/{name}/").json()

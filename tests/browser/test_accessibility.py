@@ -258,9 +258,9 @@ def question_bank_made():
         screening_decide(sampled=settled, researcher=who, include=True)
     disputed = question_from_post_make(body="Someone logs into my email. I changed it. Why?")
     question_label(question=disputed, researcher=first, mentions_prior_attempt=True,
-                   need_type="sensemaking")  # fmt: skip
+                   needs_sensemaking=True, needs_guidance=False)  # fmt: skip
     question_label_verify(question=disputed, researcher=second, mentions_prior_attempt=False,
-                          need_type="guidance")  # fmt: skip
+                          needs_sensemaking=True, needs_guidance=True)  # fmt: skip
     rewrite = rewrite_made(
         question_from_post_make(body="Throwaway. My ex reads my texts. How do I stop it?"),
         text="Can you help me stop my ex from reading my texts?",

@@ -29,7 +29,8 @@ def world(transactional_db):
             f"b{i}",
             topic=("accounts", "scams", "harassment")[i % 3],
             prior=i % 2 == 0,
-            need=("sensemaking", "guidance")[i % 2],
+            sensemaking=i % 3 != 1,
+            guidance=i % 2 == 1,
         )
         for i in range(6)
     ]

@@ -18,13 +18,20 @@ def bank():
     return {
         "short-guide": question_make(
             topic="scams", external_id="scams-01", text="Is this text from my bank a scam?",
-            need_type="guidance", mentions_prior_attempt=True, label_status=LabelStatus.VERIFIED,
+            needs_guidance=True, mentions_prior_attempt=True, label_status=LabelStatus.VERIFIED,
             rewrite_cosine=0.5, rewrite_trigram_overlap=0.1,
         ),
         "long-sense": question_make(
             topic="scams", external_id="scams-02", text="w " * 340 + "why?",
-            length_bucket=LengthBucket.LONG, need_type="sensemaking",
+            length_bucket=LengthBucket.LONG, needs_sensemaking=True,
             label_status=LabelStatus.RESOLVED, rewrite_cosine=0.7,
+        ),
+        "both": question_make(
+            topic="harassment", external_id="harassment-01", needs_sensemaking=True,
+            needs_guidance=True, label_status=LabelStatus.VERIFIED,
+        ),
+        "neither": question_make(
+            topic="harassment", external_id="harassment-02", label_status=LabelStatus.VERIFIED,
         ),
         "accounts": question_make(
             topic="accounts", external_id="accounts-01", text="How do I lock my email account?"
@@ -41,11 +48,24 @@ def test_bank_filters_by_topic_and_each_stratum(bank):
     assert ids(selectors.bank_questions(topic=scams)) == ["scams-01", "scams-02"]
     assert ids(selectors.bank_questions(length_bucket="long")) == ["scams-02"]
     assert ids(selectors.bank_questions(prior_attempt=True)) == ["scams-01"]
-    assert ids(selectors.bank_questions(prior_attempt=False)) == ["accounts-01", "scams-02"]
-    assert ids(selectors.bank_questions(need_type="sensemaking")) == ["scams-02"]
+    assert ids(selectors.bank_questions(prior_attempt=False)) == [
+        "accounts-01", "harassment-01", "harassment-02", "scams-02",
+    ]  # fmt: skip
     assert ids(selectors.bank_questions(label_status="unlabelled")) == ["accounts-01"]
     assert ids(selectors.bank_questions(search="lock my")) == ["accounts-01"]
-    assert ids(selectors.bank_questions(search="SCAMS-0", need_type="guidance")) == ["scams-01"]
+    assert ids(selectors.bank_questions(search="SCAMS-0", needs_guidance=True)) == ["scams-01"]
+
+
+def test_bank_filters_by_each_need_the_unlabelled_in_neither_answer(bank):
+    def needing(**needs):
+        return ids(selectors.bank_questions(**needs))
+
+    assert needing(needs_sensemaking=True) == ["harassment-01", "scams-02"]
+    assert needing(needs_sensemaking=False) == ["harassment-02", "scams-01"]
+    assert needing(needs_guidance=True) == ["harassment-01", "scams-01"]
+    assert needing(needs_guidance=False) == ["harassment-02", "scams-02"]
+    assert needing(needs_sensemaking=True, needs_guidance=True) == ["harassment-01"]
+    assert needing(needs_sensemaking=False, needs_guidance=False) == ["harassment-02"]
 
 
 def test_metric_means_are_over_the_questions_that_have_them(bank):
@@ -60,35 +80,52 @@ def test_metric_means_are_over_the_questions_that_have_them(bank):
 
 def test_the_document_carries_only_settled_labels(bank, researcher):
     pending = question_make(
-        topic="accounts", external_id="accounts-02", need_type="guidance",
+        topic="accounts", external_id="accounts-02", needs_guidance=True,
         mentions_prior_attempt=True, label_status=LabelStatus.LABELLED, labelled_by=researcher,
     )  # fmt: skip
     doc = questions_document(questions=selectors.bank_questions())
-    assert doc["format"] == FORMAT and doc["topics"] == ["accounts", "scams"]
+    assert doc["format"] == FORMAT and doc["topics"] == ["accounts", "scams", "harassment"]
     items = {item["id"]: item for item in doc["questions"]}
     assert items["scams-01"] == {
         "id": "scams-01", "topic": "scams", "text": "Is this text from my bank a scam?",
-        "need_type": "guidance", "mentions_prior_attempt": True,
+        "mentions_prior_attempt": True, "needs_sensemaking": False, "needs_guidance": True,
     }  # fmt: skip
-    assert items[pending.external_id]["need_type"] == ""
-    assert items[pending.external_id]["mentions_prior_attempt"] is False
+
+    def needs(key):
+        return items[key]["needs_sensemaking"], items[key]["needs_guidance"]
+
+    assert needs("harassment-01") == (True, True) and needs("harassment-02") == (False, False)
+    for unsettled in (pending.external_id, "accounts-01"):
+        assert needs(unsettled) == (None, None), "not labelled in the file"
+        assert items[unsettled]["mentions_prior_attempt"] is False
+    assert all("need_type" not in item for item in doc["questions"])
     assert all("criteria" not in item for item in doc["questions"])
 
 
 def test_the_document_imports_into_an_empty_bank_unchanged(bank):
-    before = {
-        q.external_id: (q.topic.name, q.text, q.need_type, q.mentions_prior_attempt)
-        for q in Question.objects.filter(label_status__in=["verified", "resolved"])
-    }
+    def labels(questions):
+        return {
+            q.external_id: (q.topic.name, q.text, q.mentions_prior_attempt, q.needs_sensemaking,
+                            q.needs_guidance)
+            for q in questions
+        }  # fmt: skip
+
+    before = labels(Question.objects.filter(label_status__in=["verified", "resolved"]))
     content = json.dumps(
-        questions_document(questions=Question.objects.filter(external_id__startswith="scams"))
+        questions_document(questions=Question.objects.exclude(topic__name="accounts"))
     )
     Question.objects.all().delete()
     report = questions_import(content=content, filename="bank.json")
-    assert sorted(report.created) == ["scams-01", "scams-02"]
-    after = {
-        q.external_id: (q.topic.name, q.text, q.need_type, q.mentions_prior_attempt)
-        for q in Question.objects.all()
-    }
-    assert after == before
+    assert sorted(report.created) == ["harassment-01", "harassment-02", "scams-01", "scams-02"]
+    assert labels(Question.objects.all()) == before
     assert set(Question.objects.values_list("label_status", flat=True)) == {"verified"}
+
+
+def test_an_unsettled_question_goes_out_and_comes_back_unlabelled(bank):
+    content = json.dumps(
+        questions_document(questions=Question.objects.filter(topic__name="accounts"))
+    )
+    Question.objects.all().delete()
+    questions_import(content=content, filename="bank.json")
+    (question,) = Question.objects.all()
+    assert question.label_status == LabelStatus.UNLABELLED

@@ -48,6 +48,35 @@ def test_the_bank_filters_and_swaps_only_its_results_for_htmx(signed_in):
     assert f"{reverse('questions:bank-csv')}?topic={scams.pk}" in page
 
 
+def test_the_bank_filters_by_each_need_and_shows_both_labels(signed_in):
+    for key, sensemaking, guidance in [
+        ("both", True, True),
+        ("sense", True, False),
+        ("guide", False, True),
+        ("neither", False, False),
+    ]:
+        question_make(external_id=f"need-{key}", needs_sensemaking=sensemaking,
+                      needs_guidance=guidance, label_status=LabelStatus.VERIFIED)  # fmt: skip
+    question_make(external_id="need-unlabelled")
+
+    def shown(**params):
+        page = signed_in.get(reverse("questions:bank"), params, **HTMX).content.decode()
+        return sorted(k for k in ("both", "sense", "guide", "neither", "unlabelled")
+                      if f">need-{k}<" in page)  # fmt: skip
+
+    assert shown(sensemaking="yes") == ["both", "sense"]
+    assert shown(sensemaking="no") == ["guide", "neither"]
+    assert shown(guidance="yes") == ["both", "guide"]
+    assert shown(sensemaking="yes", guidance="yes") == ["both"]
+    assert shown(sensemaking="no", guidance="no") == ["neither"]
+    page = signed_in.get(reverse("questions:bank"), {"sensemaking": "yes", "guidance": "yes"})
+    page = page.content.decode()
+    assert '<th scope="col">Sensemaking</th><th scope="col">Guidance</th>' in page
+    row = page[page.index(">need-both<") :].split("</tr>")[0]
+    assert row.count("<td>Yes</td>") == 2
+    assert f"{reverse('questions:bank-csv')}?sensemaking=yes&amp;guidance=yes" in page
+
+
 def test_the_bank_pages_fifty_questions_at_a_time_keeping_the_filters(signed_in):
     for _ in range(51):
         question_make(topic="scams")
@@ -73,7 +102,8 @@ def test_the_bank_shows_the_metric_means_beside_the_published_ones(signed_in):
 def test_the_csv_neutralises_a_formula_and_honours_the_filters(signed_in, researcher):
     question_make(
         topic="scams", external_id="scams-01", text="=HYPERLINK(\"http://x\")",
-        need_type="guidance", label_status=LabelStatus.LABELLED, labelled_by=researcher,
+        needs_sensemaking=True, needs_guidance=True, label_status=LabelStatus.LABELLED,
+        labelled_by=researcher,
     )  # fmt: skip
     question_make(topic="accounts", external_id="accounts-01")
     scams = Topic.objects.get(name="scams")
@@ -84,36 +114,40 @@ def test_the_csv_neutralises_a_formula_and_honours_the_filters(signed_in, resear
     assert rows[0]["text"] == '\'=HYPERLINK("http://x")'
     assert rows[0]["label_status"] == "labelled"
     assert rows[0]["labelled_by"] == researcher.get_username()
-    assert {"length_bucket", "need_type", "verified_by", "rewrite_model",
+    assert {"length_bucket", "needs_sensemaking", "needs_guidance", "verified_by", "rewrite_model",
             "rewrite_prompt_version", "rewrite_cosine"} <= set(rows[0])  # fmt: skip
+    assert "need_type" not in rows[0]
+    assert (rows[0]["needs_sensemaking"], rows[0]["needs_guidance"]) == ("true", "true")
     everything = csv_of(signed_in.get(reverse("questions:bank-csv")))
     assert sorted(r["id"] for r in everything) == ["accounts-01", "scams-01"]
 
 
 def test_the_json_export_round_trips_through_the_import_into_an_empty_bank(signed_in, tmp_path):
     question_make(topic="scams", external_id="scams-01", text="Is this a scam?",
-                  need_type="guidance", mentions_prior_attempt=True,
+                  needs_guidance=True, mentions_prior_attempt=True,
                   label_status=LabelStatus.VERIFIED)  # fmt: skip
     question_make(topic="harassment", external_id="harassment-01", text="Someone follows me.",
-                  need_type="sensemaking", label_status=LabelStatus.RESOLVED)  # fmt: skip
+                  needs_sensemaking=True, needs_guidance=True,
+                  label_status=LabelStatus.RESOLVED)  # fmt: skip
     question_make(topic="accounts", external_id="accounts-01", text="Left out by the filter.")
     response = signed_in.get(reverse("questions:bank-json"), {"label_status": "verified"})
     doc = json.loads(response.content)
     assert [q["id"] for q in doc["questions"]] == ["scams-01"]
     response = signed_in.get(reverse("questions:bank-json"))
     assert response["Content-Disposition"].startswith("attachment;")
-    before = {
-        q.external_id: (q.topic.name, q.text, q.need_type, q.mentions_prior_attempt)
-        for q in Question.objects.select_related("topic")
-    }
+
+    def labels():
+        return {
+            q.external_id: (q.topic.name, q.text, q.mentions_prior_attempt, q.needs_sensemaking,
+                            q.needs_guidance)
+            for q in Question.objects.select_related("topic")
+        }  # fmt: skip
+
+    before = labels()
     Question.objects.all().delete()
     report = questions_import(content=response.content, filename="bank.json")
     assert len(report.created) == 3
-    after = {
-        q.external_id: (q.topic.name, q.text, q.need_type, q.mentions_prior_attempt)
-        for q in Question.objects.select_related("topic")
-    }
-    assert after == before
+    assert labels() == before
     assert Question.objects.get(external_id="accounts-01").label_status == "unlabelled"
 
 

@@ -46,6 +46,10 @@ def test_the_demo_carries_posts_through_every_stage_and_leaves_each_part_done(de
     assert Question.objects.filter(source_post__isnull=False).count() == included > 0
     statuses = set(Question.objects.values_list("label_status", flat=True))
     assert {LabelStatus.UNLABELLED, LabelStatus.LABELLED, LabelStatus.VERIFIED} <= statuses
+    # Each need is labelled on its own: questions asking for one, the other, and both.
+    labelled = Question.objects.exclude(label_status=LabelStatus.UNLABELLED)
+    needs = set(labelled.values_list("needs_sensemaking", "needs_guidance"))
+    assert {(True, False), (False, True), (True, True)} <= needs
     rewrites = Rewrite.objects.filter(status="done")
     assert rewrites.count() == included
     assert len(set(rewrites.values_list("text", flat=True))) == included

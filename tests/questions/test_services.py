@@ -25,6 +25,14 @@ def as_bytes(doc) -> bytes:
     return json.dumps(doc).encode()
 
 
+def old_format(doc: dict) -> dict:
+    """`doc` as files were written before the two need labels: one `need_type` (in place)."""
+    for item in doc["questions"]:
+        needs = item.pop("needs_sensemaking", None), item.pop("needs_guidance", None)
+        item["need_type"] = {(True, False): "sensemaking", (False, True): "guidance"}.get(needs, "")
+    return doc
+
+
 def test_the_nine_topics_are_seeded():
     assert list(Topic.objects.values_list("name", flat=True)) == [
         "accounts", "moderation tools", "security tools", "privacy tools", "compromise",
@@ -37,7 +45,11 @@ def test_the_fixture_imports_all_18_questions_with_their_labels():
     assert len(report.created) == 18 and report.with_criteria == 18
     question = Question.objects.get(external_id="accounts-01")
     assert question.topic.name == "accounts"
-    assert (question.need_type, question.mentions_prior_attempt) == ("guidance", True)
+    assert (question.mentions_prior_attempt, question.needs_sensemaking,
+            question.needs_guidance) == (True, False, True)  # fmt: skip
+    assert question.label_status == "verified"
+    sensemaking = Question.objects.get(external_id="accounts-02")
+    assert (sensemaking.needs_sensemaking, sensemaking.needs_guidance) == (True, False)
     assert question.length_bucket == "short"
     assert "import those as rubrics" in report.summary()
 
@@ -61,7 +73,26 @@ def test_importing_again_changes_nothing():
             lambda d: d["questions"][5].update(text="  "),
             "questions[5] ('security-tools-02'), field \"text\"",
         ),
-        (lambda d: d["questions"][7].update(need_type="advice"), 'field "need_type"'),
+        (
+            lambda d: d["questions"][7].update(needs_sensemaking="yes"),
+            "questions[7] ('privacy-tools-02'), field \"needs_sensemaking\": must be true, false "
+            "or null, found 'yes'",
+        ),
+        (
+            lambda d: d["questions"][7].update(needs_guidance=None),
+            "questions[7] ('privacy-tools-02'), field \"needs_guidance\": must be true or false "
+            "when the other need is given",
+        ),
+        (
+            lambda d: d["questions"][7].update(need_type="guidance"),
+            'questions[7] (\'privacy-tools-02\'), field "need_type": give either "need_type" '
+            "(the older form) or",
+        ),
+        (
+            lambda d: old_format(d)["questions"][7].update(need_type="advice"),
+            'questions[7] (\'privacy-tools-02\'), field "need_type": must be "sensemaking", '
+            '"guidance" or "", found \'advice\'',
+        ),
         (lambda d: d["questions"][9].update(id="accounts-01"), "the same id as questions[0]"),
         (
             lambda d: d["questions"][2].update(mentions_prior_attempt="yes"),
@@ -176,10 +207,10 @@ def test_a_questions_text_is_frozen_once_a_rubric_version_is_approved(expert, re
     assert Rubric.objects.get(version=1).question.text == "How do I recover it?"
 
     # What the rubric is not about can still change; the same text is not a change.
-    question_update(question=question, fields={"need_type": "guidance",
+    question_update(question=question, fields={"needs_guidance": True,
                                                 "text": "How do I recover it?"})  # fmt: skip
     question.refresh_from_db()
-    assert question.need_type == "guidance"
+    assert question.needs_guidance is True
 
 
 def test_a_questions_text_is_frozen_once_a_model_answered_it():
@@ -198,19 +229,19 @@ def test_the_console_refuses_a_frozen_text_with_the_reason_and_saves_the_rest(cl
     form = {
         "external_id": question.external_id, "topic": question.topic_id,
         "text": "A new wording?", "original_text": "", "length_bucket": question.length_bucket,
-        "need_type": "guidance", "labelled_by": "", "verified_by": "",
+        "needs_guidance": "on", "labelled_by": "", "verified_by": "",
     }  # fmt: skip
     refused = client.post(url, form)
     assert refused.status_code == 200
     assert "can no longer change: it has 1 model answer sampled against it" in refused.text
     question.refresh_from_db()
-    assert (question.text, question.need_type) == ("Line one.\nLine two?", "")
+    assert (question.text, question.needs_guidance) == ("Line one.\nLine two?", False)
 
     # The browser sends the unchanged text with CRLF line ends: not a change of text.
     saved = client.post(url, {**form, "text": "Line one.\r\nLine two?"})
     assert saved.status_code == 302
     question.refresh_from_db()
-    assert (question.text, question.need_type) == ("Line one.\nLine two?", "guidance")
+    assert (question.text, question.needs_guidance) == ("Line one.\nLine two?", True)
 
 
 def test_the_console_changes_a_text_nothing_depends_on_yet(client, researcher):
@@ -219,7 +250,7 @@ def test_the_console_changes_a_text_nothing_depends_on_yet(client, researcher):
     url = reverse("admin:questions_question_change", args=[question.pk])
     form = {
         "external_id": question.external_id, "topic": question.topic_id, "original_text": "",
-        "text": "A much longer wording of the same question? " * 12, "need_type": "",
+        "text": "A much longer wording of the same question? " * 12,
         "length_bucket": question.length_bucket, "labelled_by": "", "verified_by": "",
     }  # fmt: skip
     assert client.post(url, form).status_code == 302
@@ -268,7 +299,60 @@ def test_an_edited_question_from_a_post_keeps_its_post_s_stratum():
 def test_imported_labels_count_as_verified_and_unlabelled_questions_wait_for_labels():
     doc = fixture_doc()
     doc["questions"] = doc["questions"][:2]
-    doc["questions"][1] = {**doc["questions"][1], "need_type": ""}
+    doc["questions"][1] = {**doc["questions"][1], "needs_sensemaking": None, "needs_guidance": None}
     questions_import(content=as_bytes(doc), filename="two.json")
     first, second = (Question.objects.get(external_id=q["id"]) for q in doc["questions"])
     assert (first.label_status, second.label_status) == ("verified", "unlabelled")
+
+
+def test_the_new_format_imports_both_needs_one_or_neither_as_verified_labels():
+    doc = {"format": "assay-questions/1", "questions": [
+        {"id": "both", "topic": "scams", "text": "Why me, and what now?",
+         "needs_sensemaking": True, "needs_guidance": True},
+        {"id": "sense", "topic": "scams", "text": "Why me?",
+         "needs_sensemaking": True, "needs_guidance": False},
+        {"id": "neither", "topic": "scams", "text": "Anyone else?",
+         "needs_sensemaking": False, "needs_guidance": False},
+        {"id": "unlabelled", "topic": "scams", "text": "Hello?"},
+    ]}  # fmt: skip
+    questions_import(content=as_bytes(doc), filename="new.json")
+    labels = {
+        q.external_id: (q.needs_sensemaking, q.needs_guidance, q.label_status)
+        for q in Question.objects.all()
+    }
+    assert labels == {
+        "both": (True, True, "verified"),
+        "sense": (True, False, "verified"),
+        "neither": (False, False, "verified"),
+        "unlabelled": (False, False, "unlabelled"),
+    }
+
+
+def test_an_old_file_with_need_type_imports_as_the_migration_maps_it():
+    doc = old_format(fixture_doc())
+    doc["questions"][1]["need_type"] = ""
+    assert [q["need_type"] for q in doc["questions"][:3]] == ["guidance", "", "guidance"]
+    assert doc["questions"][4]["need_type"] == "sensemaking"
+    report = questions_import(content=as_bytes(doc), filename="old.json")
+    assert len(report.created) == 18
+    labels = {
+        q.external_id: (q.needs_sensemaking, q.needs_guidance, q.label_status)
+        for q in Question.objects.all()
+    }
+    assert labels["accounts-01"] == (False, True, "verified")  # "guidance"
+    assert labels["security-tools-01"] == (True, False, "verified")  # "sensemaking"
+    assert labels["accounts-02"] == (False, False, "unlabelled")  # ""
+
+
+def test_a_file_whose_labels_differ_from_the_banks_is_refused_naming_the_need():
+    questions_import(content=FIXTURE.read_bytes(), filename="questions.json")
+    doc = fixture_doc()
+    doc["questions"][0]["needs_sensemaking"] = True  # accounts-01: guidance only in the bank
+    with pytest.raises(
+        QuestionError,
+        match=r"questions\[0\] \('accounts-01'\), field \"needs_sensemaking\": differs",
+    ):
+        questions_import(content=as_bytes(doc), filename="bank.json")
+    # The fixture written the older way is the same questions: nothing differs.
+    report = questions_import(content=as_bytes(old_format(fixture_doc())), filename="old.json")
+    assert report.created == [] and len(report.unchanged) == 18

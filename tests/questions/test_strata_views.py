@@ -14,9 +14,16 @@ HTMX = {"HTTP_HX_REQUEST": "true"}
 PRIOR_TEXT = "I already reset my password and turned on two-factor, but it keeps happening."
 
 
-def post_labels(client, question, step, prior="yes", need="guidance", **headers):
-    data = {"step": step, "prior_attempt": prior, "need_type": need}
+def post_labels(client, question, step, prior="yes", sensemaking="no", guidance="yes", **headers):
+    data = {"step": step, "prior_attempt": prior, "sensemaking": sensemaking, "guidance": guidance}
     return client.post(reverse("questions:label", args=[question.pk]), data, **headers)
+
+
+def label(question, researcher, prior=True, sensemaking=False, guidance=True):
+    return services.question_label(
+        question=question, researcher=researcher, mentions_prior_attempt=prior,
+        needs_sensemaking=sensemaking, needs_guidance=guidance,
+    )  # fmt: skip
 
 
 def test_the_queue_shows_a_question_to_label_with_its_original(client, researcher):
@@ -33,10 +40,32 @@ def test_the_queue_shows_a_question_to_label_with_its_original(client, researche
 def test_labelling_without_javascript_redirects_to_the_queue(client, researcher):
     question = question_make()
     client.force_login(researcher)
-    response = post_labels(client, question, "label")
+    response = post_labels(client, question, "label", sensemaking="yes", guidance="yes")
     assert response.status_code == 302 and response.url == reverse("questions:labels")
     question.refresh_from_db()
     assert question.label_status == LabelStatus.LABELLED and question.labelled_by == researcher
+    assert (question.needs_sensemaking, question.needs_guidance) == (True, True)
+
+
+def test_the_label_form_asks_each_need_as_its_own_yes_or_no(client, researcher):
+    question_make()
+    client.force_login(researcher)
+    page = client.get(reverse("questions:labels")).content.decode()
+    assert "Does the question ask for sensemaking?" in page
+    assert "Does the question ask for guidance?" in page
+    for name in ("sensemaking", "guidance"):
+        assert f'name="{name}" value="yes"' in page and f'name="{name}" value="no"' in page
+    assert "need_type" not in page
+
+
+def test_a_verification_with_neither_need_verifies_a_label_of_neither(client, researcher):
+    question = question_make()
+    label(question, researcher, sensemaking=False, guidance=False)
+    client.force_login(user_with_role(Role.RESEARCHER))
+    post_labels(client, question, "verify", sensemaking="no", guidance="no")
+    question.refresh_from_db()
+    assert question.label_status == LabelStatus.VERIFIED
+    assert (question.needs_sensemaking, question.needs_guidance) == (False, False)
 
 
 def test_labelling_with_htmx_swaps_in_the_next_question(client, researcher):
@@ -52,28 +81,22 @@ def test_labelling_with_htmx_swaps_in_the_next_question(client, researcher):
 
 def test_the_verifiers_form_does_not_show_the_first_labels(client, researcher):
     question = question_make(text=PRIOR_TEXT)
-    services.question_label(
-        question=question, researcher=researcher, mentions_prior_attempt=True,
-        need_type="sensemaking",
-    )  # fmt: skip
+    label(question, researcher, sensemaking=True, guidance=False)
     verifier = user_with_role(Role.RESEARCHER)
     client.force_login(verifier)
     page = client.get(reverse("questions:labels")).content.decode()
     assert 'name="step" value="verify"' in page
-    assert "Sensemaking" in page  # offered as a choice ...
+    assert 'name="sensemaking" value="yes"' in page  # offered as a choice ...
     assert "checked" not in page  # ... but nothing is chosen for the verifier
     assert researcher.get_username() not in page and "Rahul" not in page
-    assert page.count('value="sensemaking"') == 1
 
 
 def test_a_verification_that_differs_is_listed_among_the_disputes(client, researcher):
     question = question_make(text=PRIOR_TEXT)
-    services.question_label(
-        question=question, researcher=researcher, mentions_prior_attempt=True, need_type="guidance"
-    )
+    label(question, researcher)
     verifier = user_with_role(Role.RESEARCHER, first_name="Vera", last_name="Verifier")
     client.force_login(verifier)
-    post_labels(client, question, "verify", prior="no", need="guidance")
+    post_labels(client, question, "verify", prior="no")
     question.refresh_from_db()
     assert question.label_status == LabelStatus.DISPUTED
     page = client.get(reverse("questions:disputes")).content.decode()
@@ -81,11 +104,27 @@ def test_a_verification_that_differs_is_listed_among_the_disputes(client, resear
     assert "Labelled by Rahul Researcher" in page and "Verified by Vera Verifier" in page
 
 
+@pytest.mark.parametrize("need", ["sensemaking", "guidance"])
+def test_a_verification_differing_on_one_need_is_a_dispute_shown_side_by_side(
+    client, researcher, need
+):
+    question = question_make(text=PRIOR_TEXT)
+    label(question, researcher, sensemaking=True, guidance=True)
+    client.force_login(user_with_role(Role.RESEARCHER, first_name="Vera", last_name="Verifier"))
+    post_labels(client, question, "verify", **{"sensemaking": "yes", "guidance": "yes", need: "no"})
+    question.refresh_from_db()
+    assert question.label_status == LabelStatus.DISPUTED
+    page = client.get(reverse("questions:disputes")).content.decode()
+    row = page[page.index(f'data-testid="given-{need}"') :].split("</tr>")[0]
+    assert "(differs)" in row and "<td>Yes</td><td>No</td>" in row
+    other = "guidance" if need == "sensemaking" else "sensemaking"
+    same = page[page.index(f'data-testid="given-{other}"') :].split("</tr>")[0]
+    assert "(differs)" not in same and "<td>Yes</td><td>Yes</td>" in same
+
+
 def test_the_labeller_posting_a_verification_is_told_why_it_is_refused(client, researcher):
     question = question_make()
-    services.question_label(
-        question=question, researcher=researcher, mentions_prior_attempt=True, need_type="guidance"
-    )
+    label(question, researcher)
     client.force_login(researcher)
     response = post_labels(client, question, "verify", **HTMX)
     assert response.status_code == 200
@@ -98,10 +137,7 @@ def test_the_labeller_posting_a_verification_is_told_why_it_is_refused(client, r
 
 def test_a_stale_label_form_is_refused_not_taken_for_a_verification(client, researcher):
     question = question_make()
-    services.question_label(
-        question=question, researcher=user_with_role(Role.RESEARCHER),
-        mentions_prior_attempt=True, need_type="guidance",
-    )  # fmt: skip
+    label(question, user_with_role(Role.RESEARCHER))
     client.force_login(researcher)
     response = post_labels(client, question, "label", **HTMX)
     assert "already labelled" in response.content.decode()
@@ -111,12 +147,10 @@ def test_a_stale_label_form_is_refused_not_taken_for_a_verification(client, rese
 
 def _disputed(researcher):
     question = question_make()
-    services.question_label(
-        question=question, researcher=researcher, mentions_prior_attempt=True, need_type="guidance"
-    )
+    label(question, researcher)
     services.question_label_verify(
         question=question, researcher=user_with_role(Role.RESEARCHER),
-        mentions_prior_attempt=False, need_type="guidance",
+        mentions_prior_attempt=True, needs_sensemaking=True, needs_guidance=True,
     )  # fmt: skip
     return question
 
@@ -125,8 +159,11 @@ def _disputed(researcher):
 def test_resolving_a_dispute_with_and_without_htmx(client, researcher, htmx):
     question = _disputed(researcher)
     client.force_login(researcher)
+    page = client.get(reverse("questions:disputes")).content.decode()
+    for name in ("sensemaking", "guidance"):
+        assert f'name="{name}" value="yes" required' in page
     data = {"question": question.pk, "step": "resolve", "prior_attempt": "no",
-            "need_type": "sensemaking"}  # fmt: skip
+            "sensemaking": "yes", "guidance": "yes"}  # fmt: skip
     response = client.post(reverse("questions:disputes"), data, **(HTMX if htmx else {}))
     if htmx:
         assert response.status_code == 200 and "are resolved" in response.content.decode()
@@ -134,16 +171,21 @@ def test_resolving_a_dispute_with_and_without_htmx(client, researcher, htmx):
         assert response.status_code == 302
     question.refresh_from_db()
     assert question.label_status == LabelStatus.RESOLVED
-    assert (question.mentions_prior_attempt, question.need_type) == (False, "sensemaking")
+    assert (question.mentions_prior_attempt, question.needs_sensemaking,
+            question.needs_guidance) == (False, True, True)  # fmt: skip
 
 
 def test_a_resolution_without_labels_is_refused_on_the_fragment(client, researcher):
     question = _disputed(researcher)
     client.force_login(researcher)
     response = client.post(
-        reverse("questions:disputes"), {"question": question.pk, "step": "resolve"}, **HTMX
+        reverse("questions:disputes"),
+        {"question": question.pk, "step": "resolve", "prior_attempt": "no", "sensemaking": "no"},
+        **HTMX,
     )
-    assert "Choose the need type." in response.content.decode()
+    page = response.content.decode()
+    assert "Say whether the question asks for guidance." in page
+    assert "Say whether the question asks for sensemaking." not in page
     question.refresh_from_db()
     assert question.label_status == LabelStatus.DISPUTED
 
@@ -154,6 +196,27 @@ def test_the_quota_dashboard_says_the_shortfall_in_words(client, researcher):
     page = client.get(reverse("questions:quotas")).content.decode()
     assert "1 of 50 questions: <strong>49 short</strong>" in page
     assert "medium (333 to 665 characters) needs 9 more" in page
+
+
+def test_the_quota_dashboard_counts_each_need_with_its_shortfall(client, researcher):
+    for sensemaking, guidance in ((True, True), (True, False), (False, False)):
+        question_make(topic="scams", needs_sensemaking=sensemaking, needs_guidance=guidance,
+                      label_status=LabelStatus.VERIFIED)  # fmt: skip
+    client.force_login(researcher)
+    page = client.get(reverse("questions:quotas")).content.decode()
+    scams = page[page.index('data-testid="quota-scams"') :].split("</section>")[0]
+
+    def row(key):
+        return scams[scams.index(f'data-testid="stratum-{key}"') :].split("</tr>")[0]
+
+    assert '<th scope="row">Asks for sensemaking</th><td>2</td><td>2</td><td>0</td>' in row(
+        "sensemaking"
+    )
+    assert "<strong>8 short</strong>" in row("sensemaking")
+    assert '<th scope="row">Asks for guidance</th><td>1</td><td>1</td><td>0</td>' in row("guidance")
+    assert "<strong>9 short</strong>" in row("guidance")
+    assert "asks for sensemaking needs 8 more" in scams
+    assert "asks for guidance needs 9 more" in scams
 
 
 def test_researchers_change_the_targets_on_the_dashboard(client, researcher):

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from apps.questions.models import Question, Topic
+from apps.questions.models import LabelStatus, Question, Topic
 from apps.rubrics import selectors, services
 from apps.rubrics.errors import ImportRefused, RubricError
 from apps.rubrics.interchange import export_assay, export_healthbench, plan_healthbench
@@ -144,6 +144,8 @@ def test_exports_round_trip_through_both_formats(expert, reviewer, researcher, t
     assert len(doc["presentation_criteria"]) == 5
     (item,) = doc["questions"]
     assert item["id"] == question.external_id and item["rubric_version"] == 1
+    assert (item["needs_sensemaking"], item["needs_guidance"]) == (None, None)  # not labelled
+    assert "need_type" not in item
     own = [(c.text, c.polarity, c.kind, c.points)
            for c in approved.criteria.exclude(origin=Origin.SHARED).order_by("order")]  # fmt: skip
     assert [(c["text"], c["polarity"], c["kind"], c["points"]) for c in item["criteria"]] == own
@@ -163,3 +165,23 @@ def test_exports_round_trip_through_both_formats(expert, reviewer, researcher, t
         upload=RubricImport.objects.latest("pk"), user=researcher
     )
     assert result["unchanged"] == [question.external_id]
+
+
+def test_an_assay_export_carries_the_two_need_labels_into_a_bank(expert, reviewer, researcher,
+                                                                  tmp_path):  # fmt: skip
+    question = question_make(needs_sensemaking=True, needs_guidance=True,
+                             label_status=LabelStatus.VERIFIED)  # fmt: skip
+    approved_rubric(question, expert, reviewer)
+    shared = services.shared_criteria_current().criteria.all()
+    doc = export_assay(selectors.export_rubrics(approved_only=True), shared, sorted(topics()))
+    (item,) = doc["questions"]
+    assert (item["needs_sensemaking"], item["needs_guidance"]) == (True, True)
+    item["id"] = "copied-01"  # the same question, as another bank would receive it
+    exported = tmp_path / "rubrics.json"
+    exported.write_text(json.dumps(doc))
+    plan = services.rubric_import_plan(upload=upload(researcher, exported, "assay"))
+    assert plan.ok, plan.problems
+    services.rubric_import_commit(upload=RubricImport.objects.latest("pk"), user=researcher)
+    copied = Question.objects.get(external_id="copied-01")
+    assert (copied.needs_sensemaking, copied.needs_guidance) == (True, True)
+    assert copied.label_status == LabelStatus.VERIFIED

@@ -11,7 +11,7 @@ from django.db import connection
 from django.urls import reverse
 
 from apps.runs.models import ResponseStatus, RunStatus, SamplingRun
-from tests.factories import offline_model, question_make
+from tests.factories import offline_model, question_make, questions_by_need
 from tests.runs.builders import graded_questions, offline_models
 from workers.engine import run_batch_task
 
@@ -85,6 +85,20 @@ def test_a_draft_is_created_not_launched_and_its_estimate_printed(
     assert re.search(r"offline-friendly.*\(offline demo model\): 2 calls, \d+ tokens in, "
                      r"\d+ out, price unknown", out)  # fmt: skip
     assert "Saved as a draft" in out
+
+
+@pytest.mark.django_db
+def test_a_draft_takes_the_questions_asking_for_each_need_chosen(
+    offline_provider_url, django_capture_on_commit_callbacks
+):
+    made = questions_by_need()
+    model = offline_model(offline_provider_url)
+    with django_capture_on_commit_callbacks(execute=False):
+        sample("--name", "Needs", "--any-question", "--sensemaking", "yes", "--guidance", "no",
+               "--models", model.display_name, "--samples", "1", "--draft")  # fmt: skip
+    run = SamplingRun.objects.get(name="Needs")
+    assert list(run.questions.all()) == [made["sense"]]
+    assert (run.selection["needs_sensemaking"], run.selection["needs_guidance"]) == (True, False)
 
 
 @pytest.mark.django_db

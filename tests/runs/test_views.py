@@ -19,7 +19,7 @@ from apps.questions.models import Topic
 from apps.runs import selectors
 from apps.runs.models import Response, ResponseStatus, RunKind, RunStatus, SamplingRun
 from apps.runs.services import SAMPLE_WORK, reference_run_get, sampling_run_launch
-from tests.factories import offline_model, question_make
+from tests.factories import offline_model, question_make, questions_by_need
 from tests.runs.builders import HX, graded_questions, offline_models, run_made, run_worked
 
 pytestmark = pytest.mark.django_db
@@ -175,7 +175,7 @@ def test_creating_a_run_saves_a_draft_with_its_selection_and_shows_the_estimate(
     assert set(run.questions.all()) == set(questions)
     assert run.selection == {
         "conditions": ["approved_rubric"], "topics": [], "length_buckets": [],
-        "need_types": [], "prior_attempt": None,
+        "prior_attempt": None, "needs_sensemaking": None, "needs_guidance": None,
     }  # fmt: skip
     page = researcher.get(response["Location"]).text
     assert "Draft saved" in page
@@ -186,6 +186,55 @@ def test_creating_a_run_saves_a_draft_with_its_selection_and_shows_the_estimate(
     assert "the price of 1 model is unknown" in page
     assert "with an approved rubric" in page  # the selection, in words
     assert 'action="' + url("launch", run) + '"' in page
+
+
+@pytest.mark.parametrize(
+    "needs,chosen",
+    [
+        ({"needs_sensemaking": "yes"}, {"both", "sense"}),
+        ({"needs_guidance": "yes"}, {"both", "guide"}),
+        ({"needs_sensemaking": "yes", "needs_guidance": "yes"}, {"both"}),
+        ({"needs_sensemaking": "no"}, {"guide", "neither"}),
+        ({"needs_sensemaking": "no", "needs_guidance": "no"}, {"neither"}),
+        ({}, {"both", "sense", "guide", "neither", "unlabelled"}),
+    ],
+)
+def test_a_run_selects_questions_by_each_need(role_client, needs, chosen):
+    made = questions_by_need()
+    model = offline_model(NOWHERE)
+    researcher = role_client(Role.RESEARCHER)
+    count = researcher.post(url("new"), {"action": "count", **needs}, **HX).text
+    assert f"{len(chosen)} question{'s' if len(chosen) > 1 else ''} selected." in count
+    response = researcher.post(url("new"), {
+        "action": "create", "name": "By need", "models": [model.pk], "samples_per_item": 1,
+        "prompt": prompt_current(purpose=Purpose.SAMPLE).pk, **needs,
+    })  # fmt: skip
+    assert response.status_code == 302, response.text
+    run = SamplingRun.objects.get(name="By need")
+    assert set(run.questions.all()) == {made[key] for key in chosen}
+    yes_no = {"yes": True, "no": False}
+    assert run.selection["needs_sensemaking"] == yes_no.get(needs.get("needs_sensemaking"))
+    assert run.selection["needs_guidance"] == yes_no.get(needs.get("needs_guidance"))
+    page = researcher.get(response["Location"]).text
+    for need in ("sensemaking", "guidance"):
+        said = {"yes": f"asks for {need}", "no": f"does not ask for {need}"}
+        if f"needs_{need}" in needs:
+            assert said[needs[f"needs_{need}"]] in page
+        else:
+            assert f"ask for {need}" not in page and f"asks for {need}" not in page
+
+
+def test_the_new_run_page_offers_each_need_and_a_run_chosen_by_need_type_still_says_so(
+    role_client,
+):
+    researcher = role_client(Role.RESEARCHER)
+    page = researcher.get(url("new")).text
+    for need in ("sensemaking", "guidance"):
+        assert f'name="needs_{need}"' in page
+    assert 'name="need_types"' not in page
+    assert selectors.selection_described(selection={"need_types": ["guidance"]}) == [
+        "need type: guidance"
+    ]
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
     dependencies = [
         ("llm", "0008_embeddings"),
-        ("questions", "0005_seed_screening_and_buckets"),
+        ("questions", "0006_need_labels"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

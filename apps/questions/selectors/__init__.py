@@ -1,6 +1,6 @@
 """Reads of the question bank, one module per stage."""
 
-from .bank import question_text_frozen_because, rewrite_metrics_means  # noqa: F401
+from .bank import needs_labelled, question_text_frozen_because, rewrite_metrics_means  # noqa: F401
 from .embedding_cosines import (  # noqa: F401
     embedding_cosine_failures,
     embedding_cosine_jobs,

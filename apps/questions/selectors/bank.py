@@ -2,8 +2,14 @@
 
 from django.db.models import Avg, Case, CharField, Count, Q, QuerySet, Value, When
 
-from ..models import Question, Topic
+from ..models import LabelStatus, Question, Topic
 from ..similarity import COSINE_CHOICE, COSINE_METHOD, COSINE_METHOD_SHORT, TRIGRAM_METHOD
+
+
+def needs_labelled(**needs: bool) -> Q:
+    """Questions labelled with these needs (`needs_sensemaking=False`: labelled as not asking
+    for sensemaking). An unlabelled question has no need labels: it is neither yes nor no."""
+    return Q(**needs) & ~Q(label_status=LabelStatus.UNLABELLED)
 
 
 def question_text_frozen_because(*, question: Question) -> str:
@@ -44,7 +50,8 @@ def bank_questions(
     topic: Topic | None = None,
     length_bucket: str = "",
     prior_attempt: bool | None = None,
-    need_type: str = "",
+    needs_sensemaking: bool | None = None,
+    needs_guidance: bool | None = None,
     label_status: str = "",
     search: str = "",
 ) -> QuerySet[Question]:
@@ -56,8 +63,10 @@ def bank_questions(
         questions = questions.filter(length_bucket=length_bucket)
     if prior_attempt is not None:
         questions = questions.filter(mentions_prior_attempt=prior_attempt)
-    if need_type:
-        questions = questions.filter(need_type=need_type)
+    if needs_sensemaking is not None:
+        questions = questions.filter(needs_labelled(needs_sensemaking=needs_sensemaking))
+    if needs_guidance is not None:
+        questions = questions.filter(needs_labelled(needs_guidance=needs_guidance))
     if label_status:
         questions = questions.filter(label_status=label_status)
     if search.strip():
@@ -90,7 +99,8 @@ BANK_EXPORT_COLUMNS = [
     ("original_text", "original_text"),
     ("length_bucket", "length_bucket"),
     ("mentions_prior_attempt", "mentions_prior_attempt"),
-    ("need_type", "need_type"),
+    ("needs_sensemaking", "needs_sensemaking"),
+    ("needs_guidance", "needs_guidance"),
     ("label_status", "label_status"),
     ("labelled_by", "labelled_by__username"),
     ("verified_by", "verified_by__username"),

@@ -8,7 +8,6 @@ from ..models import (
     LabelStage,
     LabelStatus,
     LengthBucket,
-    NeedType,
     Question,
     QuestionLabel,
     QuotaSettings,
@@ -125,18 +124,20 @@ class TopicQuota:
         return [s for s in self.lengths + self.labels if s.shortfall]
 
 
+# The published strata: a prior attempt mentioned or not, and each need present. A question
+# that needs both counts in both; one that needs neither counts in neither.
 LABEL_STRATA = [
     ("prior_yes", "Mentions a prior attempt", Q(mentions_prior_attempt=True)),
     ("prior_no", "Mentions no prior attempt", Q(mentions_prior_attempt=False)),
-    ("sensemaking", "Sensemaking", Q(need_type=NeedType.SENSEMAKING)),
-    ("guidance", "Guidance", Q(need_type=NeedType.GUIDANCE)),
+    ("sensemaking", "Asks for sensemaking", Q(needs_sensemaking=True)),
+    ("guidance", "Asks for guidance", Q(needs_guidance=True)),
 ]
 
 
 def quota_table(*, settings: QuotaSettings | None = None) -> list[TopicQuota]:
     """Per topic: the bank's questions within the strata (a question of 1,000 characters or
     more is outside them, counted apart) per length bucket, and per label among the
-    labelled ones (an unlabelled question has no prior-attempt or need label yet)."""
+    labelled ones (an unlabelled question has no prior-attempt or need labels yet)."""
     settings = settings or quota_settings()
     labelled = ~Q(label_status=LabelStatus.UNLABELLED)
     settled = Q(label_status__in=SETTLED)

@@ -4,6 +4,7 @@ from django.db import IntegrityError, transaction
 
 from ..errors import FormatError, QuestionError
 from ..interchange import (
+    NEEDS,
     QUESTION_TEXT_MAX,
     QuestionRecord,
     load_json,
@@ -86,10 +87,12 @@ def questions_ensure(
 def question_create(*, record: QuestionRecord, topic: Topic, user=None) -> Question:
     return Question.objects.create(
         external_id=record.external_id, topic=topic, text=record.text,
-        length_bucket=length_bucket_for(record.text), need_type=record.need_type,
-        mentions_prior_attempt=record.mentions_prior_attempt, labelled_by=user,
+        length_bucket=length_bucket_for(record.text),
+        mentions_prior_attempt=record.mentions_prior_attempt,
+        needs_sensemaking=record.needs_sensemaking, needs_guidance=record.needs_guidance,
+        labelled_by=user,
         # A file's labels were verified where the file was made.
-        label_status=LabelStatus.VERIFIED if record.need_type else LabelStatus.UNLABELLED,
+        label_status=LabelStatus.VERIFIED if record.labelled else LabelStatus.UNLABELLED,
     )  # fmt: skip
 
 
@@ -132,12 +135,19 @@ def normalise_newlines(text: str) -> str:
 
 def _differences(record: QuestionRecord, question: Question) -> list[str]:
     at = f"questions[{record.index}] ({record.external_id!r})"
+    # A need label is None where there is none: in a record without labels, and on a question
+    # not labelled yet (whose False is not a "no").
+    labelled = question.label_status != LabelStatus.UNLABELLED
     pairs = [
         ("text", record.text, question.text),
         ("topic", record.topic, question.topic.name),
-        ("need_type", record.need_type, question.need_type),
         ("mentions_prior_attempt", record.mentions_prior_attempt, question.mentions_prior_attempt),
-    ]
+        *(
+            (name, getattr(record, name) if record.labelled else None,
+             getattr(question, name) if labelled else None)
+            for name in NEEDS
+        ),
+    ]  # fmt: skip
     return [
         f'{at}, field "{name}": differs from the question already in the bank with this id '
         "(imports never change a stored question; give it a new id)"

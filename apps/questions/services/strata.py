@@ -1,5 +1,7 @@
-"""Strata labels: one researcher labels a question (prior attempt mentioned, need type),
-another verifies it without seeing the first labels, and a disagreement is resolved.
+"""Strata labels: one researcher labels a question (prior attempt mentioned; needs
+sensemaking; needs guidance: three yes/no labels, the two needs independent, as the published
+benchmark labels them), another verifies it without seeing the first labels, and a
+disagreement on any of them is resolved.
 
 Each step locks the question's row, so two researchers acting on it at once are served one
 after the other and the second is told what changed; the unique (question, stage) of
@@ -9,14 +11,22 @@ QuestionLabel makes a repeated step impossible even so.
 from django.db import transaction
 
 from ..errors import QuestionError
-from ..models import LabelStage, LabelStatus, NeedType, Question, QuestionLabel, QuotaSettings
+from ..models import LabelStage, LabelStatus, Question, QuestionLabel, QuotaSettings
+
+# The labels a researcher gives, each yes or no: the fields of Question and QuestionLabel.
+LABELS = ("mentions_prior_attempt", "needs_sensemaking", "needs_guidance")
 
 
 def question_label(
-    *, question: Question, researcher, mentions_prior_attempt: bool, need_type: str
+    *,
+    question: Question,
+    researcher,
+    mentions_prior_attempt: bool,
+    needs_sensemaking: bool,
+    needs_guidance: bool,
 ) -> Question:
     """The first labels of an unlabelled question; they wait for another researcher."""
-    _labels_check(mentions_prior_attempt, need_type)
+    labels = _labels_check(mentions_prior_attempt, needs_sensemaking, needs_guidance)
     with transaction.atomic():
         current = _locked(question)
         if current.label_status != LabelStatus.UNLABELLED:
@@ -24,21 +34,24 @@ def question_label(
                 f"{current} is already labelled ({current.get_label_status_display().lower()}); "
                 "its labels are not given twice."
             )
-        _record(current, LabelStage.LABEL, researcher, mentions_prior_attempt, need_type)
-        current.mentions_prior_attempt, current.need_type = mentions_prior_attempt, need_type
+        _record(current, LabelStage.LABEL, researcher, labels)
+        _set(current, labels)
         current.labelled_by, current.label_status = researcher, LabelStatus.LABELLED
-        current.save(
-            update_fields=["mentions_prior_attempt", "need_type", "labelled_by", "label_status"]
-        )
+        current.save(update_fields=[*LABELS, "labelled_by", "label_status"])
     return current
 
 
 def question_label_verify(
-    *, question: Question, researcher, mentions_prior_attempt: bool, need_type: str
+    *,
+    question: Question,
+    researcher,
+    mentions_prior_attempt: bool,
+    needs_sensemaking: bool,
+    needs_guidance: bool,
 ) -> Question:
     """A second researcher's labels, given blind: equal to the first, the question is
     verified; different, it is disputed and waits for a resolution."""
-    _labels_check(mentions_prior_attempt, need_type)
+    labels = _labels_check(mentions_prior_attempt, needs_sensemaking, needs_guidance)
     with transaction.atomic():
         current = _locked(question)
         if current.label_status != LabelStatus.LABELLED:
@@ -49,11 +62,9 @@ def question_label_verify(
                 f"You labelled {current}: another researcher verifies it, so that every label "
                 "is seen by two people."
             )
-        _record(current, LabelStage.VERIFY, researcher, mentions_prior_attempt, need_type)
-        agree = (first.mentions_prior_attempt, first.need_type) == (
-            mentions_prior_attempt,
-            need_type,
-        )
+        _record(current, LabelStage.VERIFY, researcher, labels)
+        # A difference in any one label disputes the question.
+        agree = all(getattr(first, name) == value for name, value in labels.items())
         fields = ["label_status"]
         if agree:
             current.label_status, current.verified_by = LabelStatus.VERIFIED, researcher
@@ -65,20 +76,23 @@ def question_label_verify(
 
 
 def question_label_resolve(
-    *, question: Question, researcher, mentions_prior_attempt: bool, need_type: str
+    *,
+    question: Question,
+    researcher,
+    mentions_prior_attempt: bool,
+    needs_sensemaking: bool,
+    needs_guidance: bool,
 ) -> Question:
     """The labels a disputed question keeps, decided after seeing both."""
-    _labels_check(mentions_prior_attempt, need_type)
+    labels = _labels_check(mentions_prior_attempt, needs_sensemaking, needs_guidance)
     with transaction.atomic():
         current = _locked(question)
         if current.label_status != LabelStatus.DISPUTED:
             raise QuestionError(_not_waiting(current, "a resolution"))
-        _record(current, LabelStage.RESOLVE, researcher, mentions_prior_attempt, need_type)
-        current.mentions_prior_attempt, current.need_type = mentions_prior_attempt, need_type
+        _record(current, LabelStage.RESOLVE, researcher, labels)
+        _set(current, labels)
         current.label_status, current.verified_by = LabelStatus.RESOLVED, researcher
-        current.save(
-            update_fields=["mentions_prior_attempt", "need_type", "label_status", "verified_by"]
-        )
+        current.save(update_fields=[*LABELS, "label_status", "verified_by"])
     return current
 
 
@@ -102,18 +116,31 @@ def _locked(question: Question) -> Question:
     return Question.objects.select_for_update().get(pk=question.pk)
 
 
-def _labels_check(mentions_prior_attempt, need_type) -> None:
-    if not isinstance(mentions_prior_attempt, bool):
-        raise QuestionError("Say whether the writer mentions what they already tried: yes or no.")
-    if need_type not in NeedType.values:
-        raise QuestionError("Choose the need type: sensemaking or guidance.")
+LABEL_ASKED = {
+    "mentions_prior_attempt": "Say whether the writer mentions what they already tried",
+    "needs_sensemaking": "Say whether the question asks for sensemaking",
+    "needs_guidance": "Say whether the question asks for guidance",
+}
 
 
-def _record(question, stage, researcher, mentions_prior_attempt, need_type) -> QuestionLabel:
+def _labels_check(*values) -> dict[str, bool]:
+    """The labels by field name (in the order of LABELS), each checked to be yes or no."""
+    labels = dict(zip(LABELS, values, strict=True))
+    for name, value in labels.items():
+        if not isinstance(value, bool):
+            raise QuestionError(f"{LABEL_ASKED[name]}: yes or no.")
+    return labels
+
+
+def _set(question: Question, labels: dict[str, bool]) -> None:
+    for name, value in labels.items():
+        setattr(question, name, value)
+
+
+def _record(question, stage, researcher, labels: dict[str, bool]) -> QuestionLabel:
     return QuestionLabel.objects.create(
-        question=question, stage=stage, researcher=researcher,
-        mentions_prior_attempt=mentions_prior_attempt, need_type=need_type,
-    )  # fmt: skip
+        question=question, stage=stage, researcher=researcher, **labels
+    )
 
 
 def _not_waiting(question: Question, step: str) -> str:

@@ -14,7 +14,7 @@ from apps.accounts.roles import Role, role_required
 from apps.console.csv_export import csv_rows
 
 from ..interchange import questions_document
-from ..models import LabelStatus, LengthBucket, NeedType, Topic
+from ..models import LabelStatus, LengthBucket, Topic
 from ..selectors import bank as selectors
 from ..selectors.embedding_cosines import embedding_cosine_means
 from ..similarity import PUBLISHED_COSINE_MEAN, PUBLISHED_TRIGRAM_MEAN
@@ -22,6 +22,9 @@ from ..similarity import PUBLISHED_COSINE_MEAN, PUBLISHED_TRIGRAM_MEAN
 researcher = role_required(Role.RESEARCHER)
 PER_PAGE = 50
 ANY = [("", "Any")]
+# A need filter: "no" is a question labelled as not asking for it (not an unlabelled one).
+NEEDED = [("", "Either"), ("yes", "Asked for"), ("no", "Not asked for")]
+YES_NO = {"yes": True, "no": False}
 PUBLISHED = {"cosine": PUBLISHED_COSINE_MEAN, "trigram": PUBLISHED_TRIGRAM_MEAN}
 
 
@@ -33,8 +36,8 @@ class BankFilterForm(forms.Form):
         choices=[("", "Either"), ("yes", "Mentions one"), ("no", "Mentions none")],
         required=False, label="Prior attempt",
     )  # fmt: skip
-    need_type = forms.ChoiceField(choices=ANY + NeedType.choices, required=False,
-                                  label="Need type")  # fmt: skip
+    sensemaking = forms.ChoiceField(choices=NEEDED, required=False, label="Sensemaking")
+    guidance = forms.ChoiceField(choices=NEEDED, required=False, label="Guidance")
     label_status = forms.ChoiceField(choices=ANY + LabelStatus.choices, required=False,
                                      label="Labels")  # fmt: skip
     q = forms.CharField(required=False, max_length=200, label="Search",
@@ -45,9 +48,10 @@ class BankFilterForm(forms.Form):
         data = self.cleaned_data
         return selectors.bank_questions(
             topic=data.get("topic"), length_bucket=data.get("length_bucket", ""),
-            prior_attempt={"yes": True, "no": False}.get(data.get("prior_attempt")),
-            need_type=data.get("need_type", ""), label_status=data.get("label_status", ""),
-            search=data.get("q", ""),
+            prior_attempt=YES_NO.get(data.get("prior_attempt")),
+            needs_sensemaking=YES_NO.get(data.get("sensemaking")),
+            needs_guidance=YES_NO.get(data.get("guidance")),
+            label_status=data.get("label_status", ""), search=data.get("q", ""),
         )  # fmt: skip
 
 

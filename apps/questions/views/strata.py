@@ -14,12 +14,13 @@ from django.views.decorators.http import require_GET, require_POST
 from apps.accounts.roles import Role, role_required
 
 from ..errors import QuestionError
-from ..models import NeedType, Question, Topic
+from ..models import GUIDANCE_HELP, SENSEMAKING_HELP, Question, Topic
 from ..selectors import strata as selectors
 from ..services import strata as services
 
 researcher = role_required(Role.RESEARCHER)
 YES_NO = [("yes", "Yes: says what they already tried"), ("no", "No")]
+NEED_YES_NO = [("yes", "Yes"), ("no", "No")]
 STEPS = {"label": services.question_label, "verify": services.question_label_verify}
 
 
@@ -29,10 +30,16 @@ class LabelForm(forms.Form):
         label="Does the writer mention what they already tried?",
         error_messages={"required": "Say whether the writer mentions what they already tried."},
     )  # fmt: skip
-    need_type = forms.ChoiceField(
-        choices=NeedType.choices, widget=forms.RadioSelect, label="Need type",
-        help_text="Sensemaking: to understand what is happening. Guidance: what to do.",
-        error_messages={"required": "Choose the need type."},
+    # The two needs are labelled one by one: a question may ask for both, one or neither.
+    sensemaking = forms.ChoiceField(
+        choices=NEED_YES_NO, widget=forms.RadioSelect,
+        label="Does the question ask for sensemaking?", help_text=SENSEMAKING_HELP,
+        error_messages={"required": "Say whether the question asks for sensemaking."},
+    )  # fmt: skip
+    guidance = forms.ChoiceField(
+        choices=NEED_YES_NO, widget=forms.RadioSelect,
+        label="Does the question ask for guidance?", help_text=GUIDANCE_HELP,
+        error_messages={"required": "Say whether the question asks for guidance."},
     )  # fmt: skip
     # Which step the form was shown for: a stale form (someone labelled the question since)
     # is refused by that step's service rather than taken for the next step.
@@ -43,7 +50,8 @@ class LabelForm(forms.Form):
     def labels(self) -> dict:
         data = self.cleaned_data
         return {"mentions_prior_attempt": data["prior_attempt"] == "yes",
-                "need_type": data["need_type"]}  # fmt: skip
+                "needs_sensemaking": data["sensemaking"] == "yes",
+                "needs_guidance": data["guidance"] == "yes"}  # fmt: skip
 
 
 class QuotaSettingsForm(forms.Form):

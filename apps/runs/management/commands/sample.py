@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from apps.accounts.models import User
 from apps.llm.models import ModelConfig, PromptTemplate, Purpose
-from apps.questions.models import LengthBucket, NeedType, Topic
+from apps.questions.models import LengthBucket, Topic
 from apps.runs import selectors, services
 from apps.runs.errors import RunError
 from apps.runs.models import RunStatus
@@ -20,14 +20,15 @@ from workers.engine import scope_start
 
 BAR_WIDTH = 30
 REDRAW_SECONDS = 1.0
+YES_NO = {"yes": True, "no": False}
 
 
 class Command(BaseCommand):
     help = (
         "Create a sampling run (questions x models x answers per question) and launch it. "
         "Questions: every one with an approved rubric, narrowed by --topic, --length-bucket, "
-        "--need-type. With --draft, only create it and print the estimate; with --wait, "
-        "show its progress until it stops."
+        "--prior-attempt, --sensemaking, --guidance. With --draft, only create it and print "
+        "the estimate; with --wait, show its progress until it stops."
     )
 
     def add_arguments(self, parser):
@@ -43,8 +44,15 @@ class Command(BaseCommand):
         parser.add_argument("--topic", action="append", default=[], help="slug or name; repeatable")
         parser.add_argument("--length-bucket", action="append", default=[],
                             choices=LengthBucket.values)  # fmt: skip
-        parser.add_argument("--need-type", action="append", default=[], choices=NeedType.values)
         parser.add_argument("--prior-attempt", choices=["yes", "no"])
+        parser.add_argument(
+            "--sensemaking", choices=["yes", "no"],
+            help="questions labelled as asking for sensemaking (yes) or as not (no)",
+        )  # fmt: skip
+        parser.add_argument(
+            "--guidance", choices=["yes", "no"],
+            help="questions labelled as asking for guidance (yes) or as not (no)",
+        )  # fmt: skip
         parser.add_argument("--models", required=True, help="display names, comma-separated")
         parser.add_argument("--samples", type=int, default=5, help="answers per question")
         parser.add_argument("--prompt-version", type=int, help="default: the newest")
@@ -64,8 +72,9 @@ class Command(BaseCommand):
             "conditions": [] if options["any_question"] else [selectors.APPROVED_RUBRIC],
             "topics": [t.pk for t in _topics(options["topic"])],
             "length_buckets": options["length_bucket"],
-            "need_types": options["need_type"],
-            "prior_attempt": {"yes": True, "no": False}.get(options["prior_attempt"]),
+            "prior_attempt": YES_NO.get(options["prior_attempt"]),
+            "needs_sensemaking": YES_NO.get(options["sensemaking"]),
+            "needs_guidance": YES_NO.get(options["guidance"]),
         }
         try:
             run = services.sampling_run_create(
