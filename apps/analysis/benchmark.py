@@ -149,7 +149,6 @@ class BenchmarkReport:
     default_pairs: bool = True
     calibrations: list[CalibrationSummary] = field(default_factory=list)
     rubric_versions: list[tuple[int, int]] = field(default_factory=list)  # (version, questions)
-    notes: list[str] = field(default_factory=list)  # how it follows the paper, and departs
     table1: list[Table1Pick] = field(default_factory=list)
     # Each statistic's settings this report chose (unit, n, weighting, test, whether it is the
     # paper's method), as data: the tables' notes say the same in words.
@@ -1612,31 +1611,6 @@ def _rubrics_table(data: BenchmarkData) -> Table:
     )
 
 
-def _notes(data: BenchmarkData) -> list[str]:
-    return [
-        f"Scoring rule (as published): {SCORING_RULE} The published worked example: a rubric "
-        "worth 43 points, an answer earning 24 of them, scores 55.8%.",
-        "A model's mean averages its samples of each question first, then the questions, so "
-        "that each question weighs the same whatever its number of samples.",
-        "The SD under each mean is the sample SD (ddof=1, pandas' default) of a question's "
-        "samples, averaged over the questions with two samples or more: the paper does not say "
-        "which SD it used.",
-        "A question's mean over all models (for the list below 65%) averages each model's mean "
-        "of the question, so that each model weighs the same.",
-        "Table 4 counts the judgments of scored answers only: an answer without a score is "
-        "counted under Missing scores, not in the rates.",
-        "Added by Assay: the Benjamini-Hochberg adjusted p of every family of tests, the n of "
-        "every statistic, p-values for skewness and kurtosis (D'Agostino's and Anscombe-Glynn's "
-        "tests), and the Spearman and Kruskal-Wallis tests per model as well as pooled.",
-        "Spearman's rho of a mean with its IQR and its median is, as published, over (model, "
-        "topic) cells: nine topics could not give the paper's p < 0.001. The rho across "
-        "topics, pooled and per model, is Assay's addition.",
-        "All-model means (Table 3's All models row, the headline) average each model's mean, so "
-        "that each model weighs the same. Table 1 shows one model per family: by default its "
-        "newest by release date, or by when it was added where no release date is set.",
-    ]
-
-
 def benchmark_report(
     data: BenchmarkData,
     *,
@@ -1674,7 +1648,6 @@ def benchmark_report(
         default_pairs=not pairs,
         calibrations=data.calibrations,
         rubric_versions=[(int(v), int(n)) for v, n in versions.items()],
-        notes=_notes(data),
         table1=picks,
         scored=len(data.scores),
         missing=missing,
