@@ -38,6 +38,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 PEOPLE = "people"
+# Changed whenever a statistic of the report is computed differently, so that intervals kept
+# for the data (by fingerprint) are never shown beside an estimate made another way.
+REPORT_METHODS = 2
 
 
 @dataclass(frozen=True)
@@ -252,7 +255,7 @@ def survey_fingerprint(*, study: Study) -> str:
     # change, so an instance read before that holds an old one.
     version = Study.objects.filter(pk=study.pk).values_list("items_version", flat=True).get()
     items = (version, study.study_scenarios.count())
-    text = repr((sorted(answers.items()), participants, items))
+    text = repr((REPORT_METHODS, sorted(answers.items()), participants, items))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
