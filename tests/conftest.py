@@ -267,6 +267,7 @@ SEEDS = (
     ("apps.rubrics.migrations.0002_shared_criteria_v1", "seed"),
     ("apps.rubrics.migrations.0003_shared_criteria_v2_as_published", "publish"),
     ("apps.surveys.migrations.0002_default_items", "seed"),
+    ("apps.surveys.migrations.0008_published_scale_labels", "items_update"),
 )
 DB_FIXTURES = {"db", "transactional_db", "live_server", "start_worker"}
 

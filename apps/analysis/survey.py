@@ -10,8 +10,9 @@ model apart, as the published PrivacyLens user study reported them.
   whose rating of a unit is the median of its runs (the lower median when the runs are even;
   for yes/no, the majority with ties to "no").
 - Spearman's rho (scipy.stats.spearmanr) between a proxy's per-scenario mean (over its runs)
-  and the people's per-scenario mean: per item, and per group of scale items (helpfulness
-  H2-H3, privacy P1-P4) over the group's (scenario, item) pairs.
+  and the people's per-scenario mean: per item, and per group of scale items (the items'
+  `group`, as the paper grouped them: helpfulness H2, H3; privacy P1-P4 by default) over the
+  group's (scenario, item) pairs.
 - Ranges of ratings per (scenario, item) (Figure 4), the cumulative distribution of their
   standard deviation with answers mapped to -1..1 (Figure 5), the answers' distribution per
   item (Figures 2 and 3) and the people's demographics (Table 3).
@@ -154,6 +155,22 @@ def _item_sets(items: list[Item]) -> list[tuple[str, list[Item]]]:
     return sets
 
 
+GROUP_ORDER = ("helpfulness", "privacy")
+
+
+def _group_order(name: str) -> tuple[int, str]:
+    return (GROUP_ORDER.index(name) if name in GROUP_ORDER else len(GROUP_ORDER), name)
+
+
+def item_groups(items: list[Item]) -> dict[str, list[str]]:
+    """Each group's scale items by code, as the rho per group takes them."""
+    groups: dict[str, list[str]] = {}
+    for item in items:
+        if item.group:
+            groups.setdefault(item.group, []).append(item.code)
+    return {name: groups[name] for name in sorted(groups, key=_group_order)}
+
+
 def proxy_consensus(frame: pd.DataFrame) -> pd.DataFrame:
     """One rating per (proxy, scenario, item): the lower median of the proxy's runs."""
     keys = ["group", "scenario", "item"]
@@ -224,6 +241,8 @@ def survey_statistics(data: SurveyData) -> list[AlphaSpec | RhoSpec]:
     for k, item in enumerate(items):
         if item.group:
             groups.setdefault(item.group, []).append(k)
+    # helpfulness before privacy, as published, whatever order the items come in
+    groups = {name: groups[name] for name in sorted(groups, key=_group_order)}
     for proxy in data.proxies:
         means = _scenario_means(data.answers_of(proxy.key), items, scenarios)
         for k, item in enumerate(items):
@@ -238,12 +257,11 @@ def survey_statistics(data: SurveyData) -> list[AlphaSpec | RhoSpec]:
                 )
             )
         for name, columns in groups.items():
-            codes = "-".join((items[columns[0]].code, items[columns[-1]].code))
             specs.append(
                 RhoSpec(
                     f"rho:{proxy.key}:{name}",
                     proxy,
-                    f"{name} ({codes})",
+                    f"{name} ({', '.join(items[k].code for k in columns)})",
                     means[:, columns].ravel(),
                     people_means[:, columns].ravel(),
                     len(columns),
@@ -438,6 +456,20 @@ def _alpha_methods(data: SurveyData, specs) -> dict[str, Method]:
     return methods
 
 
+def _groups_note(data: SurveyData) -> str:
+    groups = item_groups(data.items)
+    if not groups:
+        return (
+            "No item is in a group (helpfulness, privacy): set each item's group in the "
+            "console to see a rho per group."
+        )
+    held = "; ".join(f"{name}: {', '.join(codes)}" for name, codes in groups.items())
+    return (
+        f"The groups, as the published study grouped its items, hold their scale items: {held} "
+        "(yes/no items are in none)."
+    )
+
+
 def _rho_table(data, specs, intervals) -> Table:
     rows = []
     for spec in specs:
@@ -475,6 +507,7 @@ def _rho_table(data, specs, intervals) -> Table:
         notes=[
             "A scenario's mean is over its people (after exclusions) and over the proxy's runs; "
             "yes counts 1 and no 0. A group's rho is over its (scenario, item) pairs.",
+            _groups_note(data),
             "Two-sided p from scipy.stats.spearmanr; no correction for the many tests shown.",
         ],
         n=_n(len(data.scenarios), people["rater"].nunique(), len(people)),
@@ -720,6 +753,11 @@ def survey_report(data: SurveyData, *, intervals: dict | None = None) -> SurveyR
     report.tables["alpha"] = _alpha_table(data, specs, intervals)
     report.methods |= _alpha_methods(data, specs)
     report.tables["rho"] = _rho_table(data, specs, intervals)
+    report.methods["rho"] = Method(
+        "Spearman's rho, each proxy against people, per-scenario means", PUBLISHED,
+        {"per": ["item", "group"], "groups": item_groups(data.items),
+         "test": "scipy.stats.spearmanr, two-sided"},
+    )  # fmt: skip
     report.tables["demographics"] = _demographics(data)
     for item in data.items:
         table = _distribution(data, item)

@@ -49,6 +49,7 @@ class Item:
     wording: str
     kind: str
     labels: tuple[str, ...]  # the answers' labels, lowest first (No, Yes for yes/no items)
+    measures: str = ""  # SurveyItem.group: helpfulness, privacy, or "" (in no group)
 
     @property
     def points(self) -> int:
@@ -65,10 +66,9 @@ class Item:
 
     @property
     def group(self) -> str | None:
-        """The published groups of scale items: helpfulness (H2-H3), privacy (P1-P4)."""
-        if not self.ordinal:
-            return None
-        return {"H": "helpfulness", "P": "privacy"}.get(self.code[:1].upper())
+        """The group whose rho takes this item, as the published study grouped them: the
+        helpfulness scale items, the privacy scale items (a yes/no item is in none)."""
+        return (self.measures or None) if self.ordinal else None
 
     def unit_value(self, values: np.ndarray) -> np.ndarray:
         """Answers mapped onto -1..1, as the paper's Figure 5 maps them (yes 1, no -1)."""
@@ -161,6 +161,7 @@ def survey_data(*, study: Study) -> SurveyData:
             wording=i.wording,
             kind=i.kind,
             labels=tuple(i.scale_labels) if i.kind == ItemKind.SCALE else ("No", "Yes"),
+            measures=i.group,
         )
         for i in SurveyItem.objects.filter(study=study, attention_check=False)
     ]

@@ -14,7 +14,7 @@ from apps.analysis import agreement, services
 from apps.analysis.models import BootstrapStatus, SurveyBootstrap
 from apps.analysis.survey import RESAMPLES, SEED, proxy_consensus, survey_report
 from apps.analysis.survey_data import survey_data, survey_fingerprint
-from apps.surveys.models import Answer, ParticipantKind, ReviewStatus
+from apps.surveys.models import Answer, ParticipantKind, ReviewStatus, SurveyItem
 from tests.analysis.builders import person, proxy, rate
 from tests.analysis.conftest import ITEMS, SCALES
 from tests.factories import ModelConfigFactory
@@ -26,7 +26,10 @@ pytestmark = [
 ]
 POOLED = "Pooled: " + ", ".join(SCALES)
 MEDIANS = "Across proxies, each the median of its runs (Assay's addition)"
-GROUPS = {"helpfulness (H2-H3)": ["H2", "H3"], "privacy (P1-P4)": ["P1", "P2", "P3", "P4"]}
+GROUPS = {
+    "helpfulness (H2, H3)": ["H2", "H3"],
+    "privacy (P1, P2, P3, P4)": ["P1", "P2", "P3", "P4"],
+}
 
 
 # --- the expected values, from the stored rows ----------------------------------------------
@@ -280,6 +283,45 @@ def test_rho_equals_spearmanr_of_the_per_scenario_means_per_item_and_group(rated
             assert row["rho"] == pytest.approx(expected.statistic, abs=1e-12)
             assert row["p"] == pytest.approx(expected.pvalue, rel=1e-9)
             assert (row["scenarios"], row["pairs"]) == (8, len(units))
+
+
+def test_a_group_holds_the_items_of_that_group_whatever_their_codes(rated_study):
+    """The published grouping is by what an item measures (SurveyItem.group), not by the
+    first letter of its code: here the researcher counts P2 among the helpfulness items."""
+    study = rated_study.study
+    SurveyItem.objects.filter(study=study, code="P2").update(group="helpfulness")
+    records = stored(study)
+    people = means(records, "people", 8)
+    report = survey_report(survey_data(study=study))
+    rows = rho_rows(report)
+
+    groups = {
+        "helpfulness (H2, H3, P2)": ["H2", "H3", "P2"],
+        "privacy (P1, P3, P4)": ["P1", "P3", "P4"],
+    }
+    for model in rated_study.models:
+        proxy = means(records, model.pk, 8)
+        for label, codes in groups.items():
+            units = [(s, code) for s in range(8) for code in codes]
+            expected = stats.spearmanr([proxy[u] for u in units], [people[u] for u in units])
+            row = rows[f"{model.display_name} (offline demo model)", label]
+            assert row["rho"] == pytest.approx(expected.statistic, abs=1e-12)
+            assert row["pairs"] == len(units)
+    # The page says which items each group holds, by code.
+    notes = report.tables["rho"].notes
+    assert any("helpfulness: H2, H3, P2; privacy: P1, P3, P4" in note for note in notes)
+    assert report.methods["rho"].settings["groups"] == {
+        "helpfulness": ["H2", "H3", "P2"], "privacy": ["P1", "P3", "P4"]
+    }  # fmt: skip
+
+
+def test_an_item_in_no_group_is_in_no_groups_rho(rated_study):
+    study = rated_study.study
+    SurveyItem.objects.filter(study=study, code__in=["H2", "H3"]).update(group="")
+
+    rows = rho_rows(survey_report(survey_data(study=study)))
+
+    assert {items for _proxy, items in rows} == {*ITEMS, "privacy (P1, P2, P3, P4)"}
 
 
 def test_rho_leaves_out_a_scenario_no_person_rated(make_study):
