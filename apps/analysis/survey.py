@@ -339,6 +339,7 @@ class SurveyReport:
     offline: bool = False
     excluded: dict[str, int] = field(default_factory=dict)
     intervals_missing: int = 0
+    fidelity_notes: list[str] = field(default_factory=list)  # where the proxies depart
 
 
 def _who(data: SurveyData, group: Group) -> str:
@@ -688,6 +689,53 @@ def _sd_cdf_pooled(data: SurveyData) -> Table:
     )
 
 
+def _proxies_table(data: SurveyData) -> Table:
+    """How each proxy was asked: per proxy model and proxy run, the prompt version, the
+    parameters sent beyond the provider's defaults, and where that departs."""
+    rows = []
+    for setting in sorted(
+        data.proxy_settings, key=lambda s: (data.group(s.group).label, s.run or 0)
+    ):
+        rows.append(
+            {
+                "who": _who(data, data.group(setting.group)),
+                "run": f"Proxy run {setting.run}" if setting.run else "Not recorded",
+                "raters": setting.raters,
+                "prompt": setting.prompt or "Not recorded",
+                "parameters": _parameters_text(setting.parameters)
+                if setting.run
+                else "Not recorded",
+                "departures": " ".join(setting.departures) or "None: as published",
+            }
+        )
+    return Table(
+        name="proxies",
+        title="How the proxies were asked",
+        columns=[
+            Column("who", "Proxy"),
+            Column("run", "Run"),
+            Column("raters", "Runs of the model", "int"),
+            Column("prompt", "Prompt version"),
+            Column("parameters", "Parameters"),
+            Column("departures", "Departs from the published method"),
+        ],
+        rows=rows,
+        notes=[
+            "The published study gave its proxies the same survey people saw, and nothing more, "
+            "with each provider's default parameters, five runs each. A prompt version that adds "
+            "to the survey (a persona, say) or parameters sent with every call depart from it; "
+            "each seed, sent to make a call repeatable, is not counted.",
+        ],
+        n=f"{len(data.proxies):,} proxy models, {sum(r['raters'] for r in rows):,} runs",
+    )
+
+
+def _parameters_text(parameters: dict) -> str:
+    if not parameters:
+        return "The provider's defaults"
+    return ", ".join(f"{key}={value!r}" for key, value in sorted(parameters.items()))
+
+
 DEMOGRAPHICS = (
     ("age", "Age", AgeBand),
     ("gender", "Gender", Gender),
@@ -757,6 +805,21 @@ def survey_report(data: SurveyData, *, intervals: dict | None = None) -> SurveyR
         "Spearman's rho, each proxy against people, per-scenario means", PUBLISHED,
         {"per": ["item", "group"], "groups": item_groups(data.items),
          "test": "scipy.stats.spearmanr, two-sided"},
+    )  # fmt: skip
+    report.tables["proxies"] = _proxies_table(data)
+    report.fidelity_notes = [
+        f"{_who(data, data.group(s.group))}, proxy run {s.run}: {note}"
+        for s in data.proxy_settings
+        for note in s.departures
+    ]
+    report.methods["proxies"] = Method(
+        "How the proxies were asked",
+        DEPARTURE if report.fidelity_notes else PUBLISHED,
+        {"runs": [
+            {"proxy": data.group(s.group).label, "run": s.run, "prompt": s.prompt,
+             "prompt_version": s.prompt_version, "parameters": s.parameters}
+            for s in data.proxy_settings
+        ]},
     )  # fmt: skip
     report.tables["demographics"] = _demographics(data)
     for item in data.items:

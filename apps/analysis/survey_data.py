@@ -27,11 +27,13 @@ from apps.surveys.models import (
     ItemKind,
     Participant,
     ParticipantKind,
+    ProxyRun,
     ReviewStatus,
     Study,
     StudyScenario,
     SurveyItem,
 )
+from apps.surveys.selectors import proxy_run_fidelity_notes, proxy_run_parameters
 
 if TYPE_CHECKING:
     import numpy as np
@@ -87,6 +89,21 @@ class Group:
     simulated: bool = False
 
 
+@dataclass(frozen=True)
+class ProxySetting:
+    """How the runs of one proxy model in one proxy run were asked: the prompt version, what
+    was sent beyond the provider's defaults, and where that departs from the published
+    study (apps/surveys/selectors.py). `run` None: proxies made outside any proxy run."""
+
+    group: str
+    run: int | None
+    raters: int  # its proxy participants in the analysis
+    prompt: str  # "survey_proxy v2", or "" when not recorded
+    prompt_version: int | None
+    parameters: dict
+    departures: tuple[str, ...]
+
+
 @dataclass
 class SurveyData:
     """Every answer of the study's analysis, one row each: group, rater (a participant),
@@ -99,6 +116,7 @@ class SurveyData:
     answers: pd.DataFrame
     people: pd.DataFrame  # one row per person analysed: participant, simulated, demographics
     excluded: dict[str, int] = field(default_factory=dict)  # reason -> people
+    proxy_settings: list[ProxySetting] = field(default_factory=list)
     by_group: dict[str, pd.DataFrame] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self):
@@ -222,6 +240,7 @@ def survey_data(*, study: Study) -> SurveyData:
         key = f"model:{model.pk}"
         if key in answered:
             groups.append(Group(key, model.display_name, offline=model.is_offline))
+    proxies = frame.loc[frame["group"] != PEOPLE, "rater"].unique().tolist()
     return SurveyData(
         study=study,
         items=items,
@@ -230,7 +249,39 @@ def survey_data(*, study: Study) -> SurveyData:
         answers=frame[["group", "rater", "scenario", "item", "value", "explanation"]].copy(),
         people=people,
         excluded=reasons,
+        proxy_settings=_proxy_settings(proxies),
     )
+
+
+def _proxy_settings(participants: list[int]) -> list[ProxySetting]:
+    counts = list(
+        Participant.objects.filter(pk__in=participants)
+        .values("model_id", "proxy_run_id")
+        .annotate(n=Count("pk"))
+        .order_by("model_id", "proxy_run_id")
+    )
+    runs = ProxyRun.objects.select_related("prompt").in_bulk(
+        {c["proxy_run_id"] for c in counts} - {None}
+    )
+    models = ModelConfig.objects.in_bulk({c["model_id"] for c in counts})
+    found = []
+    for c in counts:
+        model, run = models[c["model_id"]], runs.get(c["proxy_run_id"])
+        if run is None:
+            found.append(ProxySetting(f"model:{model.pk}", None, c["n"], "", None, {}, ()))
+            continue
+        found.append(
+            ProxySetting(
+                group=f"model:{model.pk}",
+                run=run.pk,
+                raters=c["n"],
+                prompt=str(run.prompt),
+                prompt_version=run.prompt.version,
+                parameters=proxy_run_parameters(run=run, model=model),
+                departures=tuple(proxy_run_fidelity_notes(run=run, models=[model])),
+            )
+        )
+    return found
 
 
 def survey_fingerprint(*, study: Study) -> str:
