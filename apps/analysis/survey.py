@@ -40,6 +40,7 @@ RANGE_AXIS = "Range of a scenario's ratings: highest minus lowest (0: all agree)
 SD_AXIS = "Standard deviation (answers on -1..1)"
 # The paper does not say which SD its Figure 5 plots; the population SD is Assay's choice.
 SD_DDOF = 0
+SD_DECIMALS = 12
 RANGE_LABELS = ["All agree", "1 point apart", "2 points apart", "3 points apart", "4 points apart"]
 ACROSS_PROXIES = "Across proxies"
 ACROSS_PROXY_MEDIANS = "Across proxies, each the median of its runs (Assay's addition)"
@@ -625,7 +626,10 @@ SD_NOTE = (
 def _sd_curve(data: SurveyData, group: Group, items: list[Item]) -> tuple[np.ndarray, np.ndarray]:
     frame = data.answers_of(group.key)
     matrix = _matrix(frame, items, len(data.scenarios), "rater", column="unit")
-    return agreement.ecdf(agreement.unit_sds(matrix, ddof=SD_DDOF))
+    sds = agreement.unit_sds(matrix, ddof=SD_DDOF)
+    # The same answers in another order can differ in the last bit (0.2 and
+    # 0.20000000000000004): one SD is one step of the curve, not two.
+    return agreement.ecdf(np.round(sds, SD_DECIMALS))
 
 
 def _sd_cdf(data: SurveyData) -> Table:

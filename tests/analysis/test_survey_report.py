@@ -413,6 +413,20 @@ def test_the_sd_curves_are_for_each_likert_item_apart_on_minus_one_one(hand_stud
     assert any("ddof=0" in note for note in table.notes)
 
 
+def test_equal_sds_make_one_step_of_the_curve_whatever_order_the_answers_came_in(make_study):
+    """numpy's SD of -1, -1, -1, -1, -0.5 is 0.2 or 0.20000000000000004 by where the -0.5
+    stands; on the curve they are one standard deviation."""
+    study = make_study(live=False, count=5)
+    people = [person(study, n) for n in range(1, 6)]
+    for k, participant in enumerate(people):  # scenario s: person s alone answers 2
+        rate(participant, {s: {"H2": "2" if s == k else "1"} for s in range(5)})
+
+    table = survey_report(survey_data(study=study)).figures["sd-cdf"].table
+
+    rows = [(r["sd"], r["share"]) for r in table.rows if r["item"] == "H2"]
+    assert rows == [(pytest.approx(0.2, abs=1e-15), 1.0)]
+
+
 def test_the_pooled_views_are_labelled_extras_over_the_scale_items(hand_study):
     report = survey_report(survey_data(study=hand_study.study))
     proxy = f"{hand_study.models[0].display_name} (offline demo model)"
