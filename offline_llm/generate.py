@@ -136,6 +136,7 @@ def infer_purpose(prompt: Prompt) -> str:
         ("</criteria>", "grade_checklist"),
         ("</criterion>", "grade_criterion"),
         ("</items>", "survey_proxy"),
+        ("</questions>", "survey_proxy"),
         ("</post>", "rewrite"),
         ("</task>", "scenario_response"),
         ("</topic>", "rubric_draft"),
@@ -1277,8 +1278,57 @@ def _scale_labels(item: dict) -> list[str]:
     return [str(label) for label in labels] if isinstance(labels, list) else []
 
 
+_QUESTION = re.compile(r"^([A-Za-z0-9_]+)\.\s+(.*)$")
+_CHOICE = re.compile(r"^\(([^()\s]+)\)\s+(.*)$")
+
+
+def _questions(body: str) -> list[dict]:
+    """The items of a <questions> block, which puts them as a participant's page does: a
+    question per paragraph, headed "CODE. wording", then its answers, one a line as
+    "(key) label", then, where it asks for one, the request for an explanation."""
+    items = []
+    for block in re.split(r"\n\s*\n", body.strip()):
+        lines = [line.strip() for line in block.splitlines() if line.strip()]
+        head = _QUESTION.match(lines[0])
+        if head is None:
+            raise UnreadablePrompt(
+                'Each question in <questions> starts with its code, e.g. "H2. How helpful...".'
+            )
+        code, wording, choices, asked = head.group(1), [head.group(2)], [], False
+        for line in lines[1:]:
+            found = _CHOICE.match(line)
+            if found:
+                choices.append((found.group(1).lower(), found.group(2)))
+            elif choices:
+                asked = True  # a line after the answers asks for an explanation
+            else:
+                wording.append(line)
+        keys = [key for key, _label in choices]
+        if sorted(keys) == ["no", "yes"]:
+            kind, labels = "yes_no", []
+        elif keys and keys == [str(n) for n in range(1, len(keys) + 1)]:
+            kind, labels = "scale", [label for _key, label in choices]
+        else:
+            raise UnreadablePrompt(
+                f"The answers to {code} are neither (yes) and (no) nor (1), (2)..."
+            )
+        items.append({
+            "code": code, "wording": " ".join(wording), "kind": kind, "scale_labels": labels,
+            "explanation_required": asked,
+        })  # fmt: skip
+    return items
+
+
+def _survey_items(prompt: Prompt) -> list[dict]:
+    """The items as JSON in <items> (survey_proxy v1), or as participants read them in
+    <questions> (v2)."""
+    if prompt.tag("items") is None and (body := prompt.tag("questions")) is not None:
+        return _questions(body)
+    return prompt.json_tag("items")
+
+
 def _survey_proxy(model: str, prompt: Prompt, rng: random.Random) -> str:
-    items = prompt.json_tag("items")
+    items = _survey_items(prompt)
     scenario = prompt.tag("scenario") or ""
     response = prompt.tag("response") or ""
     rated = _rate(scenario, response)
@@ -1327,6 +1377,8 @@ def _survey_proxy(model: str, prompt: Prompt, rng: random.Random) -> str:
         else:
             value = _reason(role, position, rated, rng)
             explanation = rng.choice(SURVEY_REASONS[("general", _level(position))])
+        if item.get("explanation_required") is False:
+            explanation = ""  # none asked; drawn all the same, so later items draw alike
         answers.append({"code": code, "value": value, "explanation": explanation})
     return json.dumps({"answers": answers}, ensure_ascii=False)
 

@@ -262,11 +262,13 @@ SEEDS = (
     ("apps.llm.migrations.0004_rewrite_prompt_v2", "seed"),
     ("apps.llm.migrations.0005_scenario_response_prompt_v2", "seed"),
     ("apps.llm.migrations.0006_sample_prompt_question_alone", "seed"),
+    ("apps.llm.migrations.0007_survey_proxy_prompt_v2", "seed"),
     ("apps.questions.migrations.0002_seed_topics", "seed"),
     ("apps.questions.migrations.0005_seed_screening_and_buckets", "seed"),
     ("apps.rubrics.migrations.0002_shared_criteria_v1", "seed"),
     ("apps.rubrics.migrations.0003_shared_criteria_v2_as_published", "publish"),
     ("apps.surveys.migrations.0002_default_items", "seed"),
+    ("apps.surveys.migrations.0008_published_scale_labels", "items_update"),
 )
 DB_FIXTURES = {"db", "transactional_db", "live_server", "start_worker"}
 

@@ -354,16 +354,17 @@ def rating_ranges(data) -> dict[int, int]:
     return {span: int(count) for span, count in enumerate(counts)}
 
 
-def unit_sds(data) -> np.ndarray:
-    """The standard deviation of each unit's ratings: population SD (ddof=0), as the paper's
-    Figure 5 plots it; nan for a unit with fewer than two ratings.
+def unit_sds(data, *, ddof: int = 0) -> np.ndarray:
+    """The standard deviation of each unit's ratings (numpy's, with `ddof`: 0 the population
+    SD, 1 the sample SD); nan for a unit with fewer than two ratings.
 
-    The paper maps the answers to -1..1 first (`scale_to_unit`); the caller does that.
+    The paper's Figure 5 maps the answers to -1..1 first (`scale_to_unit`; the caller does
+    that) and does not say which SD it plots: the caller chooses, and says so.
     """
     matrix = _as_matrix(data)
     rated = (~np.isnan(matrix)).sum(axis=0)
     sds = np.full(matrix.shape[1], np.nan)
-    sds[rated >= 2] = np.nanstd(matrix[:, rated >= 2], axis=0, ddof=0)
+    sds[rated >= 2] = np.nanstd(matrix[:, rated >= 2], axis=0, ddof=ddof)
     return sds
 
 

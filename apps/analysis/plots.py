@@ -348,3 +348,147 @@ def histograms(
         f"X axis: {xlabel}. Y axis: {ylabel}."
     )
     return _svg(fig, title=title, desc=desc)
+
+
+def _panels(*, title: str, count: int, panel_height_in: float, **shared):
+    """Small multiples: `count` panels in two columns (one when there are few), the slots
+    left over hidden. Returns the figure and the panels, in reading order."""
+    columns = 1 if count <= 2 else 2
+    panel_rows = math.ceil(count / columns)
+    fig, axes = _figure(
+        height_in=1.4 + panel_height_in * panel_rows,
+        title=title,
+        nrows=panel_rows,
+        ncols=columns,
+        squeeze=False,
+        **shared,
+    )
+    panels = list(axes.flatten())
+    for ax in panels[count:]:
+        ax.set_visible(False)
+    return fig, panels[:count]
+
+
+def _panel_xlabels(axes, xlabel: str) -> None:
+    """The x label under the lowest panel of each column (a figure-wide label would sit
+    where the legend goes)."""
+    columns = 1 if len(axes) <= 2 else 2
+    for column in range(columns):
+        lowest = axes[column::columns][-1]
+        lowest.set_xlabel(_wrap(xlabel, 90 // columns), fontsize=SMALL_PT)
+
+
+def _shared_legend(fig, axes, names: list[str]) -> None:
+    """One legend below every panel, for the series of all of them (a panel may lack one)."""
+    handles = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, handle)
+    longest = min(LEGEND_CHARS, max(len(name) for name in names))
+    per_label = longest * SMALL_PT * 0.6 + 3 * SMALL_PT
+    columns = max(1, min(len(names), int(WIDTH_IN * 72 * 0.95 // per_label)))
+    fig.legend(
+        [handles[n] for n in names], [_wrap(n, LEGEND_CHARS) for n in names],
+        loc="outside lower center", ncols=columns, frameon=False,
+    )  # fmt: skip
+
+
+def _panel_title(text: str, width: int) -> str:
+    lines = textwrap.wrap(text, width, break_long_words=False) or [text]
+    return "\n".join(lines[:2]) + ("\u2026" if len(lines) > 2 else "")
+
+
+def grouped_bar_panels(
+    *,
+    title: str,
+    panels: dict[str, tuple[list[str], dict[str, list[float]]]],
+    xlabel: str,
+    ylabel: str,
+) -> str:
+    """Small multiples of `grouped_bars`: per panel title, its categories and its series (the
+    same series in every panel, in the same colours, one legend for all)."""
+    present = {name: panel for name, panel in panels.items() if panel[0] and panel[1]}
+    if not present:
+        return _no_data(title)
+    for name, (categories, series) in present.items():
+        for label, values in series.items():
+            if len(values) != len(categories):
+                raise ValueError(
+                    f"Panel {name!r}, series {label!r}: {len(values)} values for "
+                    f"{len(categories)} categories."
+                )
+    fig, axes = _panels(title=title, count=len(present), panel_height_in=2.3, sharey=True)
+    names = list(dict.fromkeys(label for _c, series in present.values() for label in series))
+    width_chars = 90 if len(present) <= 2 else 42
+    for ax, (name, (categories, series)) in zip(axes, present.items(), strict=True):
+        group = 0.8
+        width = group / len(names)
+        for s, label in enumerate(names):
+            values = series.get(label)
+            if values is None:
+                continue
+            positions = [c - group / 2 + width * (s + 0.5) for c in range(len(categories))]
+            ax.bar(
+                positions, values, width, edgecolor=EDGE, linewidth=0.6, label=label,
+                **_series_style(s),
+            )  # fmt: skip
+        ax.set_xticks(range(len(categories)), categories)
+        ax.set_ylim(bottom=0)
+        ax.set_title(_panel_title(name, width_chars), loc="left", fontsize=SMALL_PT)
+        ax.grid(axis="y", color="#dddddd", linewidth=0.6)
+        ax.set_axisbelow(True)
+    _panel_xlabels(axes, xlabel)
+    fig.supylabel(ylabel, fontsize=TEXT_PT)
+    _shared_legend(fig, axes, names)
+    desc = (
+        f"Grouped vertical bars in {len(present)} panels: {'; '.join(present)}. Bars in each "
+        f"group: {'; '.join(names)}. X axis: {xlabel}. Y axis: {ylabel}."
+    )
+    return _svg(fig, title=title, desc=desc)
+
+
+def step_line_panels(
+    *,
+    title: str,
+    panels: dict[str, dict[str, tuple[Sequence[float], Sequence[float]]]],
+    xlabel: str,
+    ylabel: str,
+) -> str:
+    """Small multiples of `step_lines` on shared axes: per panel title, its series of (x, y)
+    points (the same series in every panel, in the same styles, one legend for all)."""
+    present = {
+        name: series
+        for name, series in panels.items()
+        if series and any(len(xs) for xs, _ys in series.values())
+    }
+    if not present:
+        return _no_data(title)
+    for name, series in present.items():
+        for label, (xs, ys) in series.items():
+            if len(xs) != len(ys):
+                raise ValueError(
+                    f"Panel {name!r}, series {label!r}: {len(xs)} x values and {len(ys)} y values."
+                )
+    fig, axes = _panels(
+        title=title, count=len(present), panel_height_in=2.3, sharex=True, sharey=True
+    )
+    names = list(dict.fromkeys(label for series in present.values() for label in series))
+    width_chars = 90 if len(present) <= 2 else 42
+    for ax, (name, series) in zip(axes, present.items(), strict=True):
+        for s, label in enumerate(names):
+            if label in series:
+                xs, ys = series[label]
+                ax.step(list(xs), list(ys), where="post", linewidth=2, label=label,
+                        **_line_style(s))  # fmt: skip
+        ax.set_title(_panel_title(name, width_chars), loc="left", fontsize=SMALL_PT)
+        ax.grid(color="#dddddd", linewidth=0.6)
+        ax.set_axisbelow(True)
+        ax.tick_params(labelbottom=True)
+    _panel_xlabels(axes, xlabel)
+    fig.supylabel(ylabel, fontsize=TEXT_PT)
+    _shared_legend(fig, axes, names)
+    desc = (
+        f"Step lines in {len(present)} panels: {'; '.join(present)}. Lines in each panel: "
+        f"{'; '.join(names)}. X axis: {xlabel}. Y axis: {ylabel}."
+    )
+    return _svg(fig, title=title, desc=desc)

@@ -5,12 +5,14 @@ model apart, as the published PrivacyLens user study reported them.
   ordinal for the labelled scales, nominal for yes/no. Between people; within each proxy
   across its runs; across proxies. Units are (scenario, item) pairs: per item, and pooled over
   the scale items as one reliability matrix (the paper's pooled figure).
-- Across proxies, a proxy's rating of a unit is the median of its runs' (the lower median when
-  the runs are even; for yes/no, the majority with ties to "no"): the paper does not say how it
-  combined runs, and the page says so.
+- Across proxies, every run of every proxy is a coder, as the paper computed it ("across the 5
+  LLMs (between 25 evaluations)"). Beside it, as Assay's addition, each proxy as one coder
+  whose rating of a unit is the median of its runs (the lower median when the runs are even;
+  for yes/no, the majority with ties to "no").
 - Spearman's rho (scipy.stats.spearmanr) between a proxy's per-scenario mean (over its runs)
-  and the people's per-scenario mean: per item, and per group of scale items (helpfulness
-  H2-H3, privacy P1-P4) over the group's (scenario, item) pairs.
+  and the people's per-scenario mean: per item, and per group of scale items (the items'
+  `group`, as the paper grouped them: helpfulness H2, H3; privacy P1-P4 by default) over the
+  group's (scenario, item) pairs.
 - Ranges of ratings per (scenario, item) (Figure 4), the cumulative distribution of their
   standard deviation with answers mapped to -1..1 (Figure 5), the answers' distribution per
   item (Figures 2 and 3) and the people's demographics (Table 3).
@@ -19,6 +21,7 @@ model apart, as the published PrivacyLens user study reported them.
   resamples (`survey_intervals`, run by a background task: workers/analysis.py).
 """
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -33,7 +36,14 @@ from .models import RESAMPLES, SEED
 from .survey_data import PEOPLE, Group, Item, SurveyData
 from .tables import Column, Table
 
+RANGE_AXIS = "Range of a scenario's ratings: highest minus lowest (0: all agree)"
+SD_AXIS = "Standard deviation (answers on -1..1)"
+# The paper does not say which SD its Figure 5 plots; the population SD is Assay's choice.
+SD_DDOF = 0
+SD_DECIMALS = 12
 RANGE_LABELS = ["All agree", "1 point apart", "2 points apart", "3 points apart", "4 points apart"]
+ACROSS_PROXIES = "Across proxies"
+ACROSS_PROXY_MEDIANS = "Across proxies, each the median of its runs (Assay's addition)"
 
 
 # --- the statistics ---------------------------------------------------------------------------
@@ -146,6 +156,22 @@ def _item_sets(items: list[Item]) -> list[tuple[str, list[Item]]]:
     return sets
 
 
+GROUP_ORDER = ("helpfulness", "privacy")
+
+
+def _group_order(name: str) -> tuple[int, str]:
+    return (GROUP_ORDER.index(name) if name in GROUP_ORDER else len(GROUP_ORDER), name)
+
+
+def item_groups(items: list[Item]) -> dict[str, list[str]]:
+    """Each group's scale items by code, as the rho per group takes them."""
+    groups: dict[str, list[str]] = {}
+    for item in items:
+        if item.group:
+            groups.setdefault(item.group, []).append(item.code)
+    return {name: groups[name] for name in sorted(groups, key=_group_order)}
+
+
 def proxy_consensus(frame: pd.DataFrame) -> pd.DataFrame:
     """One rating per (proxy, scenario, item): the lower median of the proxy's runs."""
     keys = ["group", "scenario", "item"]
@@ -192,12 +218,19 @@ def survey_statistics(data: SurveyData) -> list[AlphaSpec | RhoSpec]:
                 )
             )
     if len(data.proxies) > 1:
-        consensus = proxy_consensus(answers[answers["group"] != PEOPLE])
+        # The published row: every run of every proxy is a coder (5 proxies x 5 runs: "between
+        # 25 evaluations"). The median of each proxy's runs is Assay's addition beside it.
+        runs = answers[answers["group"] != PEOPLE]
+        for label, chosen in _item_sets(items):
+            specs.append(
+                _alpha(f"alpha:proxies:{label}", ACROSS_PROXIES, chosen, runs, scenarios, "rater")
+            )
+        consensus = proxy_consensus(runs)
         for label, chosen in _item_sets(items):
             specs.append(
                 _alpha(
-                    f"alpha:proxies:{label}",
-                    "Across proxies",
+                    f"alpha:proxies-median:{label}",
+                    ACROSS_PROXY_MEDIANS,
                     chosen,
                     consensus,
                     scenarios,
@@ -209,6 +242,8 @@ def survey_statistics(data: SurveyData) -> list[AlphaSpec | RhoSpec]:
     for k, item in enumerate(items):
         if item.group:
             groups.setdefault(item.group, []).append(k)
+    # helpfulness before privacy, as published, whatever order the items come in
+    groups = {name: groups[name] for name in sorted(groups, key=_group_order)}
     for proxy in data.proxies:
         means = _scenario_means(data.answers_of(proxy.key), items, scenarios)
         for k, item in enumerate(items):
@@ -223,12 +258,11 @@ def survey_statistics(data: SurveyData) -> list[AlphaSpec | RhoSpec]:
                 )
             )
         for name, columns in groups.items():
-            codes = "-".join((items[columns[0]].code, items[columns[-1]].code))
             specs.append(
                 RhoSpec(
                     f"rho:{proxy.key}:{name}",
                     proxy,
-                    f"{name} ({codes})",
+                    f"{name} ({', '.join(items[k].code for k in columns)})",
                     means[:, columns].ravel(),
                     people_means[:, columns].ravel(),
                     len(columns),
@@ -270,12 +304,34 @@ def survey_intervals(
 # --- the report ---------------------------------------------------------------------------------
 
 
+# How a statistic stands against the published study.
+PUBLISHED = "published"  # the paper's method
+ADDITION = "addition"  # not in the paper: shown beside its method, labelled
+SILENT = "paper silent"  # the paper does not say: the setting is Assay's choice
+DEPARTURE = "departure"  # the researcher chose otherwise than the paper
+
+
+@dataclass(frozen=True)
+class Method:
+    """How one statistic of the report was computed, as data: its settings, how they stand
+    against the published study, and which of them the paper leaves unsaid (Assay's choice).
+    The tables' notes say the same in words."""
+
+    statistic: str
+    fidelity: str
+    settings: dict
+    our_choice: tuple[str, ...] = ()  # keys of `settings` the paper does not state
+
+
 @dataclass
 class SurveyReport:
     data_n: str
+    methods: dict[str, Method] = field(default_factory=dict)
     tables: dict[str, Table] = field(default_factory=dict)
     figures: dict[str, Figure] = field(default_factory=dict)
     distributions: list[str] = field(default_factory=list)  # figure names, one per item
+    spread: list[str] = field(default_factory=list)  # Figures 4 and 5, each item apart
+    spread_extras: list[str] = field(default_factory=list)  # the same, pooled (our addition)
     people: int = 0
     proxies: int = 0
     answers: int = 0
@@ -284,6 +340,7 @@ class SurveyReport:
     offline: bool = False
     excluded: dict[str, int] = field(default_factory=dict)
     intervals_missing: int = 0
+    fidelity_notes: list[str] = field(default_factory=list)  # where the proxies depart
 
 
 def _who(data: SurveyData, group: Group) -> str:
@@ -353,14 +410,65 @@ def _alpha_table(data, specs, intervals) -> Table:
             "Units are (scenario, item) pairs; a unit counts when two or more raters rated it. "
             "Ordinal for the labelled scales, nominal for yes/no; 'pooled' holds every scale "
             "item in one reliability matrix.",
-            "Within a proxy, each of its runs is a rater. Across proxies, each proxy is a "
-            "rater whose rating of a unit is the median of its runs (the lower median when "
-            "they are even; for yes/no the majority, ties to no): the published study does not "
-            "say how it combined a proxy's runs.",
+            "Within a proxy, each of its runs is a rater. Across proxies, every run of every "
+            "proxy is a rater, as the published study computed it (across its 5 models, "
+            "between 25 evaluations: 5 runs of each).",
+            "Assay's addition, not in the published study: alpha across proxies with each proxy "
+            "one rater whose rating of a unit is the median of its runs (the lower median when "
+            "they are even; for yes/no the majority, ties to no).",
             "95% intervals: percentile bootstrap over scenarios (1,000 resamples, seed 0); the "
             "published study gave none.",
         ],
         n=_n(len(data.scenarios), data.answers["rater"].nunique(), len(data.answers), "raters"),
+    )
+
+
+def _alpha_methods(data: SurveyData, specs) -> dict[str, Method]:
+    alphas = [s for s in specs if isinstance(s, AlphaSpec)]
+    levels = {item.code: item.level for item in data.items}
+    common = {"unit": "(scenario, item)", "levels": levels, "pooled": "the scale items"}
+
+    def coders(who: str) -> int:
+        return max((s.raters for s in alphas if s.who == who), default=0)
+
+    methods = {
+        "alpha-people": Method(
+            "Krippendorff's alpha between people", PUBLISHED, common | {"coders": "people"}
+        ),
+        "alpha-within-proxy": Method(
+            "Krippendorff's alpha within each proxy", PUBLISHED,
+            common | {"coders": "each run of the proxy"},
+        ),
+    }  # fmt: skip
+    if len(data.proxies) > 1:
+        methods["alpha-across-proxies"] = Method(
+            "Krippendorff's alpha across proxies", PUBLISHED,
+            common | {"coders": "every run of every proxy", "n_coders": coders(ACROSS_PROXIES)},
+        )  # fmt: skip
+        methods["alpha-across-proxy-medians"] = Method(
+            "Krippendorff's alpha across proxies, each the median of its runs", ADDITION,
+            common | {"coders": "each proxy, the lower median of its runs",
+                      "n_coders": coders(ACROSS_PROXY_MEDIANS)},
+        )  # fmt: skip
+    methods["intervals"] = Method(
+        "95% intervals of every alpha and rho", ADDITION,
+        {"bootstrap": "percentile", "resampled": "scenarios", "resamples": RESAMPLES,
+         "seed": SEED},
+    )  # fmt: skip
+    return methods
+
+
+def _groups_note(data: SurveyData) -> str:
+    groups = item_groups(data.items)
+    if not groups:
+        return (
+            "No item is in a group (helpfulness, privacy): set each item's group in the "
+            "console to see a rho per group."
+        )
+    held = "; ".join(f"{name}: {', '.join(codes)}" for name, codes in groups.items())
+    return (
+        f"The groups, as the published study grouped its items, hold their scale items: {held} "
+        "(yes/no items are in none)."
     )
 
 
@@ -401,6 +509,7 @@ def _rho_table(data, specs, intervals) -> Table:
         notes=[
             "A scenario's mean is over its people (after exclusions) and over the proxy's runs; "
             "yes counts 1 and no 0. A group's rho is over its (scenario, item) pairs.",
+            _groups_note(data),
             "Two-sided p from scipy.stats.spearmanr; no correction for the many tests shown.",
         ],
         n=_n(len(data.scenarios), people["rater"].nunique(), len(people)),
@@ -436,56 +545,139 @@ def _distribution(data: SurveyData, item: Item) -> Table:
     )
 
 
+def _range_label(span: int) -> str:
+    return RANGE_LABELS[span] if span < len(RANGE_LABELS) else f"{span} points apart"
+
+
+def _range_row(matrix: np.ndarray, width: int, points: int) -> dict:
+    """Percent of the units (rated twice or more) at each range; nan past the item's scale."""
+    counts = agreement.rating_ranges(matrix)
+    total = sum(counts.values())
+    row: dict = {"units": total}
+    for span in range(width):
+        share = 100 * counts.get(span, 0) / total if total else np.nan
+        row[f"r{span}"] = share if span < points else np.nan
+    return row
+
+
 def _ranges(data: SurveyData) -> Table:
-    scales = [item for item in data.items if item.ordinal]
-    width = max((item.points for item in scales), default=5)
+    """Figure 4 as published: per item, the share of its (scenario, item) units at each range."""
+    width = max((item.points for item in data.items), default=5)
     rows = []
-    for group in data.groups:
-        frame = data.answers_of(group.key)
-        matrix = _matrix(frame, scales, len(data.scenarios), "rater")
-        counts = agreement.rating_ranges(matrix) if scales else {}
-        total = sum(counts.values())
-        row = {"who": _who(data, group), "units": total}
-        for span in range(width):
-            row[f"r{span}"] = 100 * counts.get(span, 0) / total if total else np.nan
-        rows.append(row)
+    for item in data.items:
+        for group in data.groups:
+            matrix = _matrix(data.answers_of(group.key), [item], len(data.scenarios), "rater")
+            rows.append(
+                {"item": item.code, "who": _who(data, group)}
+                | _range_row(matrix, width, item.points)
+            )
     return Table(
         name="ranges",
-        title="Range of ratings per scenario and item (Figure 4)",
+        title="Range of ratings per scenario, for each item (Figure 4)",
         columns=[
+            Column("item", "Item"),
             Column("who", "Who"),
-            *[
-                Column(
-                    f"r{s}",
-                    RANGE_LABELS[s] if s < len(RANGE_LABELS) else f"{s} points apart",
-                    "percent",
-                    1,
-                )
-                for s in range(width)
-            ],
+            *[Column(f"r{s}", _range_label(s), "percent", 1) for s in range(width)],
             Column("units", "Units", "int"),
         ],
         rows=rows,
         notes=[
-            "Over the scale items: for each (scenario, item), the highest rating minus the "
-            "lowest, among people, or among a proxy's runs. Percent of units."
+            "Each item apart, as the published Figure 4: for each scenario, the highest rating "
+            "of the item minus the lowest, among people, or among a proxy's runs; percent of "
+            "the item's scenarios rated twice or more. 'All agree' is every rater giving the "
+            "same answer.",
+            "For a yes/no item the range is 0 (all agree) or 1 (both answers given).",
         ],
         n=_n(len(data.scenarios), data.answers["rater"].nunique(), len(data.answers), "raters"),
     )
 
 
-def _sd_cdf(data: SurveyData) -> Table:
+def _ranges_pooled(data: SurveyData) -> Table:
+    scales = [item for item in data.items if item.ordinal]
+    width = max((item.points for item in scales), default=5)
     rows = []
     for group in data.groups:
-        frame = data.answers_of(group.key)
-        matrix = _matrix(frame, data.items, len(data.scenarios), "rater", column="unit")
-        xs, ys = agreement.ecdf(agreement.unit_sds(matrix))
-        rows += [
-            {"who": _who(data, group), "sd": x, "share": y} for x, y in zip(xs, ys, strict=True)
-        ]
+        matrix = _matrix(data.answers_of(group.key), scales, len(data.scenarios), "rater")
+        row = _range_row(matrix, width, width) if scales else {"units": 0}
+        rows.append({"who": _who(data, group), **{f"r{s}": np.nan for s in range(width)}, **row})
+    return Table(
+        name="ranges-pooled",
+        title="Range of ratings per scenario and item, the scale items pooled (Assay's addition)",
+        columns=[
+            Column("who", "Who"),
+            *[Column(f"r{s}", _range_label(s), "percent", 1) for s in range(width)],
+            Column("units", "Units", "int"),
+        ],
+        rows=rows,
+        notes=[
+            "Assay's addition, not in the published study, which shows each item apart "
+            "(Figure 4 above): every (scenario, scale item) pooled, percent of units.",
+        ],
+        n=_n(len(data.scenarios), data.answers["rater"].nunique(), len(data.answers), "raters"),
+    )
+
+
+SD_NOTE = (
+    "The published study does not say which standard deviation it plots: this is the "
+    "population SD (ddof=0), Assay's choice."
+)
+
+
+def _sd_curve(data: SurveyData, group: Group, items: list[Item]) -> tuple[np.ndarray, np.ndarray]:
+    frame = data.answers_of(group.key)
+    matrix = _matrix(frame, items, len(data.scenarios), "rater", column="unit")
+    sds = agreement.unit_sds(matrix, ddof=SD_DDOF)
+    # The same answers in another order can differ in the last bit (0.2 and
+    # 0.20000000000000004): one SD is one step of the curve, not two.
+    return agreement.ecdf(np.round(sds, SD_DECIMALS))
+
+
+def _sd_cdf(data: SurveyData) -> Table:
+    """Figure 5 as published: per Likert item, the cumulative distribution of the SDs."""
+    rows = []
+    for item in data.items:
+        if not item.ordinal:
+            continue
+        for group in data.groups:
+            xs, ys = _sd_curve(data, group, [item])
+            who = _who(data, group)
+            rows += [
+                {"item": item.code, "who": who, "sd": x, "share": y}
+                for x, y in zip(xs, ys, strict=True)
+            ]
     return Table(
         name="sd-cdf",
-        title="Cumulative distribution of the standard deviation per scenario and item (Figure 5)",
+        title="Cumulative distribution of the standard deviation per scenario, for each "
+        "Likert item (Figure 5)",
+        columns=[
+            Column("item", "Item"),
+            Column("who", "Who"),
+            Column("sd", "Standard deviation", "float"),
+            Column("share", "Share of scenarios at or below", "float"),
+        ],
+        rows=rows,
+        notes=[
+            "Each Likert (scale) item apart, as the published Figure 5; yes/no items are not "
+            "on it. Answers mapped to -1..1 (a 5-point scale to -1, -0.5, 0, 0.5, 1), then the "
+            "standard deviation of each scenario's answers to the item, among people, or among "
+            "a proxy's runs.",
+            SD_NOTE,
+        ],
+        n=_n(len(data.scenarios), data.answers["rater"].nunique(), len(data.answers), "raters"),
+    )
+
+
+def _sd_cdf_pooled(data: SurveyData) -> Table:
+    scales = [item for item in data.items if item.ordinal]
+    rows = []
+    for group in data.groups:
+        xs, ys = _sd_curve(data, group, scales) if scales else ([], [])
+        who = _who(data, group)
+        rows += [{"who": who, "sd": x, "share": y} for x, y in zip(xs, ys, strict=True)]
+    return Table(
+        name="sd-cdf-pooled",
+        title="Cumulative distribution of the standard deviation per scenario and item, the "
+        "Likert items pooled (Assay's addition)",
         columns=[
             Column("who", "Who"),
             Column("sd", "Standard deviation", "float"),
@@ -493,12 +685,59 @@ def _sd_cdf(data: SurveyData) -> Table:
         ],
         rows=rows,
         notes=[
-            "Answers mapped to -1..1 (a 5-point scale to -1, -0.5, 0, 0.5, 1; yes 1, no -1), "
-            "then the population standard deviation of each (scenario, item) among people, "
-            "or among a proxy's runs."
+            "Assay's addition, not in the published study, which shows each Likert item apart "
+            "(Figure 5 above): every (scenario, scale item) pooled, answers on -1..1.",
+            SD_NOTE,
         ],
         n=_n(len(data.scenarios), data.answers["rater"].nunique(), len(data.answers), "raters"),
     )
+
+
+def _proxies_table(data: SurveyData) -> Table:
+    """How each proxy was asked: per proxy model and proxy run, the prompt version, the
+    parameters sent beyond the provider's defaults, and where that departs."""
+    rows = []
+    for setting in sorted(
+        data.proxy_settings, key=lambda s: (data.group(s.group).label, s.run or 0)
+    ):
+        rows.append(
+            {
+                "who": _who(data, data.group(setting.group)),
+                "run": f"Proxy run {setting.run}" if setting.run else "Not recorded",
+                "raters": setting.raters,
+                "prompt": setting.prompt or "Not recorded",
+                "parameters": _parameters_text(setting.parameters)
+                if setting.run
+                else "Not recorded",
+                "departures": " ".join(setting.departures) or "None: as published",
+            }
+        )
+    return Table(
+        name="proxies",
+        title="How the proxies were asked",
+        columns=[
+            Column("who", "Proxy"),
+            Column("run", "Run"),
+            Column("raters", "Runs of the model", "int"),
+            Column("prompt", "Prompt version"),
+            Column("parameters", "Parameters"),
+            Column("departures", "Departs from the published method"),
+        ],
+        rows=rows,
+        notes=[
+            "The published study gave its proxies the same survey people saw, and nothing more, "
+            "with each provider's default parameters, five runs each. A prompt version that adds "
+            "to the survey (a persona, say) or parameters sent with every call depart from it; "
+            "each seed, sent to make a call repeatable, is not counted.",
+        ],
+        n=f"{len(data.proxies):,} proxy models, {sum(r['raters'] for r in rows):,} runs",
+    )
+
+
+def _parameters_text(parameters: dict) -> str:
+    if not parameters:
+        return "The provider's defaults"
+    return ", ".join(f"{key}={value!r}" for key, value in sorted(parameters.items()))
 
 
 DEMOGRAPHICS = (
@@ -564,7 +803,28 @@ def survey_report(data: SurveyData, *, intervals: dict | None = None) -> SurveyR
         intervals_missing=sum(1 for s in specs if s.key not in intervals),
     )
     report.tables["alpha"] = _alpha_table(data, specs, intervals)
+    report.methods |= _alpha_methods(data, specs)
     report.tables["rho"] = _rho_table(data, specs, intervals)
+    report.methods["rho"] = Method(
+        "Spearman's rho, each proxy against people, per-scenario means", PUBLISHED,
+        {"per": ["item", "group"], "groups": item_groups(data.items),
+         "test": "scipy.stats.spearmanr, two-sided"},
+    )  # fmt: skip
+    report.tables["proxies"] = _proxies_table(data)
+    report.fidelity_notes = [
+        f"{_who(data, data.group(s.group))}, proxy run {s.run}: {note}"
+        for s in data.proxy_settings
+        for note in s.departures
+    ]
+    report.methods["proxies"] = Method(
+        "How the proxies were asked",
+        DEPARTURE if report.fidelity_notes else PUBLISHED,
+        {"runs": [
+            {"proxy": data.group(s.group).label, "run": s.run, "prompt": s.prompt,
+             "prompt_version": s.prompt_version, "parameters": s.parameters}
+            for s in data.proxy_settings
+        ]},
+    )  # fmt: skip
     report.tables["demographics"] = _demographics(data)
     for item in data.items:
         table = _distribution(data, item)
@@ -581,37 +841,90 @@ def survey_report(data: SurveyData, *, intervals: dict | None = None) -> SurveyR
 
         report.figures[table.name] = Figure(table, draw)
         report.distributions.append(table.name)
+    item_titles = {item.code: f"{item.code}: {item.wording}" for item in data.items}
+    points = {item.code: item.points for item in data.items}
     ranges = _ranges(data)
-    span_keys = [c.key for c in ranges.columns if c.key.startswith("r")]
+    panels: dict[str, tuple[list[str], dict[str, list[float]]]] = {}
+    for row in ranges.rows:
+        spans = range(points[row["item"]])
+        _categories, series = panels.setdefault(
+            item_titles[row["item"]], ([str(span) for span in spans], {})
+        )
+        series[row["who"]] = [_zero_if_nan(row[f"r{span}"]) for span in spans]
     report.figures["ranges"] = Figure(
         ranges,
-        lambda: plots.grouped_bars(
-            title=ranges.title,
-            categories=[c.label for c in ranges.columns if c.key in span_keys],
-            series={
-                r["who"]: [0.0 if np.isnan(r[k]) else r[k] for k in span_keys] for r in ranges.rows
-            },
+        functools.partial(
+            plots.grouped_bar_panels, title=ranges.title, panels=panels,
+            xlabel=RANGE_AXIS, ylabel="Percent of scenarios",
+        ),
+    )  # fmt: skip
+    pooled = _ranges_pooled(data)
+    span_keys = [c.key for c in pooled.columns if c.key.startswith("r")]
+    report.figures["ranges-pooled"] = Figure(
+        pooled,
+        functools.partial(
+            plots.grouped_bars,
+            title=pooled.title,
+            categories=[c.label for c in pooled.columns if c.key in span_keys],
+            series={r["who"]: [_zero_if_nan(r[k]) for k in span_keys] for r in pooled.rows},
             xlabel="Range of the ratings of a (scenario, item)",
             ylabel="Percent of units",
         ),
     )
     cdf = _sd_cdf(data)
-
-    def draw_cdf():
-        series: dict[str, tuple[list, list]] = {}
-        for row in cdf.rows:
-            xs, ys = series.setdefault(row["who"], ([], []))
-            xs.append(row["sd"])
-            ys.append(row["share"])
-        return plots.step_lines(
-            title=cdf.title,
-            series=series,
-            xlabel="Standard deviation (answers on -1..1)",
-            ylabel="Share of units at or below",
-        )
-
-    report.figures["sd-cdf"] = Figure(cdf, draw_cdf)
+    curves: dict[str, dict[str, tuple[list, list]]] = {}
+    for row in cdf.rows:
+        xs, ys = curves.setdefault(item_titles[row["item"]], {}).setdefault(row["who"], ([], []))
+        xs.append(row["sd"])
+        ys.append(row["share"])
+    report.figures["sd-cdf"] = Figure(
+        cdf,
+        functools.partial(
+            plots.step_line_panels, title=cdf.title, panels=curves,
+            xlabel=SD_AXIS, ylabel="Share of scenarios at or below",
+        ),
+    )  # fmt: skip
+    cdf_pooled = _sd_cdf_pooled(data)
+    series: dict[str, tuple[list, list]] = {}
+    for row in cdf_pooled.rows:
+        xs, ys = series.setdefault(row["who"], ([], []))
+        xs.append(row["sd"])
+        ys.append(row["share"])
+    report.figures["sd-cdf-pooled"] = Figure(
+        cdf_pooled,
+        functools.partial(
+            plots.step_lines, title=cdf_pooled.title, series=series,
+            xlabel=SD_AXIS, ylabel="Share of units at or below",
+        ),
+    )  # fmt: skip
+    scale_codes = [item.code for item in data.items if item.ordinal]
+    report.methods |= {
+        "ranges": Method(
+            "Range of ratings per scenario (Figure 4)", PUBLISHED,
+            {"per": "item", "items": [item.code for item in data.items]},
+        ),
+        "sd-cdf": Method(
+            "Standard deviation per scenario, its cumulative distribution (Figure 5)",
+            PUBLISHED,
+            {"per": "item", "items": scale_codes, "answers_on": [-1, 1], "ddof": SD_DDOF},
+            our_choice=("ddof",),
+        ),
+        "ranges-pooled": Method(
+            "Range of ratings, the scale items pooled", ADDITION, {"items": scale_codes}
+        ),
+        "sd-cdf-pooled": Method(
+            "Standard deviation, the scale items pooled", ADDITION,
+            {"items": scale_codes, "answers_on": [-1, 1], "ddof": SD_DDOF},
+            our_choice=("ddof",),
+        ),
+    }  # fmt: skip
+    report.spread = ["ranges", "sd-cdf"]
+    report.spread_extras = ["ranges-pooled", "sd-cdf-pooled"]
     return report
+
+
+def _zero_if_nan(value: float) -> float:
+    return 0.0 if np.isnan(value) else value
 
 
 # --- where people and proxies disagree ----------------------------------------------------------

@@ -27,17 +27,22 @@ from apps.surveys.models import (
     ItemKind,
     Participant,
     ParticipantKind,
+    ProxyRun,
     ReviewStatus,
     Study,
     StudyScenario,
     SurveyItem,
 )
+from apps.surveys.selectors import proxy_run_fidelity_notes, proxy_run_parameters
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
 PEOPLE = "people"
+# Changed whenever a statistic of the report is computed differently, so that intervals kept
+# for the data (by fingerprint) are never shown beside an estimate made another way.
+REPORT_METHODS = 2
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,7 @@ class Item:
     wording: str
     kind: str
     labels: tuple[str, ...]  # the answers' labels, lowest first (No, Yes for yes/no items)
+    measures: str = ""  # SurveyItem.group: helpfulness, privacy, or "" (in no group)
 
     @property
     def points(self) -> int:
@@ -62,10 +68,9 @@ class Item:
 
     @property
     def group(self) -> str | None:
-        """The published groups of scale items: helpfulness (H2-H3), privacy (P1-P4)."""
-        if not self.ordinal:
-            return None
-        return {"H": "helpfulness", "P": "privacy"}.get(self.code[:1].upper())
+        """The group whose rho takes this item, as the published study grouped them: the
+        helpfulness scale items, the privacy scale items (a yes/no item is in none)."""
+        return (self.measures or None) if self.ordinal else None
 
     def unit_value(self, values: np.ndarray) -> np.ndarray:
         """Answers mapped onto -1..1, as the paper's Figure 5 maps them (yes 1, no -1)."""
@@ -84,6 +89,21 @@ class Group:
     simulated: bool = False
 
 
+@dataclass(frozen=True)
+class ProxySetting:
+    """How the runs of one proxy model in one proxy run were asked: the prompt version, what
+    was sent beyond the provider's defaults, and where that departs from the published
+    study (apps/surveys/selectors.py). `run` None: proxies made outside any proxy run."""
+
+    group: str
+    run: int | None
+    raters: int  # its proxy participants in the analysis
+    prompt: str  # "survey_proxy v2", or "" when not recorded
+    prompt_version: int | None
+    parameters: dict
+    departures: tuple[str, ...]
+
+
 @dataclass
 class SurveyData:
     """Every answer of the study's analysis, one row each: group, rater (a participant),
@@ -96,6 +116,7 @@ class SurveyData:
     answers: pd.DataFrame
     people: pd.DataFrame  # one row per person analysed: participant, simulated, demographics
     excluded: dict[str, int] = field(default_factory=dict)  # reason -> people
+    proxy_settings: list[ProxySetting] = field(default_factory=list)
     by_group: dict[str, pd.DataFrame] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self):
@@ -158,6 +179,7 @@ def survey_data(*, study: Study) -> SurveyData:
             wording=i.wording,
             kind=i.kind,
             labels=tuple(i.scale_labels) if i.kind == ItemKind.SCALE else ("No", "Yes"),
+            measures=i.group,
         )
         for i in SurveyItem.objects.filter(study=study, attention_check=False)
     ]
@@ -218,6 +240,7 @@ def survey_data(*, study: Study) -> SurveyData:
         key = f"model:{model.pk}"
         if key in answered:
             groups.append(Group(key, model.display_name, offline=model.is_offline))
+    proxies = frame.loc[frame["group"] != PEOPLE, "rater"].unique().tolist()
     return SurveyData(
         study=study,
         items=items,
@@ -226,7 +249,39 @@ def survey_data(*, study: Study) -> SurveyData:
         answers=frame[["group", "rater", "scenario", "item", "value", "explanation"]].copy(),
         people=people,
         excluded=reasons,
+        proxy_settings=_proxy_settings(proxies),
     )
+
+
+def _proxy_settings(participants: list[int]) -> list[ProxySetting]:
+    counts = list(
+        Participant.objects.filter(pk__in=participants)
+        .values("model_id", "proxy_run_id")
+        .annotate(n=Count("pk"))
+        .order_by("model_id", "proxy_run_id")
+    )
+    runs = ProxyRun.objects.select_related("prompt").in_bulk(
+        {c["proxy_run_id"] for c in counts} - {None}
+    )
+    models = ModelConfig.objects.in_bulk({c["model_id"] for c in counts})
+    found = []
+    for c in counts:
+        model, run = models[c["model_id"]], runs.get(c["proxy_run_id"])
+        if run is None:
+            found.append(ProxySetting(f"model:{model.pk}", None, c["n"], "", None, {}, ()))
+            continue
+        found.append(
+            ProxySetting(
+                group=f"model:{model.pk}",
+                run=run.pk,
+                raters=c["n"],
+                prompt=str(run.prompt),
+                prompt_version=run.prompt.version,
+                parameters=proxy_run_parameters(run=run, model=model),
+                departures=tuple(proxy_run_fidelity_notes(run=run, models=[model])),
+            )
+        )
+    return found
 
 
 def survey_fingerprint(*, study: Study) -> str:
@@ -252,7 +307,7 @@ def survey_fingerprint(*, study: Study) -> str:
     # change, so an instance read before that holds an old one.
     version = Study.objects.filter(pk=study.pk).values_list("items_version", flat=True).get()
     items = (version, study.study_scenarios.count())
-    text = repr((sorted(answers.items()), participants, items))
+    text = repr((REPORT_METHODS, sorted(answers.items()), participants, items))
     return hashlib.sha256(text.encode()).hexdigest()
 
 

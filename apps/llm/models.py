@@ -71,6 +71,9 @@ PROMPT_VARIABLES: dict[str, dict[str, str]] = {
         "scenario": "The scenario as participants read it: the task, then the trajectory.",
         "response": "The response participants rate.",
         "items": 'The survey items as a JSON list of {"code", "wording", "kind", "scale_labels"}.',
+        "questions": "The survey's questions as participants see them: each item's code and "
+        "wording, its answers in order (each with the key an answer gives, in brackets), and "
+        '"Why did you answer this way?" where the item asks for an explanation.',
     },
 }
 

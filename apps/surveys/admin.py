@@ -115,11 +115,13 @@ class StudySimulationAdmin(ReadOnlyAdmin):
 
 @admin.register(SurveyItem)
 class SurveyItemAdmin(admin.ModelAdmin):
-    list_display = ("code", "study", "kind", "attention_check", "explanation_required", "order")
+    list_display = (
+        "code", "study", "kind", "group", "attention_check", "explanation_required", "order",
+    )  # fmt: skip
     list_filter = ("study", "attention_check")
     fields = (
-        "study", "code", "wording", "kind", "scale_labels", "explanation_required", "order",
-        "attention_check", "expected_value", "on_page",
+        "study", "code", "wording", "kind", "scale_labels", "explanation_required", "group",
+        "order", "attention_check", "expected_value", "on_page",
     )  # fmt: skip
 
     def get_readonly_fields(self, request, obj=None):

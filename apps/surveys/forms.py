@@ -3,7 +3,7 @@ from decimal import Decimal
 from django import forms
 
 from apps.console.uploads import megabytes, upload_size_validate
-from apps.llm.models import ModelConfig, ModelKind
+from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose
 
 from .models import AgeBand, Education, Gender, Income, RejectionCategory, Scenario, Study
 from .services import MAX_EXPLANATION, MIN_REJECTION_MESSAGE
@@ -159,6 +159,13 @@ class ProxyRunForm(forms.Form):
         label="Runs per model", min_value=1, max_value=MAX_RUNS_PER_MODEL, initial=5,
         help_text="Each run is a proxy participant that answers every scenario, as the "
         "published study had each proxy answer its survey five times.",
+    )  # fmt: skip
+    prompt = forms.ModelChoiceField(
+        queryset=PromptTemplate.objects.filter(purpose=Purpose.SURVEY_PROXY).order_by("-version"),
+        empty_label=None, label="Prompt version", required=False,
+        help_text="The newest that asks the survey alone, as published, unless you pick "
+        "another. A version that adds to the survey people saw (a persona, say) is a departure "
+        "that the run's page and the survey report name.",
     )  # fmt: skip
     temperature = forms.DecimalField(
         required=False, min_value=0, max_value=2, max_digits=3, decimal_places=2,

@@ -295,6 +295,13 @@ class ItemKind(models.TextChoices):
     SCALE = "scale", "Labelled scale"
 
 
+class ItemGroup(models.TextChoices):
+    """What an item measures, as the published study grouped its items."""
+
+    HELPFULNESS = "helpfulness", "Helpfulness"
+    PRIVACY = "privacy", "Privacy"
+
+
 class SurveyItem(models.Model):
     """A question asked about every scenario. `study` empty: the default set new studies copy."""
 
@@ -311,6 +318,12 @@ class SurveyItem(models.Model):
         "asks for an explanation", default=True,
         help_text="Shows a box for an explanation, which must be filled in. Unticked, the item "
         "asks for none and shows no box (the published design asks none for H1).",
+    )  # fmt: skip
+    group = models.CharField(
+        max_length=16, choices=ItemGroup.choices, blank=True,
+        help_text="What the item measures, as the published study grouped its items "
+        "(helpfulness, privacy); the survey report's rho per group takes the group's scale "
+        "items. Empty: in no group.",
     )  # fmt: skip
     order = models.PositiveSmallIntegerField(default=0)
     attention_check = models.BooleanField(default=False)

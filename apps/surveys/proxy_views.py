@@ -31,7 +31,7 @@ def _run(study_id: int, run_id: int) -> ProxyRun:
 def proxy_runs(request, study_id: int):
     """The study's proxy runs, and the form that makes a draft one."""
     study = get_object_or_404(Study, pk=study_id)
-    form = ProxyRunForm(request.POST or None)
+    form = ProxyRunForm(request.POST or None, initial={"prompt": selectors.proxy_prompt_default()})
     status = 200
     if request.method == "POST":
         if form.is_valid():
@@ -40,7 +40,7 @@ def proxy_runs(request, study_id: int):
                 run = services.proxy_run_create(
                     study=study, models=data["models"], runs_per_model=data["runs_per_model"],
                     temperature=data["temperature"], budget_usd=data["budget_usd"],
-                    seed=data["seed"], user=request.user,
+                    seed=data["seed"], user=request.user, prompt=data["prompt"],
                 )  # fmt: skip
             except SurveyError as exc:
                 form.add_error(None, str(exc))
@@ -65,10 +65,11 @@ def proxy_run(request, study_id: int, run_id: int):
         "scenarios": run.study.study_scenarios.count(),
         "items": services.proxy_items(study=run.study),
         "budget_form": BudgetForm(initial={"budget_usd": run.budget_usd}),
+        "notes": selectors.proxy_run_fidelity_notes(run=run, models=models),
     }  # fmt: skip
     if run.status == ProxyRunStatus.DRAFT:
         context["estimate"] = services.proxy_estimate(
-            study=run.study, models=models, runs_per_model=run.runs_per_model
+            study=run.study, models=models, runs_per_model=run.runs_per_model, prompt=run.prompt
         )
     else:
         context |= _progress_context(run)

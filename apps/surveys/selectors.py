@@ -12,9 +12,9 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.safestring import SafeString
 
-from apps.llm.models import PromptTemplate
+from apps.llm.models import ModelConfig, PromptTemplate, Purpose
 from apps.llm.progress import RunCounts, RunProgress, counted, rows_progress
-from apps.llm.selectors import prompt_render
+from apps.llm.selectors import prompt_current, prompt_render
 
 from . import duration, quality
 from .models import (
@@ -473,3 +473,72 @@ def proxy_runs_overview(*, study: Study) -> list[tuple[ProxyRun, RunCounts]]:
     )
     counts = {row.pop("run_id"): RunCounts(**row) for row in rows}
     return [(run, counts.get(run.pk, RunCounts())) for run in runs]
+
+
+# The published study gave its proxies "the same survey" people saw, with each provider's
+# default parameters: survey_proxy v2 is that survey, with only the reply's format added
+# (apps/llm/migrations/0007_survey_proxy_prompt_v2.py holds the same words; a test checks).
+PROXY_SURVEY_USER_TEXT = (
+    "The scenario:\n<scenario>\n$scenario\n</scenario>\n\n"
+    "The assistant's response:\n<response>\n$response\n</response>\n\n"
+    "The questions:\n<questions>\n$questions\n</questions>\n\n"
+    'Reply with only a JSON object: {"answers": [{"code": "<the question\'s code>", "value": '
+    '"<the key in brackets of the answer you choose>", "explanation": "<why you answered this '
+    'way, or \\"\\" where the question does not ask>"}]}, with one answer for every question.'
+)
+
+
+def proxy_prompt_departures(*, prompt: PromptTemplate) -> list[str]:
+    """What a survey_proxy prompt adds to the survey people saw, in plain words (nothing:
+    as published). A persona or any other instruction is a variant the researcher chose."""
+    found = []
+    if prompt.system_text.strip():
+        found.append(f"{prompt} adds a system message")
+    if prompt.user_text.strip() != PROXY_SURVEY_USER_TEXT:
+        found.append(f"{prompt} puts the survey in other words or adds to it")
+    return found
+
+
+def proxy_prompt_default() -> PromptTemplate:
+    """The prompt a new proxy run takes unless told otherwise: the newest survey_proxy
+    version that is the survey alone, as published (the newest of all when none is)."""
+    versions = PromptTemplate.objects.filter(purpose=Purpose.SURVEY_PROXY).order_by("-version")
+    published = next((p for p in versions if not proxy_prompt_departures(prompt=p)), None)
+    return published or prompt_current(purpose=Purpose.SURVEY_PROXY)
+
+
+def proxy_run_parameters(*, run: ProxyRun, model: ModelConfig) -> dict:
+    """What a proxy run sends with every call to `model` beyond the provider's defaults
+    (the seed, which only makes a call repeatable, aside)."""
+    params = dict(model.params or {})
+    if run.temperature is not None:
+        params["temperature"] = float(run.temperature)
+    return params
+
+
+def proxy_run_fidelity_notes(*, run: ProxyRun, models=None) -> list[str]:
+    """Where a proxy run departs from how the published study asked its proxies: for every
+    model of the run, or for `models` only."""
+    notes = []
+    if added := proxy_prompt_departures(prompt=run.prompt):
+        notes.append(
+            "The published study gave its proxies the same survey people saw, and nothing "
+            f"more; in this run {' and '.join(added)}."
+        )
+    if run.temperature is not None:
+        notes.append(
+            "The published study left each provider's default parameters; this run sends "
+            f"temperature={float(run.temperature)!r} with every call."
+        )
+    chosen = run.model_configs.order_by("display_name") if models is None else models
+    for model in chosen:
+        if model.params:
+            notes.append(
+                f"{model.display_name}'s settings in the console send "
+                f"{_params_text(model.params)} with every call, beyond the model's defaults."
+            )
+    return notes
+
+
+def _params_text(params: dict) -> str:
+    return ", ".join(f"{key}={value!r}" for key, value in sorted(params.items()))

@@ -301,6 +301,16 @@ def test_unit_sds_are_population_sds_of_units_with_two_ratings_or_more():
     assert np.isnan(sds[2:]).all()
 
 
+def test_unit_sds_take_the_ddof_they_are_given():
+    data = np.array([[-1, 0, 1, 1], [1, 0, NAN, NAN], [0, 0.5, NAN, NAN]])
+    # The same sums of squares over n - 1 = 2: sqrt(2/2) = 1 and sqrt((6/36)/2) = sqrt(1/12).
+    sds = agreement.unit_sds(data, ddof=1)
+
+    np.testing.assert_allclose(sds[:2], [1.0, np.sqrt(1 / 12)])
+    np.testing.assert_allclose(sds[:2], np.std(data[:, :2], axis=0, ddof=1))
+    assert np.isnan(sds[2:]).all()
+
+
 def test_ecdf_gives_the_share_of_values_at_or_below_each_value():
     # 5 values (nan left out): 0 once, 0.5 three times, 1 once -> 1/5, 4/5, 5/5
     x, y = agreement.ecdf([0.5, 0, NAN, 1, 0.5, 0.5])

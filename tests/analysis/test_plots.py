@@ -61,7 +61,38 @@ def hists(**overrides):
     return plots.histograms(**kwargs | overrides)
 
 
-PLOTS = [stacked, grouped, steps, hists]
+def bar_panels(**overrides):
+    kwargs = {
+        "title": "Range of ratings, for each item",
+        "panels": {
+            "H1: done?": (["0", "1"], {"People": [70.0, 30.0], "offline-terse": [100.0, 0.0]}),
+            "H2: helpful?": (
+                ["0", "1", "2"],
+                {"People": [10.0, 60.0, 30.0], "offline-terse": [50.0, 40.0, 10.0]},
+            ),
+            "P1: sensitive?": (["0", "1", "2"], {"People": [20.0, 20.0, 60.0]}),
+        },
+        "xlabel": "Range",
+        "ylabel": "Scenarios (%)",
+    }
+    return plots.grouped_bar_panels(**kwargs | overrides)
+
+
+def line_panels(**overrides):
+    kwargs = {
+        "title": "Per-scenario SD, for each item",
+        "panels": {
+            "H2: helpful?": {"People": ([0.0, 0.5], [0.5, 1.0]), "offline-terse": ([0.0], [1.0])},
+            "P1: sensitive?": {"People": ([0.2, 0.7], [0.5, 1.0])},
+            "P4: own preferences?": {"offline-terse": ([0.1], [1.0])},
+        },
+        "xlabel": "Standard deviation",
+        "ylabel": "Share at or below",
+    }
+    return plots.step_line_panels(**kwargs | overrides)
+
+
+PLOTS = [stacked, grouped, steps, hists, bar_panels, line_panels]
 
 
 def parse(svg: str) -> ET.Element:
@@ -157,9 +188,33 @@ def test_histograms_show_a_panel_per_series_and_the_axis_labels():
         assert label in shown
 
 
+@pytest.mark.parametrize("draw", [bar_panels, line_panels])
+def test_panels_show_each_panels_title_one_legend_and_the_axis_labels(draw):
+    shown = texts(draw())
+    panels = ["H1: done?", "H2: helpful?", "P1: sensitive?"] if draw is bar_panels else [
+        "H2: helpful?", "P1: sensitive?", "P4: own preferences?"
+    ]  # fmt: skip
+    for label in panels:
+        assert shown.count(label) == 1, label
+    # One legend for every panel, even where a panel lacks a series.
+    assert shown.count("People") == 1 and shown.count("offline-terse") == 1
+    # The x label under the lowest panel of each of the two columns; the y label once.
+    assert shown.count("Range" if draw is bar_panels else "Standard deviation") == 2
+    assert shown.count("Scenarios (%)" if draw is bar_panels else "Share at or below") == 1
+
+
+def test_a_panel_with_too_few_values_is_refused():
+    with pytest.raises(ValueError, match="H2"):
+        bar_panels(panels={"H2": (["0", "1"], {"People": [100.0]})})
+    with pytest.raises(ValueError, match="H2"):
+        line_panels(panels={"H2": {"People": ([0.0, 1.0], [1.0])}})
+
+
 @pytest.mark.parametrize(
     "draw",
     [
+        lambda label: bar_panels(title=label, panels={label: (["0", "1"], {label: [50.0, 50.0]})}),
+        lambda label: line_panels(title=label, panels={label: {label: ([0.0, 1.0], [0.5, 1.0])}}),
         lambda label: stacked(
             title=label, rows=[(label, [20.0] * 5)], categories=[label, *SCALE[1:]]
         ),
@@ -190,6 +245,10 @@ def test_hostile_labels_are_escaped_and_written_literally(draw):
         lambda: steps(series={"People": ([], [])}),
         lambda: hists(series={}),
         lambda: hists(series={"model-a": [], "model-b": []}),
+        lambda: bar_panels(panels={}),
+        lambda: bar_panels(panels={"H2": ([], {})}),
+        lambda: line_panels(panels={}),
+        lambda: line_panels(panels={"H2": {"People": ([], [])}}),
     ],
 )
 def test_empty_input_draws_a_small_svg_that_says_no_data(draw):

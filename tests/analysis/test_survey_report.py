@@ -14,7 +14,7 @@ from apps.analysis import agreement, services
 from apps.analysis.models import BootstrapStatus, SurveyBootstrap
 from apps.analysis.survey import RESAMPLES, SEED, proxy_consensus, survey_report
 from apps.analysis.survey_data import survey_data, survey_fingerprint
-from apps.surveys.models import Answer, ParticipantKind, ReviewStatus
+from apps.surveys.models import Answer, ParticipantKind, ReviewStatus, SurveyItem
 from tests.analysis.builders import person, proxy, rate
 from tests.analysis.conftest import ITEMS, SCALES
 from tests.factories import ModelConfigFactory
@@ -25,7 +25,11 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::scipy.stats.ConstantInputWarning"),
 ]
 POOLED = "Pooled: " + ", ".join(SCALES)
-GROUPS = {"helpfulness (H2-H3)": ["H2", "H3"], "privacy (P1-P4)": ["P1", "P2", "P3", "P4"]}
+MEDIANS = "Across proxies, each the median of its runs (Assay's addition)"
+GROUPS = {
+    "helpfulness (H2, H3)": ["H2", "H3"],
+    "privacy (P1, P2, P3, P4)": ["P1", "P2", "P3", "P4"],
+}
 
 
 # --- the expected values, from the stored rows ----------------------------------------------
@@ -137,16 +141,74 @@ def test_alpha_within_each_proxy_takes_its_runs_as_raters(rated_study):
             assert row["raters"] == 3
 
 
-def test_alpha_across_proxies_takes_each_proxys_lower_median(rated_study):
+def test_alpha_across_proxies_takes_every_run_of_every_proxy_as_a_coder(make_study):
+    """The published row: 5 proxy models x 5 runs, 25 coders, straight from the Answer rows."""
+    study = make_study(live=False, count=4)
+    rng = np.random.default_rng(7)
+    level = rng.integers(1, 6, size=(4, len(ITEMS)))
+    for name in ("one", "two", "three", "four", "five"):
+        model = ModelConfigFactory(name=f"offline-{name}")
+        for run in range(5):
+            answers = {}
+            for s in range(4):
+                values = np.clip(level[s] + rng.integers(-1, 2, size=len(ITEMS)), 1, 5)
+                answers[s] = {
+                    code: ("yes" if v >= 3 else "no") if code == "H1" else str(v)
+                    for code, v in zip(ITEMS, values, strict=True)
+                }
+            rate(proxy(study, model, run), answers)
+
+    rows = alpha_rows(survey_report(survey_data(study=study)))
+
+    coders = sorted(
+        set(
+            Answer.objects.filter(
+                assignment__participant__study=study,
+                assignment__participant__kind=ParticipantKind.PROXY,
+            ).values_list("assignment__participant_id", flat=True)
+        )
+    )
+    assert len(coders) == 25
+    for label, codes in item_sets():
+        units = [(s, code) for s in range(4) for code in codes]
+        matrix = np.full((len(coders), len(units)), np.nan)
+        for rater, name, code, value in Answer.objects.filter(
+            assignment__participant_id__in=coders, item__code__in=codes
+        ).values_list(
+            "assignment__participant_id", "assignment__study_scenario__scenario__name",
+            "item__code", "value",
+        ):  # fmt: skip
+            s = sorted(study.study_scenarios.values_list("scenario__name", flat=True)).index(name)
+            number = {"yes": 1.0, "no": 0.0}[value] if code == "H1" else float(value)
+            matrix[coders.index(rater), units.index((s, code))] = number
+        if codes == ["H1"]:
+            expected = krippendorff.alpha(
+                reliability_data=matrix, level_of_measurement="nominal", value_domain=[0.0, 1.0]
+            )
+        else:
+            expected = krippendorff.alpha(
+                reliability_data=matrix,
+                level_of_measurement="ordinal",
+                value_domain=[1.0, 2.0, 3.0, 4.0, 5.0],
+            )
+        row = rows["Across proxies", label]
+        assert row["alpha"] == pytest.approx(expected, abs=1e-9), label
+        assert (row["raters"], row["ratings"]) == (25, 25 * len(units))
+        assert row["units"] == len(units)
+
+
+def test_alpha_across_proxy_medians_is_a_labelled_extra_row(rated_study):
     records = lower_medians(stored(rated_study.study))
     rows = alpha_rows(survey_report(survey_data(study=rated_study.study)))
 
     for label, codes in item_sets():
         matrix = reliability(records, who="proxies", codes=codes, scenarios=8)
-        row = rows["Across proxies", label]
+        row = rows[MEDIANS, label]
         assert_alpha_row(row, matrix, codes)
         assert row["raters"] == 2
         assert row["units"] == 8 * len(codes)
+        # The published row beside it: the 2 models' 3 runs each, 6 coders.
+        assert rows["Across proxies", label]["raters"] == 6
 
 
 def test_across_proxies_an_even_number_of_runs_takes_the_lower_median(make_study):
@@ -182,9 +244,9 @@ def test_across_proxies_an_even_number_of_runs_takes_the_lower_median(make_study
     }  # fmt: skip
     h1 = np.array([[0.0, 1.0], [0.0, 0.0]])
     h2 = np.array([[2.0, 5.0], [3.0, 1.0]])
-    assert rows["Across proxies", "H1"]["alpha"] == pytest.approx(packages_alpha(h1, ["H1"]))
-    assert rows["Across proxies", "H2"]["alpha"] == pytest.approx(packages_alpha(h2, ["H2"]))
-    assert rows["Across proxies", "H2"]["ratings"] == 4
+    assert rows[MEDIANS, "H1"]["alpha"] == pytest.approx(packages_alpha(h1, ["H1"]))
+    assert rows[MEDIANS, "H2"]["alpha"] == pytest.approx(packages_alpha(h2, ["H2"]))
+    assert rows[MEDIANS, "H2"]["ratings"] == 4
 
 
 def test_the_alpha_table_has_one_row_per_agreement_and_item_set(rated_study):
@@ -192,7 +254,7 @@ def test_the_alpha_table_has_one_row_per_agreement_and_item_set(rated_study):
 
     whos = ["Between people"]
     whos += [f"Within {m.display_name}, across its runs" for m in rated_study.models]
-    whos.append("Across proxies")
+    whos += ["Across proxies", MEDIANS]
     # The proxies are listed by name: offline-friendly before offline-terse.
     whos[1:3] = sorted(whos[1:3])
     assert rows == [(who, label) for who in whos for label, _codes in item_sets()]
@@ -221,6 +283,45 @@ def test_rho_equals_spearmanr_of_the_per_scenario_means_per_item_and_group(rated
             assert row["rho"] == pytest.approx(expected.statistic, abs=1e-12)
             assert row["p"] == pytest.approx(expected.pvalue, rel=1e-9)
             assert (row["scenarios"], row["pairs"]) == (8, len(units))
+
+
+def test_a_group_holds_the_items_of_that_group_whatever_their_codes(rated_study):
+    """The published grouping is by what an item measures (SurveyItem.group), not by the
+    first letter of its code: here the researcher counts P2 among the helpfulness items."""
+    study = rated_study.study
+    SurveyItem.objects.filter(study=study, code="P2").update(group="helpfulness")
+    records = stored(study)
+    people = means(records, "people", 8)
+    report = survey_report(survey_data(study=study))
+    rows = rho_rows(report)
+
+    groups = {
+        "helpfulness (H2, H3, P2)": ["H2", "H3", "P2"],
+        "privacy (P1, P3, P4)": ["P1", "P3", "P4"],
+    }
+    for model in rated_study.models:
+        proxy = means(records, model.pk, 8)
+        for label, codes in groups.items():
+            units = [(s, code) for s in range(8) for code in codes]
+            expected = stats.spearmanr([proxy[u] for u in units], [people[u] for u in units])
+            row = rows[f"{model.display_name} (offline demo model)", label]
+            assert row["rho"] == pytest.approx(expected.statistic, abs=1e-12)
+            assert row["pairs"] == len(units)
+    # The page says which items each group holds, by code.
+    notes = report.tables["rho"].notes
+    assert any("helpfulness: H2, H3, P2; privacy: P1, P3, P4" in note for note in notes)
+    assert report.methods["rho"].settings["groups"] == {
+        "helpfulness": ["H2", "H3", "P2"], "privacy": ["P1", "P3", "P4"]
+    }  # fmt: skip
+
+
+def test_an_item_in_no_group_is_in_no_groups_rho(rated_study):
+    study = rated_study.study
+    SurveyItem.objects.filter(study=study, code__in=["H2", "H3"]).update(group="")
+
+    rows = rho_rows(survey_report(survey_data(study=study)))
+
+    assert {items for _proxy, items in rows} == {*ITEMS, "privacy (P1, P2, P3, P4)"}
 
 
 def test_rho_leaves_out_a_scenario_no_person_rated(make_study):
@@ -252,44 +353,101 @@ def by_who(table) -> dict[str, dict]:
     return {row["who"]: row for row in table.rows}
 
 
-def test_ranges_count_the_spread_of_each_scenario_and_scale_item(hand_study):
+def by_item_and_who(table) -> dict[tuple[str, str], dict]:
+    return {(row["item"], row["who"]): row for row in table.rows}
+
+
+def spans(row) -> list[float]:
+    """A range row's five percentages, nan where the item's scale has no such range."""
+    return [row[f"r{s}"] for s in range(5)]
+
+
+def test_ranges_are_shown_for_each_item_apart(hand_study):
     report = survey_report(survey_data(study=hand_study.study))
-    rows = by_who(report.figures["ranges"].table)
+    rows = by_item_and_who(report.figures["ranges"].table)
     proxy = f"{hand_study.models[0].display_name} (offline demo model)"
+    nan = math.nan
 
-    assert list(rows) == ["People", proxy]
-    # People's units (scale items only): s0 H2 1,1,1 -> 0; s0 P1 2,3,5 -> 3;
-    # s1 H2 4,5,4 -> 1; s1 P1 5,5,5 -> 0. Four units: 0 twice, 1 once, 3 once.
-    people = rows["People"]
-    assert people["units"] == 4
-    assert [people[f"r{s}"] for s in range(5)] == [50.0, 25.0, 0.0, 25.0, 0.0]
-    # The proxy's runs: s0 H2 2,4 -> 2; s1 H2 3,3 -> 0.
-    assert rows[proxy]["units"] == 2
-    assert [rows[proxy][f"r{s}"] for s in range(5)] == [50.0, 0.0, 50.0, 0.0, 0.0]
+    # A row per item and side, items in their order, people first.
+    assert list(rows) == [(code, who) for code in ITEMS for who in ("People", proxy)]
+    # People, each item apart:
+    #   H1: s0 yes, yes, no -> 1; s1 no, no, no -> 0 (a yes/no item has ranges 0 and 1 only)
+    #   H2: s0 1, 1, 1 -> 0;      s1 4, 5, 4 -> 1
+    #   P1: s0 2, 3, 5 -> 3;      s1 5, 5, 5 -> 0
+    assert spans(rows["H1", "People"]) == pytest.approx([50, 50, nan, nan, nan], nan_ok=True)
+    assert spans(rows["H2", "People"]) == [50.0, 50.0, 0.0, 0.0, 0.0]
+    assert spans(rows["P1", "People"]) == [50.0, 0.0, 0.0, 50.0, 0.0]
+    assert [rows[code, "People"]["units"] for code in ("H1", "H2", "P1")] == [2, 2, 2]
+    # The proxy's runs, H2 only: s0 2, 4 -> 2; s1 3, 3 -> 0.
+    assert spans(rows["H2", proxy]) == [50.0, 0.0, 50.0, 0.0, 0.0]
+    # An item nobody answered has no units and no shares (not shares of 0).
+    for key in [("H3", "People"), ("P4", "People"), ("H1", proxy), ("P1", proxy)]:
+        assert rows[key]["units"] == 0
+        assert all(math.isnan(v) for v in spans(rows[key])), key
 
 
-def test_the_sd_curve_maps_answers_to_minus_one_one_and_takes_population_sds(hand_study):
+def test_the_sd_curves_are_for_each_likert_item_apart_on_minus_one_one(hand_study):
     report = survey_report(survey_data(study=hand_study.study))
     table = report.figures["sd-cdf"].table
     proxy = f"{hand_study.models[0].display_name} (offline demo model)"
 
     curves = defaultdict(list)
     for row in table.rows:
-        curves[row["who"]] += [row["sd"], row["share"]]  # (sd, share at or below) pairs
-    # Mapped: yes 1, no -1; 1..5 -> -1, -0.5, 0, 0.5, 1. People's six units:
-    #   s0 H1  1, 1, -1       mean 1/3, deviations 2/3, 2/3, -4/3: SD sqrt(8/9)
-    #   s0 H2 -1, -1, -1      SD 0
-    #   s0 P1 -0.5, 0, 1      mean 1/6, deviations -2/3, -1/6, 5/6: SD sqrt(7/18)
-    #   s1 H1 -1, -1, -1      SD 0
-    #   s1 H2  0.5, 1, 0.5    mean 2/3, deviations -1/6, 1/3, -1/6: SD sqrt(1/18)
-    #   s1 P1  1, 1, 1        SD 0
-    # so three of six at 0, then one more at each of the three others.
-    expected = [0.0, 3 / 6, math.sqrt(1 / 18), 4 / 6, math.sqrt(7 / 18), 5 / 6,
-                math.sqrt(8 / 9), 1.0]  # fmt: skip
-    assert curves["People"] == pytest.approx(expected)
-    # The proxy's: s0 H2 -0.5, 0.5 -> SD 0.5; s1 H2 0, 0 -> SD 0.
-    assert curves[proxy] == pytest.approx([0.0, 0.5, 0.5, 1.0])
-    assert set(curves) == {"People", proxy}
+        curves[row["item"], row["who"]] += [row["sd"], row["share"]]  # (sd, share) pairs
+    # Mapped: 1..5 -> -1, -0.5, 0, 0.5, 1; population SDs (ddof 0). People:
+    #   H2 s0 -1, -1, -1     SD 0
+    #   H2 s1  0.5, 1, 0.5   mean 2/3, deviations -1/6, 1/3, -1/6: SD sqrt(1/18)
+    #   P1 s0 -0.5, 0, 1     mean 1/6, deviations -2/3, -1/6, 5/6: SD sqrt(7/18)
+    #   P1 s1  1, 1, 1       SD 0
+    assert curves["H2", "People"] == pytest.approx([0.0, 0.5, math.sqrt(1 / 18), 1.0])
+    assert curves["P1", "People"] == pytest.approx([0.0, 0.5, math.sqrt(7 / 18), 1.0])
+    # The proxy's H2: s0 -0.5, 0.5 -> SD 0.5; s1 0, 0 -> SD 0.
+    assert curves["H2", proxy] == pytest.approx([0.0, 0.5, 0.5, 1.0])
+    # Likert items only: the yes/no H1 is on no curve.
+    assert set(curves) == {("H2", "People"), ("P1", "People"), ("H2", proxy)}
+    assert "H1" not in {row["item"] for row in table.rows}
+    # Which SD is a setting kept on the report: the paper does not say, so it is ours.
+    method = report.methods["sd-cdf"]
+    assert method.settings["ddof"] == 0 and method.our_choice == ("ddof",)
+    assert method.settings["items"] == SCALES
+    assert any("ddof=0" in note for note in table.notes)
+
+
+def test_equal_sds_make_one_step_of_the_curve_whatever_order_the_answers_came_in(make_study):
+    """numpy's SD of -1, -1, -1, -1, -0.5 is 0.2 or 0.20000000000000004 by where the -0.5
+    stands; on the curve they are one standard deviation."""
+    study = make_study(live=False, count=5)
+    people = [person(study, n) for n in range(1, 6)]
+    for k, participant in enumerate(people):  # scenario s: person s alone answers 2
+        rate(participant, {s: {"H2": "2" if s == k else "1"} for s in range(5)})
+
+    table = survey_report(survey_data(study=study)).figures["sd-cdf"].table
+
+    rows = [(r["sd"], r["share"]) for r in table.rows if r["item"] == "H2"]
+    assert rows == [(pytest.approx(0.2, abs=1e-15), 1.0)]
+
+
+def test_the_pooled_views_are_labelled_extras_over_the_scale_items(hand_study):
+    report = survey_report(survey_data(study=hand_study.study))
+    proxy = f"{hand_study.models[0].display_name} (offline demo model)"
+
+    ranges = report.figures["ranges-pooled"].table
+    assert "Assay's addition" in ranges.title
+    rows = by_who(ranges)
+    # People's scale units: s0 H2 -> 0, s0 P1 -> 3, s1 H2 -> 1, s1 P1 -> 0.
+    assert (spans(rows["People"]), rows["People"]["units"]) == ([50.0, 25.0, 0.0, 25.0, 0.0], 4)
+    assert spans(rows[proxy]) == [50.0, 0.0, 50.0, 0.0, 0.0]
+
+    sds = report.figures["sd-cdf-pooled"].table
+    assert "Assay's addition" in sds.title
+    curves = defaultdict(list)
+    for row in sds.rows:
+        curves[row["who"]] += [row["sd"], row["share"]]
+    # The four scale units above (H1 is not on a scale and stays out).
+    assert curves["People"] == pytest.approx(
+        [0.0, 2 / 4, math.sqrt(1 / 18), 3 / 4, math.sqrt(7 / 18), 1.0]
+    )
+    assert report.methods["ranges-pooled"].fidelity == "addition"
 
 
 def test_answer_distributions_are_percentages_of_each_sides_answers(hand_study):

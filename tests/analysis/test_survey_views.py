@@ -105,6 +105,22 @@ def test_the_report_shows_its_tables_figures_and_what_they_rest_on(researcher_cl
     assert 'data-testid="simulated"' not in html
 
 
+def test_the_page_says_figures_4_and_5_are_per_item_and_whose_choice_the_sd_is(
+    researcher_client, hand_study
+):
+    response = researcher_client.get(report_url(hand_study.study))
+
+    html = response.content.decode()
+    spread = html[html.index('id="spread-heading"') :]
+    # Figures 4 and 5 per item first, then the pooled views, labelled as Assay's addition.
+    order = [spread.index(f'data-figure="{name}"') for name in
+             ("ranges", "sd-cdf", "ranges-pooled", "sd-cdf-pooled")]  # fmt: skip
+    assert order == sorted(order)
+    addition = spread.index("Assay's addition: the scale items pooled")
+    assert order[1] < addition < order[2]
+    assert "population SDs (ddof=0), Assay's choice" in spread
+
+
 def body_rows(response) -> list[list[str]]:
     body = b"".join(response.streaming_content).decode("utf-8")
     return list(csv.reader(io.StringIO(body)))
@@ -119,7 +135,8 @@ def test_every_table_and_figure_downloads_as_its_data(researcher_client, hand_st
     study = hand_study.study
     report = survey_report(survey_data(study=study))
     tables = {**report.tables, **{name: f.table for name, f in report.figures.items()}}
-    assert len(tables) == 3 + 7 + 2  # alpha, rho, demographics; 7 items; ranges, SD curve
+    # alpha, rho, proxies, demographics; 7 items; ranges and SD curves per item, and both pooled
+    assert len(tables) == 4 + 7 + 4
 
     for name, table in tables.items():
         response = researcher_client.get(

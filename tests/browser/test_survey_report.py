@@ -212,7 +212,8 @@ def test_the_report_shows_people_and_the_proxy_run_with_its_data_and_intervals(
 
     # Every figure's image loads, and its CSV holds what its table shows.
     figures = page.locator(".report-figure")
-    expect(figures).to_have_count(len(expected.distributions) + 2)
+    # Figures 2 and 3 per item; 4 and 5 as small multiples per item, and both pooled.
+    expect(figures).to_have_count(len(expected.distributions) + 4)
     for figure in figures.all():
         name = figure.get_attribute("data-figure")
         image = figure.locator("img")

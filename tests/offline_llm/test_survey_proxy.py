@@ -1,6 +1,7 @@
-"""The offline survey proxies: the product's survey_proxy prompt over the 40 PrivacyLens
-scenarios, each with a response, answered by the provider's own functions exactly as its
-server calls them (the prompt, then a `random.Random` seeded from model, messages and seed).
+"""The offline survey proxies: the product's survey_proxy prompt (version 2, the survey as
+participants see it, rendered as the product renders it) over the 40 PrivacyLens scenarios,
+each with a response, answered by the provider's own functions exactly as its server calls
+them (the prompt, then a `random.Random` seeded from model, messages and seed).
 
 What is checked are the relations the proxy parameters set up (offline_llm/generate.py,
 `PROXY_PARAMETERS`), not any published figure: a proxy agrees with itself across runs more
@@ -18,18 +19,32 @@ import krippendorff
 import numpy as np
 import pytest
 
+from apps.surveys.models import SurveyItem
+from apps.surveys.services.proxies import questions_text
 from offline_llm.banks import SENSITIVE, SENSITIVE_KINDS
 from offline_llm.generate import Prompt, UnreadablePrompt, answer, request_seed
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "apps/surveys/fixtures/privacylens-scenarios-40.json"  # the bundled copy
 RESPONSES = ROOT / "apps/surveys/fixtures/demo-responses-40.csv"
-SYSTEM, USER = import_module("apps.llm.migrations.0002_default_prompts").PROMPTS["survey_proxy"]
+V1_SYSTEM, V1_USER = import_module("apps.llm.migrations.0002_default_prompts").PROMPTS[
+    "survey_proxy"
+]
+USER = import_module("apps.llm.migrations.0007_survey_proxy_prompt_v2").USER_TEXT
+PUBLISHED = import_module("apps.surveys.migrations.0008_published_scale_labels")
 ITEMS = [
-    {"code": code, "wording": wording, "kind": kind, "scale_labels": labels}
-    for code, wording, kind, labels, _explain in import_module(
+    {"code": code, "wording": wording, "kind": kind, "scale_labels": labels,
+     "explanation_required": explain}
+    for code, wording, kind, labels, explain in import_module(
         "apps.surveys.migrations.0002_default_items"
     ).ITEMS
+]  # fmt: skip
+# The default set as 0008 left it: H3 asks how likely, on the published labels.
+ITEMS = [
+    item | {"wording": PUBLISHED.WORDING, "scale_labels": PUBLISHED.LABELS}
+    if item["code"] == "H3"
+    else item
+    for item in ITEMS
 ]
 CODES = [item["code"] for item in ITEMS]
 MODELS = ("offline-terse", "offline-thorough", "offline-friendly")
@@ -63,12 +78,23 @@ def proxy_answers(
     seed: int,
     items: list[dict] = ITEMS,
     temperature: float = 1.0,
+    version: int = 2,
 ) -> list[dict]:
-    user = string.Template(USER).substitute(
-        scenario=scenario, response=response, items=json.dumps(items)
-    )
-    messages = [("system", SYSTEM), ("user", user)]
-    prompt = Prompt(texts=(SYSTEM, user), last_user=user, temperature=temperature)
+    if version == 2:
+        questions = questions_text([SurveyItem(**item) for item in items])
+        user = string.Template(USER).substitute(
+            scenario=scenario, response=response, questions=questions
+        )
+        messages = [("user", user)]
+    else:
+        listed = [{key: item[key] for key in ("code", "wording", "kind", "scale_labels")}
+                  for item in items]  # fmt: skip
+        user = string.Template(V1_USER).substitute(
+            scenario=scenario, response=response, items=json.dumps(listed)
+        )
+        messages = [("system", V1_SYSTEM), ("user", user)]
+    texts = tuple(text for _role, text in messages)
+    prompt = Prompt(texts=texts, last_user=user, temperature=temperature)
     rng = random.Random(request_seed(model, messages, seed))
     return json.loads(answer("survey_proxy", model, prompt, rng))["answers"]
 
@@ -111,6 +137,7 @@ def ordinal_alpha(rows: list) -> float:
 
 def test_every_item_gets_one_valid_answer_with_a_short_explanation(runs):
     labels = {item["code"]: item["scale_labels"] for item in ITEMS}
+    asked = {item["code"]: item["explanation_required"] for item in ITEMS}
     for answers_by_scenario in runs.values():
         for answers in answers_by_scenario:
             assert [answer_["code"] for answer_ in answers] == CODES
@@ -120,7 +147,10 @@ def test_every_item_gets_one_valid_answer_with_a_short_explanation(runs):
                     assert answer_["value"] in ("yes", "no")
                 else:
                     assert answer_["value"] in range(1, len(labels[answer_["code"]]) + 1)
-                assert 0 < len(answer_["explanation"]) <= 200
+                if asked[answer_["code"]]:
+                    assert 0 < len(answer_["explanation"]) <= 200
+                else:  # H1 asks for none, as participants' H1 shows no box
+                    assert answer_["explanation"] == ""
 
 
 def test_one_proxy_agrees_with_itself_across_runs_more_than_proxies_agree_with_each_other(runs):
@@ -220,3 +250,11 @@ def test_an_item_code_given_twice_is_refused(rated):
 def test_every_sensitive_stem_has_a_kind_to_name_it_by():
     named = frozenset().union(*(kind_stems for _name, _weight, kind_stems in SENSITIVE_KINDS))
     assert named >= SENSITIVE
+
+
+def test_the_version_1_prompt_with_its_items_as_json_is_still_answered(rated):
+    _name, scenario, response = rated[0]
+    answers = proxy_answers("offline-terse", scenario, response, seed=0, version=1)
+
+    assert [a["code"] for a in answers] == CODES
+    assert all(a["explanation"] for a in answers)  # v1 says nothing of which ask for one

@@ -69,11 +69,13 @@ def survey_report_page(request, study_id: int):
         return render(request, "analysis/survey_report.html#bootstrap",
                       {"study": study, "bootstrap": bootstrap, "report": report})  # fmt: skip
     study, _, report, bootstrap = _report(study_id)
-    figures = [report.figures[name] for name in report.distributions]
+    figures = report.figures
     context = {
-        "study": study, "report": report, "bootstrap": bootstrap, "distributions": figures,
-        "ranges": report.figures["ranges"], "sd_cdf": report.figures["sd-cdf"],
-        "demographics": report.tables["demographics"],
+        "study": study, "report": report, "bootstrap": bootstrap,
+        "distributions": [figures[name] for name in report.distributions],
+        "spread": [figures[name] for name in report.spread],
+        "spread_extras": [figures[name] for name in report.spread_extras],
+        "sd_method": report.methods["sd-cdf"], "demographics": report.tables["demographics"],
     }  # fmt: skip
     return render(request, "analysis/survey_report.html", context)
 

@@ -8,7 +8,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("llm", "0006_sample_prompt_question_alone"),
+        ("llm", "0007_survey_proxy_prompt_v2"),
     ]
 
     operations = [

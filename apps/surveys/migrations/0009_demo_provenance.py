@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("surveys", "0007_proxy_runs"),
+        ("surveys", "0008_published_scale_labels"),
     ]
 
     operations = [

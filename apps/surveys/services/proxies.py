@@ -11,9 +11,11 @@ as an `Assignment` (status proxy, never counted among people's ratings) with an 
 item, so every analysis reads people and proxies from the same rows.
 
 A proxy sees what a participant sees: the task and the trajectory, the response shown in the
-study, and each item's wording and scale labels (attention checks are for people, and are
-left out). Temperature is the provider's default unless the run sets one, as in the
-published study.
+study, and each item's wording and answers, with the request for an explanation where the
+item asks for one (attention checks are for people, and are left out); the default prompt
+(survey_proxy v2) adds only the reply's format. Temperature is the provider's default unless
+the run sets one, as in the published study; a run that departs from this says so
+(selectors.proxy_run_fidelity_notes).
 """
 
 import json
@@ -26,8 +28,8 @@ from django.utils import timezone
 
 from apps.llm import costs, engine
 from apps.llm.errors import PromptError
-from apps.llm.models import ModelConfig, Purpose
-from apps.llm.selectors import prompt_current, prompt_render
+from apps.llm.models import ModelConfig, PromptTemplate, Purpose
+from apps.llm.selectors import prompt_render
 
 from ..errors import SurveyError
 from ..models import (
@@ -47,7 +49,10 @@ from ..models import (
     StudyScenario,
     SurveyItem,
 )
+from ..selectors import proxy_prompt_default
 
+# What the participant's page asks under an item that wants an explanation.
+EXPLANATION_ASKED = "Why did you answer this way?"
 MAX_RUNS_PER_MODEL = 20
 MAX_ERROR_CHARS = 2000
 CREATE_BATCH = 5000
@@ -79,6 +84,21 @@ def proxy_items(*, study: Study) -> list[SurveyItem]:
     return list(SurveyItem.objects.filter(study=study, attention_check=False))
 
 
+def questions_text(items: list[SurveyItem]) -> str:
+    """The items as the participant's page shows them (surveys/participant/scenario.html):
+    each item's wording, its answers in order, and the request for an explanation where the
+    item asks for one. Each item is headed by its code and each answer carries its key, in
+    brackets: what the reply names them by."""
+    blocks = []
+    for item in items:
+        lines = [f"{item.code}. {item.wording}"]
+        lines += [f"({key}) {label}" for key, label in item.choices]
+        if item.explanation_required:
+            lines.append(EXPLANATION_ASKED)
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
 def items_json(items: list[SurveyItem]) -> str:
     listed = [
         {"code": i.code, "wording": i.wording, "kind": i.kind, "scale_labels": i.scale_labels}
@@ -94,6 +114,16 @@ def scenario_as_read(study_scenario: StudyScenario) -> str:
         f"The task the user gave the assistant:\n{scenario.task}\n\n"
         f"What the assistant did with the user's tools:\n{scenario.trajectory}"
     )
+
+
+def proxy_prompt_variables(*, study_scenario: StudyScenario, items: list[SurveyItem]) -> dict:
+    """Everything a survey_proxy prompt may use (llm.models.PROMPT_VARIABLES)."""
+    return {
+        "scenario": scenario_as_read(study_scenario),
+        "response": study_scenario.response.text,
+        "questions": questions_text(items),
+        "items": items_json(items),
+    }
 
 
 def answer_value(item: SurveyItem, value) -> str | None:
@@ -144,9 +174,11 @@ def answers_check(items: list[SurveyItem]):
 def proxy_run_create(
     *, study: Study, models, runs_per_model: int = 5, temperature: Decimal | None = None,
     budget_usd: Decimal | None = None, seed: int | None = None, user=None,
+    prompt: PromptTemplate | None = None,
 ) -> ProxyRun:  # fmt: skip
     """A draft run with its proxy participants and every call, pending; `proxy_run_launch`
-    starts it. Run indexes go on from the study's earlier proxy runs of the same model."""
+    starts it. Run indexes go on from the study's earlier proxy runs of the same model.
+    `prompt`: a survey_proxy version; unless given, the newest that is the survey alone."""
     models = list(models)
     if not models:
         raise SurveyError("Choose at least one model.")
@@ -170,8 +202,10 @@ def proxy_run_create(
         )
     if not proxy_items(study=study):
         raise SurveyError("The study has no items to answer.")
+    if prompt is not None and prompt.purpose != Purpose.SURVEY_PROXY:
+        raise SurveyError(f"{prompt} is not a prompt for proxies.")
     try:
-        prompt = prompt_current(purpose=Purpose.SURVEY_PROXY)
+        prompt = prompt or proxy_prompt_default()
     except PromptError as exc:
         raise SurveyError(str(exc)) from exc
     seed = secrets.randbelow(2**31) if seed is None else seed
@@ -302,11 +336,15 @@ def proxy_calls_retry(*, run: ProxyRun, error_kind: str = "") -> int:
     return count
 
 
-def proxy_estimate(*, study: Study, models, runs_per_model: int) -> dict:
-    """Calls and their estimated cost, per model: tokens in from the prompt, scenarios and
-    responses' length; tokens out from each model's recent answers (apps/llm/costs.py)."""
-    prompt = prompt_current(purpose=Purpose.SURVEY_PROXY)
-    items = len(items_json(proxy_items(study=study)))
+def proxy_estimate(
+    *, study: Study, models, runs_per_model: int, prompt: PromptTemplate | None = None
+) -> dict:
+    """Calls and their estimated cost, per model: tokens in from the prompt (the default
+    unless given), scenarios and responses' length; tokens out from each model's recent
+    answers (apps/llm/costs.py)."""
+    prompt = prompt or proxy_prompt_default()
+    listed = proxy_items(study=study)
+    items = len(questions_text(listed) if "questions" in prompt.variables else items_json(listed))
     fixed = len(prompt.system_text) + len(prompt.user_text) + items
     rows = study.study_scenarios.select_related("scenario", "response")
     chars = [
@@ -390,10 +428,7 @@ class ProxyWork(engine.RunWork):
             try:
                 messages = prompt_render(
                     template=run.prompt,
-                    variables={
-                        "scenario": scenario_as_read(ss), "response": ss.response.text,
-                        "items": items_json(listed),
-                    },
+                    variables=proxy_prompt_variables(study_scenario=ss, items=listed),
                 )  # fmt: skip
             except PromptError as exc:
                 refused.append((row.pk, str(exc)))
