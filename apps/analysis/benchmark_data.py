@@ -42,6 +42,9 @@ VERIFIED_LABELS = (LabelStatus.VERIFIED, LabelStatus.RESOLVED)
 LABELS = ["prior", "sensemaking", "guidance"]
 SCORE_COLUMNS = ["response", "model", "question", "sample", "score", "rubric"]
 MET_COLUMNS = ["model", "polarity", "kind", "judgments", "met"]
+# Changed whenever the report is computed or laid out differently, so that a report kept in
+# the cache by an older version of the code is never served.
+REPORT_METHODS = 2
 
 
 @dataclass(frozen=True)
@@ -370,7 +373,8 @@ def benchmark_fingerprint(*, run: GradingRun) -> str:
         questions = cursor.fetchone()[0]
         cursor.execute(
             "SELECT md5(coalesce(string_agg(concat_ws(':', m.id, m.display_name, m.family,"
-            " m.litellm_model, m.version, m.released_on, m.created_at), ',' ORDER BY m.id), ''))"
+            " m.litellm_model, m.version, m.released_on, m.created_at, m.params), ','"
+            " ORDER BY m.id), ''))"
             " FROM llm_modelconfig m"
             " WHERE m.id IN (SELECT model_id FROM runs_response WHERE run_id = %s)",
             [run.sampling_run_id],
@@ -392,10 +396,12 @@ def benchmark_fingerprint(*, run: GradingRun) -> str:
         settled=Count("pk", filter=Q(final_met__isnull=False)),
     )
     head = GradingRun.objects.filter(pk=run.pk).values_list(
-        "pk", "created_at", "name", "status", "grader_id", "prompt_id", "mode", "params"
-    )
+        "pk", "created_at", "name", "status", "grader_id", "prompt_id", "mode", "params",
+        "sampling_run__prompt_id", "sampling_run__params", "sampling_run__samples_per_item",
+    )  # fmt: skip
     text = repr(
         (
+            REPORT_METHODS,
             list(head),
             sorted(scores.items()),
             sorted(judgments.items()),

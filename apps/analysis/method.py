@@ -13,7 +13,7 @@ reports nothing (an interval, a correction, a table the paper does not have).
 """
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from .tables import Column, Table, table_csv_lines
@@ -40,12 +40,14 @@ NOT_REPORTED = "Not reported."
 @dataclass(frozen=True)
 class Method:
     """One statistic or setting: what the paper did, what this report did, and which of the
-    two it is (`fidelity`)."""
+    two it is (`fidelity`); `settings` holds what this report did as data (coders, unit, ddof,
+    prompt versions), for scripts and tests."""
 
     statistic: str
     paper: str
     ours: str
     fidelity: Fidelity
+    settings: dict = field(default_factory=dict, compare=False)
 
 
 METHOD_TABLE = "method"

@@ -32,6 +32,7 @@ from apps.surveys.models import AgeBand, Education, Gender, Income
 
 from . import agreement
 from .figures import Figure
+from .method import METHOD_TABLE, NOT_REPORTED, Fidelity, Method, method_table, report_entries
 from .models import RESAMPLES, SEED
 from .survey_data import PEOPLE, Group, Item, SurveyData
 from .tables import Column, Table
@@ -304,25 +305,6 @@ def survey_intervals(
 # --- the report ---------------------------------------------------------------------------------
 
 
-# How a statistic stands against the published study.
-PUBLISHED = "published"  # the paper's method
-ADDITION = "addition"  # not in the paper: shown beside its method, labelled
-SILENT = "paper silent"  # the paper does not say: the setting is Assay's choice
-DEPARTURE = "departure"  # the researcher chose otherwise than the paper
-
-
-@dataclass(frozen=True)
-class Method:
-    """How one statistic of the report was computed, as data: its settings, how they stand
-    against the published study, and which of them the paper leaves unsaid (Assay's choice).
-    The tables' notes say the same in words."""
-
-    statistic: str
-    fidelity: str
-    settings: dict
-    our_choice: tuple[str, ...] = ()  # keys of `settings` the paper does not state
-
-
 @dataclass
 class SurveyReport:
     data_n: str
@@ -427,31 +409,55 @@ def _alpha_methods(data: SurveyData, specs) -> dict[str, Method]:
     alphas = [s for s in specs if isinstance(s, AlphaSpec)]
     levels = {item.code: item.level for item in data.items}
     common = {"unit": "(scenario, item)", "levels": levels, "pooled": "the scale items"}
+    described = (
+        "Units are (scenario, item) pairs; ordinal for the labelled scales, nominal for yes/no "
+        "(the krippendorff package's computation); per item and the scale items pooled."
+    )
 
     def coders(who: str) -> int:
         return max((s.raters for s in alphas if s.who == who), default=0)
 
     methods = {
         "alpha-people": Method(
-            "Krippendorff's alpha between people", PUBLISHED, common | {"coders": "people"}
+            "Krippendorff's alpha between people",
+            "Krippendorff's alpha among the participants who rated the same scenario, per "
+            "item: ordinal for the scales, nominal for yes/no.",
+            f"{described} Coders: people, after exclusions.",
+            Fidelity.PAPER,
+            common | {"coders": "people"},
         ),
         "alpha-within-proxy": Method(
-            "Krippendorff's alpha within each proxy", PUBLISHED,
+            "Krippendorff's alpha within each proxy",
+            "Within each proxy LLM, between its runs of the same survey.",
+            f"{described} Coders: each run of the proxy.",
+            Fidelity.PAPER,
             common | {"coders": "each run of the proxy"},
         ),
-    }  # fmt: skip
+    }
     if len(data.proxies) > 1:
+        n = coders(ACROSS_PROXIES)
         methods["alpha-across-proxies"] = Method(
-            "Krippendorff's alpha across proxies", PUBLISHED,
-            common | {"coders": "every run of every proxy", "n_coders": coders(ACROSS_PROXIES)},
-        )  # fmt: skip
+            "Krippendorff's alpha across proxies",
+            "Across the 5 LLMs, between 25 evaluations: every run of every proxy a coder.",
+            f"{described} Coders: every run of every proxy ({n:,} coders).",
+            Fidelity.PAPER,
+            common | {"coders": "every run of every proxy", "n_coders": n},
+        )
         methods["alpha-across-proxy-medians"] = Method(
-            "Krippendorff's alpha across proxies, each the median of its runs", ADDITION,
+            "Krippendorff's alpha across proxies, each the median of its runs",
+            NOT_REPORTED,
+            "Each proxy one coder, whose rating of a unit is the lower median of its runs "
+            f"(for yes/no the majority, ties to no): {coders(ACROSS_PROXY_MEDIANS):,} coders.",
+            Fidelity.OURS,
             common | {"coders": "each proxy, the lower median of its runs",
                       "n_coders": coders(ACROSS_PROXY_MEDIANS)},
         )  # fmt: skip
     methods["intervals"] = Method(
-        "95% intervals of every alpha and rho", ADDITION,
+        "95% intervals of every alpha and rho",
+        "No intervals.",
+        f"Percentile bootstrap over scenarios (every unit of a drawn scenario comes along), "
+        f"{RESAMPLES:,} resamples from seed {SEED}, every statistic on the same resamples.",
+        Fidelity.OURS,
         {"bootstrap": "percentile", "resampled": "scenarios", "resamples": RESAMPLES,
          "seed": SEED},
     )  # fmt: skip
@@ -805,20 +811,32 @@ def survey_report(data: SurveyData, *, intervals: dict | None = None) -> SurveyR
     report.tables["alpha"] = _alpha_table(data, specs, intervals)
     report.methods |= _alpha_methods(data, specs)
     report.tables["rho"] = _rho_table(data, specs, intervals)
+    groups = item_groups(data.items)
+    held = "; ".join(f"{name}: {', '.join(codes)}" for name, codes in groups.items())
     report.methods["rho"] = Method(
-        "Spearman's rho, each proxy against people, per-scenario means", PUBLISHED,
-        {"per": ["item", "group"], "groups": item_groups(data.items),
-         "test": "scipy.stats.spearmanr, two-sided"},
-    )  # fmt: skip
+        "Spearman's rho, each proxy against people",
+        "Spearman's rho between each proxy's and the participants' ratings of the scenarios, "
+        "per item and per group of items (helpfulness, privacy).",
+        "Over per-scenario means (people after exclusions; a proxy's runs), yes 1 and no 0; "
+        "per item, and per group over its (scenario, item) pairs: "
+        f"{held or 'no item is in a group'}; scipy.stats.spearmanr, two-sided.",
+        Fidelity.PAPER,
+        {"per": ["item", "group"], "groups": groups, "test": "scipy.stats.spearmanr, two-sided"},
+    )
     report.tables["proxies"] = _proxies_table(data)
     report.fidelity_notes = [
         f"{_who(data, data.group(s.group))}, proxy run {s.run}: {note}"
         for s in data.proxy_settings
         for note in s.departures
     ]
+    prompts = sorted({s.prompt for s in data.proxy_settings if s.prompt})
     report.methods["proxies"] = Method(
         "How the proxies were asked",
-        DEPARTURE if report.fidelity_notes else PUBLISHED,
+        "The same survey the participants saw, nothing more, with each provider's default "
+        "parameters; five runs of each proxy.",
+        f"Prompt versions: {', '.join(prompts) or 'not recorded'}. "
+        + (" ".join(report.fidelity_notes) or "The survey alone, as published."),
+        Fidelity.CHOSEN if report.fidelity_notes else Fidelity.PAPER,
         {"runs": [
             {"proxy": data.group(s.group).label, "run": s.run, "prompt": s.prompt,
              "prompt_version": s.prompt_version, "parameters": s.parameters}
@@ -900,24 +918,79 @@ def survey_report(data: SurveyData, *, intervals: dict | None = None) -> SurveyR
     scale_codes = [item.code for item in data.items if item.ordinal]
     report.methods |= {
         "ranges": Method(
-            "Range of ratings per scenario (Figure 4)", PUBLISHED,
+            "Range of ratings per scenario and item (Figure 4)",
+            "The range of the ratings of each scenario, for each item apart.",
+            f"Highest minus lowest rating of a scenario, per item ({', '.join(item_titles)}), "
+            "among people, or among a proxy's runs.",
+            Fidelity.PAPER,
             {"per": "item", "items": [item.code for item in data.items]},
         ),
         "sd-cdf": Method(
-            "Standard deviation per scenario, its cumulative distribution (Figure 5)",
-            PUBLISHED,
+            "Standard deviation per scenario and Likert item (Figure 5)",
+            "The cumulative distribution of each scenario's standard deviation, per Likert "
+            "item and per proxy, with answers on -1..1.",
+            f"The Likert items ({', '.join(scale_codes)}) apart, answers on -1..1, among people "
+            "or among a proxy's runs.",
+            Fidelity.PAPER,
             {"per": "item", "items": scale_codes, "answers_on": [-1, 1], "ddof": SD_DDOF},
-            our_choice=("ddof",),
+        ),
+        "sd-ddof": Method(
+            "Which standard deviation (Figure 5)",
+            "Not stated.",
+            f"The population standard deviation (ddof={SD_DDOF}).",
+            Fidelity.OURS,
+            {"ddof": SD_DDOF},
         ),
         "ranges-pooled": Method(
-            "Range of ratings, the scale items pooled", ADDITION, {"items": scale_codes}
+            "Range of ratings, the scale items pooled",
+            NOT_REPORTED,
+            f"Every (scenario, item) of the scale items ({', '.join(scale_codes)}) together.",
+            Fidelity.OURS,
+            {"items": scale_codes},
         ),
         "sd-cdf-pooled": Method(
-            "Standard deviation, the scale items pooled", ADDITION,
+            "Standard deviation, the scale items pooled",
+            NOT_REPORTED,
+            f"Every (scenario, item) of the scale items ({', '.join(scale_codes)}) together, "
+            f"answers on -1..1, ddof={SD_DDOF}.",
+            Fidelity.OURS,
             {"items": scale_codes, "answers_on": [-1, 1], "ddof": SD_DDOF},
-            our_choice=("ddof",),
         ),
-    }  # fmt: skip
+        "demographics": Method(
+            "The people who rated (Table 3)",
+            "The participants' demographics.",
+            "The people analysed, after exclusions (rejected in review, failed an attention "
+            "check), by age, gender, education and household income.",
+            Fidelity.PAPER,
+        ),
+        "distributions": Method(
+            "Answers per item (Figures 2 and 3)",
+            "The distribution of the answers to each item, for participants and for each proxy.",
+            "The share of each answer of each item, among people and among each proxy's runs.",
+            Fidelity.PAPER,
+        ),
+    }
+    # Each table and figure carries the methods of what it shows: the report's panel.
+    attached = {
+        "alpha": [k for k in report.methods if k.startswith("alpha-")] + ["intervals"],
+        "rho": ["rho", "intervals"],
+        "proxies": ["proxies"],
+        "demographics": ["demographics"],
+    }
+    for name, keys in attached.items():
+        report.tables[name].methods = tuple(report.methods[k] for k in keys)
+    for name in report.distributions:
+        report.figures[name].table.methods = (report.methods["distributions"],)
+    figures = {
+        "ranges": ["ranges"],
+        "sd-cdf": ["sd-cdf", "sd-ddof"],
+        "ranges-pooled": ["ranges-pooled"],
+        "sd-cdf-pooled": ["sd-cdf-pooled"],
+    }
+    for name, keys in figures.items():
+        report.figures[name].table.methods = tuple(report.methods[k] for k in keys)
+    entries = report_entries(tables=report.tables, figures=report.figures, runs=[])
+    report.tables[METHOD_TABLE] = method_table(entries=entries, n=report.data_n)
     report.spread = ["ranges", "sd-cdf"]
     report.spread_extras = ["ranges-pooled", "sd-cdf-pooled"]
     return report

@@ -19,11 +19,14 @@ from apps.analysis.method import (
     Method,
     unexplained,
 )
+from apps.analysis.selectors import survey_report_current
 from apps.analysis.tables import Column, Table
 from apps.llm.models import PromptTemplate, Purpose
+from apps.surveys.models import SurveyItem
 from tests.analysis.benchmark_builders import Q, bench_make
+from tests.analysis.builders import person, proxy, rate
 from tests.api.builders import bearer, token_for
-from tests.factories import user_with_role
+from tests.factories import offline_model, user_with_role
 
 pytestmark = pytest.mark.django_db
 
@@ -129,3 +132,51 @@ def test_the_panel_is_on_the_page_as_csv_in_the_api_and_in_the_archive(client, b
     archive = client.get(reverse("grading:export_everything", args=[run.pk]))
     members = zipfile.ZipFile(io.BytesIO(b"".join(archive.streaming_content)))
     assert members.read("method.csv").decode() == page_csv
+
+
+# --- the survey report -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def rated(make_study):
+    """Three people and two offline proxy models of two runs each over three scenarios."""
+    study = make_study(count=3, scenarios_per_participant=3)
+    items = SurveyItem.objects.filter(study=study, attention_check=False)
+    for number in range(3):
+        answers = {i.code: "yes" if i.kind == "yes_no" else str(1 + number) for i in items}
+        rate(person(study, number), {s: answers for s in range(3)})
+    for name in ("offline-terse", "offline-thorough"):
+        model = offline_model("http://127.0.0.1:9", name=name)
+        for run_index in range(2):
+            answers = {i.code: "no" if i.kind == "yes_no" else "4" for i in items}
+            rate(proxy(study, model, run_index), {s: answers for s in range(3)})
+    return study
+
+
+def test_every_table_and_figure_of_the_survey_report_has_its_method(rated):
+    _data, report, _bootstrap = survey_report_current(study=rated)
+    assert unexplained(tables=report.tables, figures=report.figures) == []
+    panel = report.tables[METHOD_TABLE]
+    where = {row["where"] for row in panel.rows}
+    assert set(report.tables) - {METHOD_TABLE} <= where
+    assert set(report.figures) <= where
+    (across,) = rows_of(panel, "Krippendorff's alpha across proxies")
+    assert across["fidelity"] == FIDELITY_LABELS[Fidelity.PAPER]
+    assert "(4 coders)" in across["ours"]  # every run of every proxy: 2 models x 2 runs
+    (medians,) = rows_of(panel, "Krippendorff's alpha across proxies, each the median of its runs")
+    assert medians["fidelity"] == FIDELITY_LABELS[Fidelity.OURS]
+    (ddof,) = rows_of(panel, "Which standard deviation (Figure 5)")
+    assert ddof["fidelity"] == FIDELITY_LABELS[Fidelity.OURS] and "ddof=0" in ddof["ours"]
+
+
+def test_the_survey_panel_is_on_the_page_and_in_the_api(client, rated):
+    researcher = user_with_role(Role.RESEARCHER, username="panel")
+    client.force_login(researcher)
+    _data, report, _bootstrap = survey_report_current(study=rated)
+    panel = report.tables[METHOD_TABLE]
+    page = client.get(reverse("analysis:survey_report", args=[rated.pk])).content.decode()
+    assert 'data-testid="method-panel"' in page
+    assert page.count("<tr data-fidelity=") == len(panel.rows)
+    api = client.__class__(**bearer(token_for(researcher)))
+    body = api.get(f"/api/v1/reports/studies/{rated.pk}/survey/tables/{METHOD_TABLE}/").json()
+    assert [r["statistic"] for r in body["rows"]] == [r["statistic"] for r in panel.rows]

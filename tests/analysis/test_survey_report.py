@@ -11,6 +11,7 @@ import pytest
 from scipy import stats
 
 from apps.analysis import agreement, services
+from apps.analysis.method import Fidelity
 from apps.analysis.models import BootstrapStatus, SurveyBootstrap
 from apps.analysis.survey import RESAMPLES, SEED, proxy_consensus, survey_report
 from apps.analysis.survey_data import survey_data, survey_fingerprint
@@ -408,8 +409,10 @@ def test_the_sd_curves_are_for_each_likert_item_apart_on_minus_one_one(hand_stud
     assert "H1" not in {row["item"] for row in table.rows}
     # Which SD is a setting kept on the report: the paper does not say, so it is ours.
     method = report.methods["sd-cdf"]
-    assert method.settings["ddof"] == 0 and method.our_choice == ("ddof",)
-    assert method.settings["items"] == SCALES
+    assert method.settings["ddof"] == 0 and method.settings["items"] == SCALES
+    ddof = report.methods["sd-ddof"]
+    assert ddof.settings == {"ddof": 0} and ddof.fidelity == Fidelity.OURS
+    assert ddof in table.methods
     assert any("ddof=0" in note for note in table.notes)
 
 
@@ -447,7 +450,7 @@ def test_the_pooled_views_are_labelled_extras_over_the_scale_items(hand_study):
     assert curves["People"] == pytest.approx(
         [0.0, 2 / 4, math.sqrt(1 / 18), 3 / 4, math.sqrt(7 / 18), 1.0]
     )
-    assert report.methods["ranges-pooled"].fidelity == "addition"
+    assert report.methods["ranges-pooled"].fidelity == Fidelity.OURS
 
 
 def test_answer_distributions_are_percentages_of_each_sides_answers(hand_study):

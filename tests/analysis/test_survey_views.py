@@ -136,7 +136,7 @@ def test_every_table_and_figure_downloads_as_its_data(researcher_client, hand_st
     report = survey_report(survey_data(study=study))
     tables = {**report.tables, **{name: f.table for name, f in report.figures.items()}}
     # alpha, rho, proxies, demographics; 7 items; ranges and SD curves per item, and both pooled
-    assert len(tables) == 4 + 7 + 4
+    assert len(tables) == 4 + 7 + 4 + 1  # the method panel too
 
     for name, table in tables.items():
         response = researcher_client.get(

@@ -46,7 +46,7 @@ def benchmark_run(transactional_db):
 
 @pytest.fixture
 def study(make_study):
-    study = make_study(count=3)
+    study = make_study(count=3, scenarios_per_participant=3)
     codes = list(SurveyItem.objects.filter(study=study, attention_check=False))
     values = {i.code: ("yes" if i.kind == "yes_no" else "3") for i in codes}
     for number in range(3):

@@ -9,6 +9,7 @@ import pytest
 from django.urls import reverse
 
 from apps.accounts.roles import Role
+from apps.analysis.method import Fidelity
 from apps.analysis.survey import survey_report
 from apps.analysis.survey_data import survey_data
 from apps.llm import engine
@@ -220,7 +221,7 @@ def test_the_report_names_each_proxys_prompt_and_parameters_and_flags_the_person
         f"{thorough}, proxy run {second.pk}: {note}"
         for note in selectors.proxy_run_fidelity_notes(run=second)
     ]
-    assert report.methods["proxies"].fidelity == "departure"
+    assert report.methods["proxies"].fidelity == Fidelity.CHOSEN
     assert [r["prompt_version"] for r in report.methods["proxies"].settings["runs"]] == [2, 1]
 
     page = role_client(Role.RESEARCHER).get(

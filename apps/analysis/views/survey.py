@@ -23,6 +23,7 @@ from workers.analysis import survey_bootstrap_task
 
 from .. import selectors, services
 from ..benchmark_data import grading_runs_with_scores
+from ..method import METHOD_TABLE, departures
 from ..models import BootstrapStatus, SurveyBootstrap
 from ..survey_data import SurveyData, studies_with_answers, survey_fingerprint
 from ..tables import table_csv_response
@@ -76,6 +77,7 @@ def survey_report_page(request, study_id: int):
         "spread": [figures[name] for name in report.spread],
         "spread_extras": [figures[name] for name in report.spread_extras],
         "sd_method": report.methods["sd-cdf"], "demographics": report.tables["demographics"],
+        "method_departures": departures(report.tables[METHOD_TABLE]),
     }  # fmt: skip
     return render(request, "analysis/survey_report.html", context)
 
