@@ -20,6 +20,7 @@ import functools
 import io
 import math
 import textwrap
+import threading
 from collections.abc import Sequence
 from xml.sax.saxutils import escape
 
@@ -61,13 +62,24 @@ RC_PARAMS = {
 }
 
 
+# Two requests of one process may draw their first figures at once (a page's images load
+# together): importing matplotlib in two threads at the same time can meet its modules half
+# initialised ("cannot import name ... from partially initialized module"), so the first
+# import of everything the plots use is made under one lock.
+_IMPORTING = threading.Lock()
+
+
 @functools.cache
 def _matplotlib():
-    import matplotlib
+    with _IMPORTING:
+        import matplotlib
 
-    matplotlib.rcParams.update(RC_PARAMS)
-    from matplotlib.backends.backend_svg import FigureCanvasSVG
-    from matplotlib.figure import Figure
+        matplotlib.rcParams.update(RC_PARAMS)
+        import matplotlib.colors
+        import matplotlib.ticker
+        from matplotlib import colormaps  # noqa: F401
+        from matplotlib.backends.backend_svg import FigureCanvasSVG
+        from matplotlib.figure import Figure
 
     return Figure, FigureCanvasSVG
 
@@ -119,6 +131,7 @@ def _line_style(index: int) -> dict:
 
 def _text_color(fill) -> str:
     """Black or white, whichever contrasts more with `fill` (WCAG relative luminance)."""
+    _matplotlib()
     from matplotlib.colors import to_rgb
 
     def linear(c):
@@ -168,6 +181,7 @@ def stacked_percent_bars(
             raise ValueError(
                 f"Row {label!r} has {len(values)} values for {len(categories)} categories."
             )
+    _matplotlib()
     from matplotlib import colormaps
 
     fig, ax = _figure(height_in=1.9 + 0.5 * len(rows), title=title, nrows=1, ncols=1)
@@ -308,6 +322,8 @@ def histograms(
     if not present or not any(present.values()):
         return _no_data(title)
     import numpy as np
+
+    _matplotlib()
     from matplotlib.ticker import MaxNLocator
 
     everything = [v for values in present.values() for v in values]

@@ -280,3 +280,47 @@ def test_figures_drawn_at_once_on_several_threads_are_each_correct():
         drawn = list(pool.map(lambda draw: (draw, draw()), PLOTS * 4))
     for draw, svg in drawn:
         assert svg == expected[draw]
+
+
+DRAW_AT_ONCE = """
+import threading
+from apps.analysis import plots
+
+errors, start = [], threading.Barrier(6)
+
+def draw(i):
+    start.wait()
+    try:
+        if i % 3 == 0:
+            plots.histograms(title="t", series={"a": [0.1, 0.7]}, bins=[0, 0.5, 1],
+                             xlabel="x", ylabel="y")
+        elif i % 3 == 1:
+            plots.stacked_percent_bars(title="t", rows=[("a", [50.0, 50.0])],
+                                       categories=["x", "y"])
+        else:
+            plots.grouped_bars(title="t", categories=["x"], series={"a": [1.0]},
+                               xlabel="x", ylabel="y")
+    except Exception as exc:
+        errors.append(repr(exc))
+
+threads = [threading.Thread(target=draw, args=(i,)) for i in range(6)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(errors)
+"""
+
+
+def test_a_fresh_process_draws_its_first_figures_in_several_threads_at_once():
+    """A page's images are asked for together: the first figures of a process are drawn in
+    several threads at once, while matplotlib is first imported."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", DRAW_AT_ONCE], cwd=root, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[]", done.stdout
