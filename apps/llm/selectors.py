@@ -60,3 +60,33 @@ def embeddings_stored(*, model: ModelConfig, digests) -> dict[str, Embedding]:
         model=model, litellm_model=model.litellm_model, text_sha256__in=set(digests)
     )
     return {row.text_sha256: row for row in rows}
+
+
+# --- where a run's calls depart from a published design ----------------------------------------
+
+
+def prompt_additions(*, prompt: PromptTemplate, published: frozenset[str], what: str) -> list[str]:
+    """What `prompt` adds to a published design that sends `what` alone as the only user
+    message (its user text one of `published`), in plain words: nothing when it is that."""
+    found = []
+    if prompt.system_text.strip():
+        found.append(f"{prompt} adds a system message")
+    if prompt.user_text.strip() not in published:
+        found.append(f"{prompt} puts other words around {what}")
+    return found
+
+
+def params_text(params: dict) -> str:
+    """Parameters as a reader sees them: temperature=0.7, top_p=0.5."""
+    return ", ".join(f"{key}={value!r}" for key, value in sorted(params.items()))
+
+
+def model_params_notes(*, models) -> list[str]:
+    """A note for each model whose console settings send parameters with every call, beyond
+    the provider's defaults (a published design that used the defaults departs by them)."""
+    return [
+        f"{model.display_name}'s settings in the console send {params_text(model.params)} "
+        "with every call, beyond the model's defaults."
+        for model in models
+        if model.params
+    ]

@@ -24,6 +24,7 @@ from apps.llm.progress import (
     rows_errors,
     rows_progress,
 )
+from apps.llm.selectors import model_params_notes, params_text, prompt_additions
 from apps.questions.models import LengthBucket, Question, Topic
 
 from .models import LEASE_STATES, Response, ResponseStatus, RunKind, SamplingRun
@@ -198,12 +199,7 @@ PUBLISHED_SAMPLE_TEXTS = frozenset({"$question", "${question}"})
 
 def sample_prompt_departures(*, prompt: PromptTemplate) -> list[str]:
     """What a sample prompt adds to the question, in plain words (nothing: as published)."""
-    found = []
-    if prompt.system_text.strip():
-        found.append(f"{prompt} adds a system message")
-    if prompt.user_text.strip() not in PUBLISHED_SAMPLE_TEXTS:
-        found.append(f"{prompt} puts other words around the question")
-    return found
+    return prompt_additions(prompt=prompt, published=PUBLISHED_SAMPLE_TEXTS, what="the question")
 
 
 def run_fidelity_notes(*, run: SamplingRun) -> list[str]:
@@ -217,16 +213,6 @@ def run_fidelity_notes(*, run: SamplingRun) -> list[str]:
     if run.params:
         notes.append(
             "The published benchmark used each model's default parameters; this run sends "
-            f"{_params_text(run.params)} with every call."
+            f"{params_text(run.params)} with every call."
         )
-    for model in run.model_configs.order_by("display_name"):
-        if model.params:
-            notes.append(
-                f"{model.display_name}'s settings in the console send {_params_text(model.params)} "
-                "with every call, beyond the model's defaults."
-            )
-    return notes
-
-
-def _params_text(params: dict) -> str:
-    return ", ".join(f"{key}={value!r}" for key, value in sorted(params.items()))
+    return notes + model_params_notes(models=run.model_configs.order_by("display_name"))

@@ -14,7 +14,12 @@ from django.utils.safestring import SafeString
 
 from apps.llm.models import ModelConfig, PromptTemplate, Purpose
 from apps.llm.progress import RunCounts, RunProgress, counted, rows_progress
-from apps.llm.selectors import prompt_current, prompt_render
+from apps.llm.selectors import (
+    model_params_notes,
+    prompt_additions,
+    prompt_current,
+    prompt_render,
+)
 
 from . import duration, quality
 from .models import (
@@ -491,12 +496,9 @@ PROXY_SURVEY_USER_TEXT = (
 def proxy_prompt_departures(*, prompt: PromptTemplate) -> list[str]:
     """What a survey_proxy prompt adds to the survey people saw, in plain words (nothing:
     as published). A persona or any other instruction is a variant the researcher chose."""
-    found = []
-    if prompt.system_text.strip():
-        found.append(f"{prompt} adds a system message")
-    if prompt.user_text.strip() != PROXY_SURVEY_USER_TEXT:
-        found.append(f"{prompt} puts the survey in other words or adds to it")
-    return found
+    return prompt_additions(
+        prompt=prompt, published=frozenset({PROXY_SURVEY_USER_TEXT}), what="the survey"
+    )
 
 
 def proxy_prompt_default() -> PromptTemplate:
@@ -531,14 +533,4 @@ def proxy_run_fidelity_notes(*, run: ProxyRun, models=None) -> list[str]:
             f"temperature={float(run.temperature)!r} with every call."
         )
     chosen = run.model_configs.order_by("display_name") if models is None else models
-    for model in chosen:
-        if model.params:
-            notes.append(
-                f"{model.display_name}'s settings in the console send "
-                f"{_params_text(model.params)} with every call, beyond the model's defaults."
-            )
-    return notes
-
-
-def _params_text(params: dict) -> str:
-    return ", ".join(f"{key}={value!r}" for key, value in sorted(params.items()))
+    return notes + model_params_notes(models=chosen)

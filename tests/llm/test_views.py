@@ -103,7 +103,8 @@ def test_a_models_release_date_is_set_in_the_console(role_client):
         url,
         {
             "display_name": model.display_name, "family": "Offline", "version": "2",
-            "released_on": "2025-04-14", "litellm_model": model.litellm_model, "active": "on",
+            "released_on": "2025-04-14", "litellm_model": model.litellm_model, "kind": "chat",
+            "active": "on",
             "api_base": "", "api_key_env": "", "timeout_seconds": 120, "params": "{}",
             "max_concurrent": 8, "requests_per_minute": "", "tokens_per_minute": "",
             "input_price_per_mtok": "", "output_price_per_mtok": "",

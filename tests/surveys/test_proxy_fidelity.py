@@ -120,7 +120,7 @@ def test_the_product_knows_the_published_prompt_it_seeds():
     assert selectors.proxy_prompt_departures(prompt=published) == []
     assert selectors.proxy_prompt_departures(prompt=persona()) == [
         "survey_proxy v1 adds a system message",
-        "survey_proxy v1 puts the survey in other words or adds to it",
+        "survey_proxy v1 puts other words around the survey",
     ]
     assert "thoughtful member of the public" in persona().system_text
 
@@ -163,8 +163,8 @@ def test_a_persona_run_chosen_on_the_page_is_flagged_on_its_page(make_study, mod
     assert page.count('data-testid="fidelity-note"') == 1
     assert (
         "The published study gave its proxies the same survey people saw, and nothing more; in "
-        "this run survey_proxy v1 adds a system message and survey_proxy v1 puts the survey in "
-        "other words or adds to it."
+        "this run survey_proxy v1 adds a system message and survey_proxy v1 puts other words "
+        "around the survey."
     ) in page
     page = client.get(reverse("surveys:proxy_run", args=[study.pk, published.pk])).content.decode()
     assert 'data-testid="fidelity-note"' not in page
