@@ -54,7 +54,7 @@ LIMIT = 16
 PROVIDER_NICE, CLIENT_NICE = -10, -5
 GRADER_LIMIT = 256
 CRITERIA_PER_RUBRIC = 12
-FIXTURE = Path("/work/shared/fixtures/helpbench/questions.json")
+FIXTURE = Path(__file__).resolve().parents[1] / "apps/questions/fixtures/questions.json"
 HOST = socket.gethostname()
 
 
@@ -284,7 +284,6 @@ def build_questions(count: int) -> list:
     approved rubric of CRITERIA_PER_RUBRIC criteria (own ones, then the shared set's)."""
     from django.utils import timezone
 
-    from apps.questions.interchange import NEED_TYPES
     from apps.questions.models import Question, Topic, length_bucket_for
     from apps.rubrics.models import Criterion, Origin, Rubric, RubricState, SharedCriterionSet
 
@@ -304,11 +303,7 @@ def build_questions(count: int) -> list:
         source = pool[(i // len(names)) % len(pool)]
         k = i // (len(names) * len(pool))
         text = OPENERS[k % len(OPENERS)] + source["text"] + CLOSERS[(k // 3 + i) % len(CLOSERS)]
-        # The fixture may be written either way: one need type, or the two need labels.
-        needs = NEED_TYPES.get(
-            source.get("need_type"),
-            (bool(source.get("needs_sensemaking")), bool(source.get("needs_guidance"))),
-        )
+        needs = (bool(source.get("needs_sensemaking")), bool(source.get("needs_guidance")))
         rows.append(
             Question(
                 external_id=f"scale-{i + 1:04d}",

@@ -73,7 +73,9 @@ MODELS = [
     "offline-careful",
     "offline-casual",
 ]
-SCENARIOS = Path("/work/shared/fixtures/privacylens/scenarios-40.json")
+SCENARIOS = (
+    Path(__file__).resolve().parents[1] / "apps/surveys/fixtures/privacylens-scenarios-40.json"
+)
 RESPONSES = ROOT / "apps" / "surveys" / "fixtures" / "demo-responses-40.csv"
 TARGET_REPORT_S, TARGET_INTERVALS_S, TARGET_RATIO = 2.0, 30.0, 0.8
 HOST = socket.gethostname()
