@@ -30,6 +30,7 @@ def notice_shows(page, record: dict) -> None:
     notice = page.get_by_test_id("demo-notice")
     expect(notice.get_by_role("heading", level=2)).to_have_text(HEADING)
     expect(notice).to_contain_text("by construction of these parameters: it is not a finding")
+    notice.get_by_text("What generated each part, with its parameters").click()
     expect(notice.get_by_role("heading", level=3)).to_have_text(
         [part["what"] for part in record["parts"]]
     )
