@@ -65,6 +65,25 @@ REDIS_URL = env("REDIS_URL", f"redis://127.0.0.1:{EMBEDDED_REDIS_PORT}/0")
 # Assay's offline OpenAI-compatible provider (`python -m offline_llm`), used by the demo.
 OFFLINE_LLM_URL = env("OFFLINE_LLM_URL", "http://127.0.0.1:8089/v1")
 
+
+def _key_hosts(text: str) -> dict[str, frozenset[str]]:
+    hosts: dict[str, frozenset[str]] = {}
+    for entry in filter(None, (e.strip() for e in text.split(";"))):
+        variable, sep, listed = (part.strip() for part in entry.partition("="))
+        names = frozenset(h.strip().lower() for h in listed.split(",") if h.strip())
+        if not sep or not variable.isidentifier() or not names:
+            raise ImproperlyConfigured(
+                f"LLM_KEY_HOSTS: {entry!r} is not VARIABLE=host[,host...] (entries split by ;)"
+            )
+        hosts[variable] = hosts.get(variable, frozenset()) | names
+    return hosts
+
+
+# Where a provider key may be sent besides its provider's own host (apps/llm/params.py): a
+# model config with an API base sends the key it names only to a host listed here for it,
+# as host or host:port, e.g. "AZURE_API_KEY=myorg.openai.azure.com;VLLM_KEY=10.0.0.5:8000".
+LLM_KEY_HOSTS = _key_hosts(env("LLM_KEY_HOSTS", ""))
+
 # Surveys: Prolific's API (no token: reviews are recorded in Assay only; upload the approvals
 # CSV instead), and how many requests one address may make to participants' pages a minute.
 PROLIFIC_API_URL = env("PROLIFIC_API_URL", "https://api.prolific.com")

@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import uuid
 import warnings
@@ -15,6 +16,7 @@ from django.conf import settings
 
 from apps.accounts.roles import Role
 from tests.factories import CODES, FIXTURE, PASSWORD, responses_csv, user_with_role
+from tests.llm.listener import Listener
 from tests.llm.offline_fixture import offline_provider, offline_provider_url
 
 __all__ = ["offline_provider", "offline_provider_url"]
@@ -52,6 +54,29 @@ def role_client(db, client):
         return client
 
     return signed_in
+
+
+@pytest.fixture
+def listener():
+    """A server on 127.0.0.1 that records what reaches it (tests/llm/listener.py)."""
+    server = Listener()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def provider_key(monkeypatch, settings):
+    """`provider_key(variable, secret)`: a provider key in the environment, which the operator
+    lets go to this machine's stand-in providers (LLM_KEY_HOSTS), as for a self-hosted one."""
+
+    def set_key(variable: str, secret: str) -> None:
+        monkeypatch.setenv(variable, secret)
+        settings.LLM_KEY_HOSTS = {**settings.LLM_KEY_HOSTS, variable: frozenset({"127.0.0.1"})}
+
+    return set_key
 
 
 @pytest.fixture

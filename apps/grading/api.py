@@ -12,6 +12,7 @@ from rest_framework import serializers
 from apps.console.api_lists import IdFilter, LongList, ReadViewSet, RunControls
 from apps.console.api_pages import Columns
 from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose
+from apps.llm.params import GENERATION_PARAMS, ParamsError, params_check
 from apps.runs.models import RunKind, RunStatus, SamplingRun
 from workers.engine import scope_start
 
@@ -54,7 +55,11 @@ class GradingRunCreateSerializer(serializers.Serializer):
         default=Decimal(0), help_text="The published auto-rater graded at temperature 0.",
     )  # fmt: skip
     params = serializers.DictField(
-        required=False, default=dict, help_text="Other litellm parameters for every call."
+        required=False,
+        default=dict,
+        help_text="Other generation parameters for every call: "
+        + ", ".join(p for p in GENERATION_PARAMS if p != "temperature")
+        + ".",
     )
     budget_usd = serializers.DecimalField(
         max_digits=10, decimal_places=2, min_value=Decimal("0.01"), required=False,
@@ -68,7 +73,10 @@ class GradingRunCreateSerializer(serializers.Serializer):
     def validate_params(self, value):
         if "temperature" in value:
             raise serializers.ValidationError("Set the temperature in its own field.")
-        return value
+        try:
+            return params_check(value)
+        except ParamsError as exc:
+            raise serializers.ValidationError(str(exc)) from None
 
     def create(self, validated_data):
         data = validated_data

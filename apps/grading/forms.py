@@ -4,6 +4,7 @@ from decimal import Decimal
 from django import forms
 
 from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose
+from apps.llm.params import ParamsError, params_check
 from apps.runs.models import RunKind, SamplingRun
 
 from .models import GradingMode
@@ -68,7 +69,10 @@ class GradingRunForm(forms.Form):
             raise forms.ValidationError('Parameters must be a JSON object, such as {"top_p": 1}.')
         if "temperature" in params:
             raise forms.ValidationError("Set the temperature in its own field.")
-        return params
+        try:
+            return params_check(params)
+        except ParamsError as exc:
+            raise forms.ValidationError(str(exc)) from None
 
     def service_arguments(self) -> dict:
         data = self.cleaned_data

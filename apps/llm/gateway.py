@@ -34,12 +34,14 @@ from django.conf import settings
 from .errors import LLMError, PermanentLLMError, ProviderError, RetryableLLMError
 from .limits import Limits
 from .models import EMBED_PURPOSE, CallStatus, LLMCall, ModelConfig, PromptTemplate
+from .params import ParamsError, key_destination_problem, params_check
 from .services import llm_calls_record
 
 # litellm fetches its price table over the internet at import unless told not to.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 log = logging.getLogger(__name__)
 OFFLINE_API_KEY = "offline-demo"  # the offline provider accepts any key
+NO_KEY = "no-key"  # what a model config that names no key sends to its own API base
 MAX_ERROR_CHARS = 2000
 REDIS_CONNECTIONS = 100  # per event loop
 
@@ -317,6 +319,8 @@ def limits_for(model: ModelConfig) -> Limits:
 
 
 def _api_key(model: ModelConfig) -> str | None:
+    """The key a call of `model` carries, once it is sure to go only where that key may
+    (apps/llm/params.py)."""
     if model.api_key_env:
         key = os.environ.get(model.api_key_env)
         if not key:
@@ -325,8 +329,20 @@ def _api_key(model: ModelConfig) -> str | None:
                 f"{model.display_name!r} is not set.",
                 status=CallStatus.AUTH_ERROR,
             )
+        problem = key_destination_problem(
+            litellm_model=model.litellm_model, api_base=model.api_base,
+            api_key_env=model.api_key_env,
+        )  # fmt: skip
+        if problem:
+            raise PermanentLLMError(
+                f"{model.display_name}: {problem}", status=CallStatus.AUTH_ERROR
+            )
         return key
-    return OFFLINE_API_KEY if model.is_offline else None
+    if model.is_offline:
+        return OFFLINE_API_KEY
+    # Named no key but an API base: without a key of its own, litellm would send its
+    # provider's default variable (OPENAI_API_KEY, ...) to that base.
+    return NO_KEY if model.api_base else None
 
 
 def _scrub(message: str, secret: str | None) -> str:
@@ -547,14 +563,23 @@ def _connection(
 ) -> tuple[dict, dict, str | None]:
     """(the call's parameters: the model's, then `params`; the connection's litellm
     arguments; the API key)."""
-    call_params = {**(model.params or {}), **(params or {})}
+    try:
+        call_params = params_check(
+            {**(model.params or {}), **(params or {})}, offline=model.is_offline, per_call=True
+        )
+    except ParamsError as exc:
+        raise PermanentLLMError(
+            f"{model.display_name}: {exc}", status=CallStatus.BAD_REQUEST
+        ) from None
     extra: dict = {}
     if model.api_base:
         extra["api_base"] = model.api_base
-    headers = dict(call_params.pop("extra_headers", None) or {})
+    headers = {}
     if model.is_offline:
-        # Lets the offline provider answer in kind; real providers never see this header.
+        # Lets the offline provider answer in kind; real providers never see these headers.
         headers["X-Assay-Purpose"] = purpose
+        if fault := call_params.pop("offline_fault", None):
+            headers["X-Offline-Faults"] = fault
     if headers:
         extra["extra_headers"] = headers
     return call_params, extra, _api_key(model)

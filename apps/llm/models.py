@@ -7,6 +7,8 @@ from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 from django.utils import timezone
 
+from .params import GENERATION_PARAMS, ParamsError, key_destination_problem, params_check
+
 ENV_NAME = RegexValidator(
     r"^[A-Z_][A-Z0-9_]*$", "The name of an environment variable, such as OPENAI_API_KEY."
 )
@@ -100,17 +102,27 @@ class ModelConfig(models.Model):
         help_text="Chat completions (answers, grades, rewrites) or embeddings (vectors of "
         "texts, e.g. openai/text-embedding-3-small).",
     )  # fmt: skip
-    api_base = models.URLField(blank=True, help_text="Only for self-hosted or proxy endpoints.")
+    api_base = models.URLField(
+        blank=True,
+        help_text="Only for self-hosted or proxy endpoints. The key variable's key is sent "
+        "here only if LLM_KEY_HOSTS allows this host for it; with no key variable, no key is "
+        "sent.",
+    )
     api_key_env = models.CharField(
         "API key variable",
         max_length=100,
         blank=True,
         validators=[ENV_NAME],
         help_text="The NAME of the environment variable holding the key, never the key itself. "
-        "Blank: litellm's own default variable for the provider.",
+        "Blank: litellm's own default variable for the provider, which is never sent to an "
+        "API base.",
     )
     params = models.JSONField(
-        default=dict, blank=True, help_text='Default parameters, e.g. {"temperature": 0.7}.'
+        default=dict,
+        blank=True,
+        help_text='Default generation parameters, e.g. {"temperature": 0.7}: '
+        + ", ".join(GENERATION_PARAMS)
+        + ".",
     )
     requests_per_minute = models.PositiveIntegerField(null=True, blank=True)
     tokens_per_minute = models.PositiveIntegerField(null=True, blank=True)
@@ -146,13 +158,15 @@ class ModelConfig(models.Model):
     def clean(self):
         if "/" not in self.litellm_model:
             raise ValidationError({"litellm_model": "Name the provider too, e.g. openai/gpt-4.1."})
-        if not isinstance(self.params, dict):
-            raise ValidationError({"params": "Parameters must be a JSON object."})
-        forbidden = {"api_key", "api_base", "messages", "model", "input"} & set(self.params)
-        if forbidden:
-            raise ValidationError(
-                {"params": f"Set {', '.join(sorted(forbidden))} in their own fields, not here."}
-            )
+        try:
+            params_check(self.params, offline=self.is_offline)
+        except ParamsError as exc:
+            raise ValidationError({"params": str(exc)}) from None
+        problem = key_destination_problem(
+            litellm_model=self.litellm_model, api_base=self.api_base, api_key_env=self.api_key_env
+        )
+        if problem:
+            raise ValidationError({"api_base" if self.api_base else "api_key_env": problem})
 
 
 class PromptTemplate(models.Model):

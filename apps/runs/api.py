@@ -12,6 +12,7 @@ from rest_framework import serializers
 from apps.console.api_lists import IdFilter, LongList, ReadViewSet, RunControls
 from apps.console.api_pages import Columns
 from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose
+from apps.llm.params import GENERATION_PARAMS, ParamsError, params_check
 from apps.questions.models import LengthBucket, Question
 from workers.engine import scope_start
 
@@ -101,7 +102,10 @@ class SamplingRunCreateSerializer(serializers.Serializer):
         queryset=PromptTemplate.objects.filter(purpose=Purpose.SAMPLE), required=False,
         allow_null=True, help_text="A sample prompt version; default: the newest.",
     )  # fmt: skip
-    params = serializers.DictField(required=False, default=dict)
+    params = serializers.DictField(
+        required=False, default=dict,
+        help_text="Generation parameters for every call: " + ", ".join(GENERATION_PARAMS) + ".",
+    )  # fmt: skip
     budget_usd = serializers.DecimalField(
         max_digits=10, decimal_places=2, min_value=Decimal("0.01"), required=False,
         allow_null=True,
@@ -109,6 +113,12 @@ class SamplingRunCreateSerializer(serializers.Serializer):
     seed = serializers.IntegerField(
         min_value=0, max_value=BIGINT_MAX, required=False, allow_null=True
     )
+
+    def validate_params(self, value):
+        try:
+            return params_check(value)
+        except ParamsError as exc:
+            raise serializers.ValidationError(str(exc)) from None
 
     def create(self, validated_data):
         data = validated_data

@@ -5,6 +5,7 @@ from django import forms
 from django.db.models import QuerySet
 
 from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose
+from apps.llm.params import ParamsError, params_check
 from apps.questions.models import GUIDANCE_HELP, SENSEMAKING_HELP, LengthBucket, Question, Topic
 
 from .models import ResponseStatus, SamplingRun
@@ -111,9 +112,13 @@ class RunForm(SelectionForm):
         if not text:
             return {}
         try:
-            return json.loads(text)
+            params = json.loads(text)
         except json.JSONDecodeError as exc:
             raise forms.ValidationError(f"This is not valid JSON ({exc.msg}).") from exc
+        try:
+            return params_check(params)
+        except ParamsError as exc:
+            raise forms.ValidationError(str(exc)) from None
 
 
 def data_as_initial(form_class: type[forms.Form], data) -> dict:

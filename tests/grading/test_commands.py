@@ -76,6 +76,9 @@ def test_grade_refuses_a_bad_prompt_version_and_json(answered, grader):
     with pytest.raises(CommandError, match="JSON object"):
         run_command("grade", "--sampling-run", str(answered.pk), "--grader", grader.display_name,
                     "--params", "[1]")  # fmt: skip
+    with pytest.raises(CommandError, match="mock_response is not a parameter"):
+        run_command("grade", "--sampling-run", str(answered.pk), "--grader", grader.display_name,
+                    "--params", '{"mock_response": "forged"}')  # fmt: skip
 
 
 @pytest.mark.worker

@@ -109,6 +109,18 @@ def test_a_grading_error_is_shown_on_the_form(client_researcher, answered, grade
     assert not GradingRun.objects.exists()
 
 
+def test_the_grading_form_refuses_parameters_that_are_not_generation_settings(
+    client_researcher, answered, grader
+):
+    response = client_researcher.post(reverse("grading:run_new"), {
+        "sampling_run": answered.pk, "grader": grader.pk, "mode": GradingMode.CHECKLIST,
+        "temperature": "0", "params": '{"base_url": "http://127.0.0.1:9/v1"}',
+    })  # fmt: skip
+    assert response.status_code in (400, 422)
+    assert "base_url is not a parameter a call may carry" in response.content.decode()
+    assert not GradingRun.objects.exists()
+
+
 def test_progress_counts_are_the_rows_and_add_up(client_researcher, answered, grader):
     run = graded_run(answered, grader, finish=False)
     engine.batch_run(work=work_for_run(run).name, scope=run.pk, limit=1)

@@ -115,7 +115,7 @@ def test_transient_faults_are_retried_until_an_answer(db, offline_provider):
 
 def test_a_400_from_the_provider_is_not_retried(db, offline_provider):
     url = offline_provider()
-    model = offline_model(url, params={"extra_headers": {"X-Offline-Faults": "400"}})
+    model = offline_model(url, params={"offline_fault": "400"})
     with pytest.raises(PermanentLLMError) as raised:
         complete(model=model, messages=QUESTION, purpose="sample", policy=FAST)
     assert raised.value.attempts == 1
@@ -201,9 +201,9 @@ def test_missing_key_variable_is_named(db, offline_provider, monkeypatch):
         complete(model=model, messages=QUESTION, purpose="sample")
 
 
-def test_the_key_never_reaches_logs_or_the_ledger(db, offline_provider, monkeypatch, caplog):
+def test_the_key_never_reaches_logs_or_the_ledger(db, offline_provider, provider_key, caplog):
     secret = "sk-test-Zq8vVbM3Lr4c9XnP2tK7"
-    monkeypatch.setenv("ASSAY_TEST_KEY", secret)
+    provider_key("ASSAY_TEST_KEY", secret)
     url = offline_provider(rate_500=0.5, fault_seed=3)
     model = offline_model(url, api_key_env="ASSAY_TEST_KEY")
     caplog.set_level(logging.DEBUG)
@@ -217,7 +217,7 @@ def test_the_key_never_reaches_logs_or_the_ledger(db, offline_provider, monkeypa
         )
     with pytest.raises(PermanentLLMError):
         complete(model=offline_model(url, name="offline-x", api_key_env="ASSAY_TEST_KEY",
-                                     params={"extra_headers": {"X-Offline-Faults": "400"}}),
+                                     params={"offline_fault": "400"}),
                  messages=QUESTION, purpose="sample")  # fmt: skip
     assert LLMCall.objects.exclude(status="ok").exists()
     assert secret not in caplog.text
@@ -226,11 +226,11 @@ def test_the_key_never_reaches_logs_or_the_ledger(db, offline_provider, monkeypa
 
 
 def test_a_real_provider_model_string_goes_through_litellm_with_its_price(
-    db, offline_provider, monkeypatch
+    db, offline_provider, provider_key
 ):
     # No provider is reachable from here, so the OpenAI route is pointed at the offline
     # server by api_base; litellm still prices the call from its own table for gpt-4.1.
-    monkeypatch.setenv("ASSAY_TEST_OPENAI_KEY", "sk-test-not-a-real-key-123456")
+    provider_key("ASSAY_TEST_OPENAI_KEY", "sk-test-not-a-real-key-123456")
     model = offline_model(
         offline_provider(), litellm_model="openai/gpt-4.1", api_key_env="ASSAY_TEST_OPENAI_KEY",
         input_price_per_mtok=None, output_price_per_mtok=None,
@@ -257,10 +257,10 @@ def exception_chain(exc: BaseException) -> list[BaseException]:
     [(401, PermanentLLMError), (400, PermanentLLMError), (500, RetryableLLMError)],
 )
 def test_a_provider_that_echoes_the_key_leaves_it_nowhere_in_the_raised_chain(
-    db, echoing_provider, monkeypatch, status, error
+    db, echoing_provider, provider_key, status, error
 ):
     secret = "sk-live-Hq4wT9cVx2Lm7pRz0aBn"
-    monkeypatch.setenv("ASSAY_TEST_PAID_KEY", secret)
+    provider_key("ASSAY_TEST_PAID_KEY", secret)
     model = offline_model(
         echoing_provider(status), litellm_model="openai/gpt-4.1", api_key_env="ASSAY_TEST_PAID_KEY"
     )
@@ -361,9 +361,9 @@ def test_litellm_has_no_callback_and_sends_nothing_out(db, offline_provider_url)
 
 
 def test_a_nul_in_an_answer_is_replaced_so_that_the_answer_can_be_stored(
-    db, answering_provider, monkeypatch
+    db, answering_provider, provider_key
 ):
-    monkeypatch.setenv("ASSAY_TEST_STAND_IN_KEY", "sk-test-stand-in")
+    provider_key("ASSAY_TEST_STAND_IN_KEY", "sk-test-stand-in")
 
     def model(content, name):
         return offline_model(

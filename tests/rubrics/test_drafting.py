@@ -77,7 +77,7 @@ def test_a_model_that_refuses_leaves_the_job_failed_with_the_reason(
 ):
     broken = offline_model(
         offline_provider_url, name="offline-thorough",
-        params={"extra_headers": {"X-Offline-Faults": "400"}},
+        params={"offline_fault": "400"},
     )  # fmt: skip
     AuthoringSettings.objects.update_or_create(pk=1, defaults={"draft_model": broken})
     job, _ = services.draft_job_request(rubric=draft, user=expert)

@@ -118,7 +118,10 @@ def test_an_unknown_model_is_refused_naming_the_available_ones(offline_provider_
     "extra,message",
     [
         (["--params", "{temperature: 1}"], "--params is not valid JSON"),
-        (["--params", '{"seed": 1}'], "cannot be set here: the run sets them"),
+        (["--params", '{"seed": 1}'], "cannot be set here: each call gets its own"),
+        (["--params", '{"base_url": "http://127.0.0.1:9/v1"}'], "base_url is not a parameter"),
+        (["--params", '{"mock_response": "forged"}'], "mock_response is not a parameter"),
+        (["--params", '{"temperature": 3}'], "temperature must be a number from 0 to 2"),
         (["--budget", "twelve"], "is not an amount in USD"),
         (["--budget", "0"], "A budget must be more than $0"),
         (["--samples", "21"], "Answers per question must be between 1 and 20"),

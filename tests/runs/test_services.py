@@ -93,7 +93,7 @@ def test_an_answer_from_a_sampling_run_is_used_before_generating(models):
 def test_a_failed_answer_is_tried_again_when_drawn_again(offline_provider_url):
     broken = offline_model(
         offline_provider_url, name="offline-terse",
-        params={"extra_headers": {"X-Offline-Faults": "400"}},
+        params={"offline_fault": "400"},
     )  # fmt: skip
     reference_models_set(models=[broken])
     question = question_make()

@@ -248,7 +248,10 @@ def test_the_new_run_page_offers_each_need_and_a_run_chosen_by_need_type_still_s
     [
         ({"models": []}, "Choose at least one model."),
         ({"params": "{temperature: 1}"}, "This is not valid JSON"),
-        ({"params": '{"seed": 3}'}, "cannot be set here: the run sets them"),
+        ({"params": '{"seed": 3}'}, "cannot be set here: each call gets its own"),
+        ({"params": '{"base_url": "http://127.0.0.1:9/v1"}'}, "base_url is not a parameter"),
+        ({"params": '{"extra_headers": {"X": "1"}}'}, "extra_headers is not a parameter"),
+        ({"params": '{"max_tokens": -1}'}, "max_tokens must be a whole number from 1"),
         ({"conditions": [], "topics": ["scams"]}, "Choose at least one question."),
         ({"samples_per_item": 21}, "less than or equal to 20"),
     ],

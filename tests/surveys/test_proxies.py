@@ -132,9 +132,9 @@ def test_an_answer_off_the_scale_is_asked_again_with_the_problem_named(make_stud
 
 
 def test_a_proxy_that_never_answers_validly_fails_its_call_with_the_reason(
-    make_study, answering_provider, monkeypatch
+    make_study, answering_provider, provider_key
 ):
-    monkeypatch.setenv("ASSAY_TEST_STAND_IN_KEY", "sk-test-stand-in")
+    provider_key("ASSAY_TEST_STAND_IN_KEY", "sk-test-stand-in")
     study = make_study(live=False, count=1)
     model = offline_model(
         answering_provider(json.dumps({"answers": []})), name="stand-in",

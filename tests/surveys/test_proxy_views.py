@@ -52,9 +52,9 @@ def test_the_form_says_what_is_wrong(role_client, study):
 
 
 def test_launched_progress_is_polled_and_failed_calls_are_retried_by_kind(
-    role_client, study, answering_provider, monkeypatch
+    role_client, study, answering_provider, provider_key
 ):
-    monkeypatch.setenv("ASSAY_TEST_STAND_IN_KEY", "sk-test-stand-in")
+    provider_key("ASSAY_TEST_STAND_IN_KEY", "sk-test-stand-in")
     model = offline_model(
         answering_provider(json.dumps({"answers": [{"code": "H9"}]})), name="stand-in",
         api_key_env="ASSAY_TEST_STAND_IN_KEY",

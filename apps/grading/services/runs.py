@@ -18,11 +18,12 @@ from django.utils import timezone
 
 from apps.llm.errors import PromptError
 from apps.llm.models import ModelConfig, PromptTemplate, Purpose
+from apps.llm.params import ParamsError, params_check
 from apps.llm.selectors import prompt_current
 from apps.rubrics import scoring
 from apps.rubrics.models import Criterion, Rubric, RubricState
 from apps.runs.models import STOPPED_STATES, Response, ResponseStatus, RunStatus, SamplingRun
-from apps.runs.services import params_check, run_budget_check, run_status_move
+from apps.runs.services import run_budget_check, run_status_move
 
 from ..errors import GradingError
 from ..models import CallState, ChecklistCall, GradingMode, GradingRun, Judgment, ResponseScore
@@ -53,8 +54,8 @@ def grading_run_create(
         raise GradingError(f"{prompt} is not a prompt for {GradingMode(mode).label.lower()}.")
     try:
         params = {"temperature": 0, **params_check(params)}
-    except Exception as exc:
-        raise GradingError(str(exc)) from exc
+    except ParamsError as exc:
+        raise GradingError(str(exc)) from None
     name = name.strip() or f"{sampling_run.name}: {grader.display_name}, {prompt}"
     return GradingRun.objects.create(
         name=name[:200], sampling_run=sampling_run, grader=grader, prompt=prompt, mode=mode,

@@ -19,6 +19,8 @@ from django.utils import timezone
 from apps.llm import costs, engine
 from apps.llm.errors import PromptError
 from apps.llm.models import ModelConfig, PromptTemplate, Purpose
+from apps.llm.params import ParamsError
+from apps.llm.params import params_check as llm_params_check
 from apps.llm.selectors import prompt_current, prompt_render
 from apps.questions.models import Question
 
@@ -36,7 +38,6 @@ from ..models import (
 MAX_SAMPLES = 20
 MAX_ERROR_CHARS = 2000
 CREATE_BATCH = 5000
-FORBIDDEN_PARAMS = {"api_key", "api_base", "messages", "model", "seed", "n", "stream"}
 
 
 # Every call's seed: a hash of its run's seed and the row (apps/llm/engine.py).
@@ -44,17 +45,12 @@ call_seed = engine.call_seed
 
 
 def params_check(params: object) -> dict:
-    """Call parameters a researcher set: a JSON object of litellm parameters."""
-    if params in (None, ""):
-        return {}
-    if not isinstance(params, dict):
-        raise RunError('Parameters must be a JSON object, such as {"temperature": 0.7}.')
-    forbidden = sorted(FORBIDDEN_PARAMS & set(params))
-    if forbidden:
-        raise RunError(
-            f"The parameter(s) {', '.join(forbidden)} cannot be set here: the run sets them."
-        )
-    return params
+    """Generation parameters a researcher set for every call of a run: only those in
+    apps/llm/params.py, each in its range (anything else could redirect or fake a call)."""
+    try:
+        return llm_params_check(params)
+    except ParamsError as exc:
+        raise RunError(str(exc)) from None
 
 
 @dataclass(frozen=True)
