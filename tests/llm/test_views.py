@@ -115,3 +115,35 @@ def test_a_models_release_date_is_set_in_the_console(role_client):
     assert model.released_on == dt.date(2025, 4, 14)
     listed = client.get(reverse("admin:llm_modelconfig_changelist")).content.decode()
     assert '<td class="field-released_on nowrap">14 Apr 2025</td>' in listed
+
+
+@pytest.mark.parametrize(
+    "fields, field, message",
+    [
+        ({"params": '{"base_url": "http://127.0.0.1:9/v1"}'}, "params",
+         "base_url is not a parameter a call may carry"),
+        ({"params": '{"temperature": 7}'}, "params", "temperature must be a number from 0 to 2"),
+        ({"api_base": "http://127.0.0.1:9/v1", "api_key_env": "OPENAI_API_KEY"}, "api_base",
+         "The key in OPENAI_API_KEY may not be sent to 127.0.0.1:9"),
+    ],
+)  # fmt: skip
+def test_the_console_refuses_a_model_config_that_could_send_a_call_or_key_elsewhere(
+    role_client, fields, field, message
+):
+    model = ModelConfig.objects.create(
+        display_name="GPT", family="GPT", litellm_model="openai/gpt-4.1-mini"
+    )
+    client = role_client(Role.RESEARCHER)
+    url = reverse("admin:llm_modelconfig_change", args=[model.pk])
+    data = {
+        "display_name": "GPT", "family": "GPT", "version": "", "released_on": "",
+        "litellm_model": model.litellm_model, "kind": "chat", "active": "on",
+        "api_base": "", "api_key_env": "", "timeout_seconds": 120, "params": "{}",
+        "max_concurrent": 8, "requests_per_minute": "", "tokens_per_minute": "",
+        "input_price_per_mtok": "", "output_price_per_mtok": "", **fields,
+    }  # fmt: skip
+    response = client.post(url, data)
+    assert response.status_code == 200
+    assert message in response.context["adminform"].form.errors[field][0]
+    model.refresh_from_db()
+    assert (model.params, model.api_base) == ({}, "")
