@@ -192,7 +192,8 @@ WHITENOISE_USE_FINDERS = not PRODUCTION
 
 # The API (/api/v1/, config/api.py; README "The API"): researchers only, with a token
 # (`Authorization: Bearer <key>`, apps/accounts/api_auth.py) or the browser's session (the
-# docs page); JSON only; cursor pagination; every error in one shape (apps/accounts/api_errors.py).
+# docs page); JSON only, nested at most api_parsers.MAX_DEPTH deep (apps/accounts/api_parsers.py);
+# cursor pagination; every error in one shape (apps/accounts/api_errors.py).
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -202,7 +203,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["apps.accounts.roles.IsResearcher"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["apps.accounts.api_parsers.BoundedJSONParser"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "apps.console.api_pages.CursorPage",
     "PAGE_SIZE": 100,
