@@ -113,6 +113,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Under /api/, an exception a view raises answers in the API's error shape, whatever DEBUG is.
+    "apps.accounts.api_errors.ApiErrorsMiddleware",
     # Last, as axes asks: it turns a refused sign-in into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]
