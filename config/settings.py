@@ -336,10 +336,16 @@ AUTHENTICATION_BACKENDS = [
 # /admin/login/ alike until the cool-off ends or a researcher unlocks it in the console.
 # Locking the pair, not the address alone, keeps one guesser from locking out a whole lab
 # behind one NAT; not the username alone, so that a stranger cannot lock a user out.
+# One password tried on many usernames (spraying) is stopped by a second, higher limit: after
+# ASSAY_LOGIN_ADDRESS_FAILURE_LIMIT wrong passwords from one address within the cool-off, over
+# any usernames, that address is refused in the same way (apps/accounts/lockout.py; axes has
+# one limit for every combination it counts, hence its handler subclassed).
 # The address is REMOTE_ADDR, as for the survey rate limit: a proxy must pass it on.
 AXES_FAILURE_LIMIT = env_int("ASSAY_LOGIN_FAILURE_LIMIT", 5)
+SIGN_IN_ADDRESS_FAILURE_LIMIT = env_int("ASSAY_LOGIN_ADDRESS_FAILURE_LIMIT", 20)
 AXES_COOLOFF_TIME = dt.timedelta(minutes=env_int("ASSAY_LOGIN_COOLOFF_MINUTES", 15))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_HANDLER = "apps.accounts.lockout.SignInLockout"
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "apps.accounts.views.locked_out"
 AXES_HTTP_RESPONSE_CODE = 429
