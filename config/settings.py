@@ -132,6 +132,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Under /api/, an exception a view raises answers in the API's error shape, whatever DEBUG is.
+    "apps.accounts.api_errors.ApiErrorsMiddleware",
     # Last, as axes asks: it turns a refused sign-in into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -211,7 +213,8 @@ WHITENOISE_USE_FINDERS = not PRODUCTION
 
 # The API (/api/v1/, config/api.py; README "The API"): researchers only, with a token
 # (`Authorization: Bearer <key>`, apps/accounts/api_auth.py) or the browser's session (the
-# docs page); JSON only; cursor pagination; every error in one shape (apps/accounts/api_errors.py).
+# docs page); JSON only, nested at most api_parsers.MAX_DEPTH deep (apps/accounts/api_parsers.py);
+# cursor pagination; every error in one shape (apps/accounts/api_errors.py).
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -221,7 +224,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["apps.accounts.roles.IsResearcher"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["apps.accounts.api_parsers.BoundedJSONParser"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "apps.console.api_pages.CursorPage",
     "PAGE_SIZE": 100,
@@ -352,10 +355,16 @@ AUTHENTICATION_BACKENDS = [
 # /admin/login/ alike until the cool-off ends or a researcher unlocks it in the console.
 # Locking the pair, not the address alone, keeps one guesser from locking out a whole lab
 # behind one NAT; not the username alone, so that a stranger cannot lock a user out.
+# One password tried on many usernames (spraying) is stopped by a second, higher limit: after
+# ASSAY_LOGIN_ADDRESS_FAILURE_LIMIT wrong passwords from one address within the cool-off, over
+# any usernames, that address is refused in the same way (apps/accounts/lockout.py; axes has
+# one limit for every combination it counts, hence its handler subclassed).
 # The address is REMOTE_ADDR, as for the survey rate limit: a proxy must pass it on.
 AXES_FAILURE_LIMIT = env_int("ASSAY_LOGIN_FAILURE_LIMIT", 5)
+SIGN_IN_ADDRESS_FAILURE_LIMIT = env_int("ASSAY_LOGIN_ADDRESS_FAILURE_LIMIT", 20)
 AXES_COOLOFF_TIME = dt.timedelta(minutes=env_int("ASSAY_LOGIN_COOLOFF_MINUTES", 15))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_HANDLER = "apps.accounts.lockout.SignInLockout"
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "apps.accounts.views.locked_out"
 AXES_HTTP_RESPONSE_CODE = 429

@@ -1,6 +1,7 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 
+from apps.accounts import api_errors
 from apps.accounts.roles import Role, role_required
 from apps.ops.views import favicon, healthz
 from config import api
@@ -27,7 +28,12 @@ urlpatterns = [
         role_required(Role.RESEARCHER)(api.DocsView.as_view(url_name="api-schema")),
         name="api-docs",
     ),
+    # Last: a URL under /api/ that nothing above matches answers the API's 404, whatever DEBUG is.
+    re_path(r"^api/", api_errors.not_found, name=api_errors.NOT_FOUND_ROUTE),
 ]
 
-# Django's 404 for a URL that matches nothing: the API's error shape under /api/.
+# Django's answers to what is raised outside a view: the API's error shape under /api/.
+handler400 = "apps.accounts.api_errors.bad_request"
+handler403 = "apps.accounts.api_errors.permission_denied"
 handler404 = "apps.accounts.api_errors.page_not_found"
+handler500 = "apps.accounts.api_errors.server_error"

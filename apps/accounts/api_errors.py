@@ -5,27 +5,42 @@
 `fields` (a list of messages per field) comes with validation errors only. The DRF
 exception handler (`api_exception_handler`, REST_FRAMEWORK's EXCEPTION_HANDLER) shapes what
 DRF raises (401, 403, 404, 405, 415, 429, 400) and the domain errors the API's views
-turn into `Refused` (400) or `Conflict` (409); `page_not_found` (config/urls.py's handler404)
-shapes Django's own 404 for a URL under /api/ that matches nothing; `errors_documented`
-(a drf-spectacular postprocessing hook) attaches the shape to every operation's errors.
+turn into `Refused` (400) or `Conflict` (409); `errors_documented` (a drf-spectacular
+postprocessing hook) attaches the shape to every operation's errors.
+
+Django answers everything else in HTML, and with DEBUG on in its debug pages, which never
+call the error handlers. So under /api/, whatever DEBUG is: a URL no route matches reaches
+`not_found` (config/urls.py's last route), an exception a view raises is answered by
+`ApiErrorsMiddleware` (the 500 among them), and config/urls.py's handler400, handler403,
+handler404 and handler500 answer what is raised outside a view.
 """
 
 import logging
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied
-from django.http import Http404, JsonResponse
+from django.core.exceptions import BadRequest, PermissionDenied, SuspiciousOperation
+from django.http import Http404, HttpResponsePermanentRedirect, JsonResponse
+from django.urls import is_valid_path
+from django.utils.log import log_response
 from django.views import defaults
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
 from rest_framework.renderers import JSONRenderer
-from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
-logger = logging.getLogger("apps.api")
+from .roles import public
 
 API_PREFIX = "/api/"
+NOT_FOUND_ROUTE = "api-not-found"
 ERROR_SCHEMA = "Error"
 INVALID_MESSAGE = "The request is not valid: see the fields."
+# What Django's own answers under /api/ say: (code, message) by status.
+DJANGO_ERRORS = {
+    400: ("bad_request", "The request could not be read."),
+    403: ("permission_denied", "You do not have permission to perform this action."),
+    404: ("not_found", "There is nothing at this URL."),
+    500: ("server_error", "Something went wrong on our side."),
+}
 
 
 class Refused(exceptions.APIException):
@@ -78,13 +93,7 @@ def api_exception_handler(exc, context):
         exc = exceptions.PermissionDenied(str(exc) if str(exc) else None)
     response = exception_handler(exc, context)
     if response is None:
-        if settings.DEBUG:
-            return None  # Django's debug page, with the traceback
-        logger.error("Unhandled error in the API", exc_info=exc)
-        body = error_body(
-            status_code=500, code="server_error", message="Something went wrong on our side."
-        )
-        return Response(body, status=500)
+        return None  # DRF raises it again, and ApiErrorsMiddleware answers it
     if isinstance(exc, exceptions.ValidationError):
         fields = _flatten(exc.detail)
         if list(fields) == ["non_field_errors"] and len(fields["non_field_errors"]) == 1:
@@ -115,14 +124,96 @@ class JsonErrors:
         return response
 
 
-def page_not_found(request, exception=None):
-    """Django's 404 (no URL matched): in the API's shape under /api/, the site's page elsewhere."""
-    if request.path.startswith(API_PREFIX):
-        body = error_body(
-            status_code=404, code="not_found", message="There is nothing at this URL."
-        )
-        return JsonResponse(body, status=404)
-    return defaults.page_not_found(request, exception)
+def is_api(request) -> bool:
+    return request.path_info.startswith(API_PREFIX)
+
+
+def django_error(status_code: int, message: str | None = None) -> JsonResponse:
+    code, default = DJANGO_ERRORS[status_code]
+    body = error_body(status_code=status_code, code=code, message=message or default)
+    return JsonResponse(body, status=status_code)
+
+
+@public
+@csrf_exempt  # it changes nothing, and a POST with a session cookie must get its 404, not a 403
+def not_found(request):
+    """Every URL under /api/ that no other route matches (config/urls.py's last route): 404 in
+    the error shape. Django's debug 404 page, with DEBUG on, never reaches handler404.
+
+    Being a route, it also decides what APPEND_SLASH did: a GET of an API URL without its
+    slash is redirected to it; any other method is told the URL, not redirected, since a
+    redirected POST loses its body (and with DEBUG on Django raised a 500 instead)."""
+    path = request.path_info
+    if settings.APPEND_SLASH and not path.endswith("/"):
+        match = is_valid_path(f"{path}/", getattr(request, "urlconf", None))
+        if match and match.url_name != NOT_FOUND_ROUTE:
+            if request.method in ("GET", "HEAD"):
+                return HttpResponsePermanentRedirect(request.get_full_path(force_append_slash=True))
+            return django_error(
+                404, f"There is nothing at this URL; it ends in a slash: {request.path}/"
+            )
+    return django_error(404)
+
+
+class ApiErrorsMiddleware:
+    """An exception a view under /api/ raises answers in the error shape, whatever DEBUG is,
+    and is logged as Django logs it (a 500 with its traceback). DRF's views raise here only
+    what their exception handler leaves: a fault, or Django's BadRequest and
+    SuspiciousOperation. Elsewhere Django answers, as it does."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if not is_api(request):
+            return None
+        if isinstance(exception, Http404):
+            return django_error(404)
+        if isinstance(exception, PermissionDenied):
+            return django_error(403)
+        status_code = 400 if isinstance(exception, BadRequest | SuspiciousOperation) else 500
+        response = django_error(status_code)
+        if isinstance(exception, SuspiciousOperation):
+            name = exception.__class__.__name__
+            log_response(
+                str(exception),
+                response=response,
+                request=request,
+                exception=exception,
+                level="error",
+                logger=logging.getLogger(f"django.security.{name}"),
+            )
+        else:
+            log_response(
+                "%s: %s",
+                response.reason_phrase,
+                request.path,
+                response=response,
+                request=request,
+                exception=exception,
+            )
+        return response
+
+
+def _api_or_page(status_code: int, page):
+    """config/urls.py's handler for a status: the error shape under /api/, the page elsewhere."""
+
+    def handler(request, *args, **kwargs):
+        if is_api(request):
+            return django_error(status_code)
+        return page(request, *args, **kwargs)
+
+    handler.__name__ = page.__name__
+    return handler
+
+
+bad_request = _api_or_page(400, defaults.bad_request)
+permission_denied = _api_or_page(403, defaults.permission_denied)
+page_not_found = _api_or_page(404, defaults.page_not_found)
+server_error = _api_or_page(500, defaults.server_error)
 
 
 # --- the schema ----------------------------------------------------------------------------
@@ -176,7 +267,9 @@ def errors_documented(result, generator, request, public):
             for code, description in errors.items():
                 operation["responses"].setdefault(
                     code,
-                    {"description": description,
-                     "content": {"application/json": {"schema": reference}}},
-                )  # fmt: skip
+                    {
+                        "description": description,
+                        "content": {"application/json": {"schema": reference}},
+                    },
+                )
     return result

@@ -7,6 +7,7 @@ from django.views.decorators.http import require_POST
 from .errors import AccountError
 from .forms import ApiTokenForm
 from .home import home_panels_render
+from .lockout import ADDRESS_LOCKED
 from .models import ApiToken
 from .roles import ALL_ROLES, Role, public, role_required, user_roles
 from .services import api_token_create, api_token_revoke
@@ -31,9 +32,13 @@ logout = public(auth_views.LogoutView.as_view())
 
 
 def locked_out(request, response=None, credentials=None):
-    """What django-axes answers, on either login page, while the username and address are
-    locked out (AXES_LOCKOUT_CALLABLE): the reason and the wait, as a page, with 429."""
-    context = {"minutes": round(settings.AXES_COOLOFF_TIME.total_seconds() / 60)}
+    """What django-axes answers, on either login page, while the username and address, or the
+    address alone, are locked out (AXES_LOCKOUT_CALLABLE): the reason and the wait, as a page,
+    with 429."""
+    context = {
+        "minutes": round(settings.AXES_COOLOFF_TIME.total_seconds() / 60),
+        "address_locked": getattr(request, ADDRESS_LOCKED, False),
+    }
     return render(
         request, "registration/locked_out.html", context, status=settings.AXES_HTTP_RESPONSE_CODE
     )

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from django import forms
 from django.db import models
 from django_filters import rest_framework as filters
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -17,7 +18,7 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_field,
 )
-from rest_framework import status, viewsets
+from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
@@ -46,6 +47,54 @@ class IdFilter(filters.NumberFilter):
         kwargs.setdefault("min_value", 1)
         kwargs.setdefault("max_value", BIGINT_MAX)
         super().__init__(*args, **kwargs)
+
+
+def each_once(values) -> None:
+    """A validator for a list of ids, or of the rows they name: each at most once. A model or
+    question listed twice would make the same run's rows twice (a unique constraint refuses
+    the second) or count it twice."""
+    seen, repeated = set(), []
+    for value in values:
+        key = getattr(value, "pk", value)
+        if key in seen and key not in repeated:
+            repeated.append(key)
+        seen.add(key)
+    if repeated:
+        listed = ", ".join(str(key) for key in repeated)
+        raise serializers.ValidationError(f"Listed more than once: {listed}. Give each id once.")
+
+
+class EachOnce:
+    """A list field whose items must differ (each_once), documented as `uniqueItems`."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs["validators"] = [*kwargs.get("validators", ()), each_once]
+        super().__init__(*args, **kwargs)
+
+
+class DistinctList(EachOnce, serializers.ListField):
+    pass
+
+
+class DistinctIds(EachOnce, serializers.ManyRelatedField):
+    pass
+
+
+def distinct_ids(*, queryset, **kwargs) -> DistinctIds:
+    """`PrimaryKeyRelatedField(many=True)` over `queryset`, each id at most once; `kwargs`
+    are the list's (required, allow_empty, help_text)."""
+    return DistinctIds(
+        child_relation=serializers.PrimaryKeyRelatedField(queryset=queryset), **kwargs
+    )
+
+
+class EachOnceScheme(OpenApiSerializerFieldExtension):
+    target_class = EachOnce
+    match_subclasses = True
+
+    def map_serializer_field(self, auto_schema, direction):
+        schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
+        return {**schema, "uniqueItems": True}
 
 
 class ReadViewSet(viewsets.ReadOnlyModelViewSet):

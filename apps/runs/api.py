@@ -9,7 +9,14 @@ from django_filters import rest_framework as filters
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import serializers
 
-from apps.console.api_lists import IdFilter, LongList, ReadViewSet, RunControls
+from apps.console.api_lists import (
+    DistinctList,
+    IdFilter,
+    LongList,
+    ReadViewSet,
+    RunControls,
+    distinct_ids,
+)
 from apps.console.api_pages import Columns
 from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose
 from apps.llm.params import GENERATION_PARAMS, ParamsError, params_check
@@ -44,7 +51,7 @@ class SelectionSerializer(serializers.Serializer):
     """How the questions are chosen, as on the new-run page (an empty filter does not filter)."""
 
     conditions = serializers.ListField(child=serializers.CharField(), required=False, default=list)
-    topics = serializers.ListField(
+    topics = DistinctList(
         child=serializers.IntegerField(min_value=1, max_value=BIGINT_MAX), required=False,
         default=list,
     )  # fmt: skip
@@ -83,13 +90,11 @@ class SelectionSerializer(serializers.Serializer):
 
 class SamplingRunCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=SamplingRun._meta.get_field("name").max_length)
-    models = serializers.PrimaryKeyRelatedField(
-        many=True,
-        allow_empty=False,
-        queryset=ModelConfig.objects.filter(active=True, kind=ModelKind.CHAT),
+    models = distinct_ids(
+        queryset=ModelConfig.objects.filter(active=True, kind=ModelKind.CHAT), allow_empty=False
     )
-    questions = serializers.PrimaryKeyRelatedField(
-        many=True, required=False, queryset=Question.objects.all(),
+    questions = distinct_ids(
+        queryset=Question.objects.all(), required=False,
         help_text="The questions to answer; without it, those that `selection` chooses.",
     )  # fmt: skip
     selection = SelectionSerializer(

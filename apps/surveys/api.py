@@ -14,7 +14,7 @@ from django_filters import rest_framework as filters
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import serializers
 
-from apps.console.api_lists import IdFilter, LongList, ReadViewSet, RunControls
+from apps.console.api_lists import IdFilter, LongList, ReadViewSet, RunControls, distinct_ids
 from apps.console.api_pages import Columns
 from apps.llm.models import ModelConfig, ModelKind
 from workers.engine import scope_start
@@ -217,10 +217,8 @@ class ProxyRunSerializer(serializers.ModelSerializer):
 
 class ProxyRunCreateSerializer(serializers.Serializer):
     study = serializers.PrimaryKeyRelatedField(queryset=Study.objects.all())
-    models = serializers.PrimaryKeyRelatedField(
-        many=True,
-        allow_empty=False,
-        queryset=ModelConfig.objects.filter(active=True, kind=ModelKind.CHAT),
+    models = distinct_ids(
+        queryset=ModelConfig.objects.filter(active=True, kind=ModelKind.CHAT), allow_empty=False
     )
     runs_per_model = serializers.IntegerField(
         min_value=1, max_value=MAX_RUNS_PER_MODEL, default=5,

@@ -1,5 +1,7 @@
 """Password guessing is cut off: django-axes locks a username and address pair out of both
-login pages after ASSAY_LOGIN_FAILURE_LIMIT wrong passwords, and researchers unlock it."""
+login pages after ASSAY_LOGIN_FAILURE_LIMIT wrong passwords, an address after
+ASSAY_LOGIN_ADDRESS_FAILURE_LIMIT over any usernames (one password sprayed across accounts),
+and researchers unlock them."""
 
 import datetime as dt
 
@@ -101,6 +103,99 @@ def test_the_limit_follows_the_setting(client, make_user, settings):
     make_user(Role.EXPERT, username="erin")
     assert guess(client, "login", "erin").status_code == 200
     assert guess(client, "login", "erin").status_code == 429
+
+
+# --- one password on many usernames ---------------------------------------------------------
+
+SPRAYED = "Summer2024!"
+SPRAYER, ELSEWHERE = "203.0.113.9", "198.51.100.7"
+
+
+def spray(client, url_name, usernames) -> list[int]:
+    return [guess(client, url_name, username, SPRAYED).status_code for username in usernames]
+
+
+def test_the_default_address_limit_is_twenty_failures_above_the_pairs():
+    assert settings.SIGN_IN_ADDRESS_FAILURE_LIMIT == 20 > settings.AXES_FAILURE_LIMIT
+
+
+@pytest.mark.parametrize("url_name", LOGIN_PAGES)
+def test_one_password_tried_on_many_usernames_from_one_address_is_locked_out(
+    make_user, password, url_name
+):
+    make_user(Role.RESEARCHER, username="rahul")
+    limit = settings.SIGN_IN_ADDRESS_FAILURE_LIMIT
+    sprayer = Client(REMOTE_ADDR=SPRAYER)
+
+    statuses = spray(sprayer, url_name, [f"user{n}" for n in range(limit)])
+
+    assert statuses == [200] * (limit - 1) + [429]
+    # Now nobody signs in from that address, not even with the right password; from another
+    # address they do.
+    response = guess(sprayer, url_name, "rahul", password)
+    assert response.status_code == 429
+    assert not signed_in(sprayer)
+    body = response.content.decode()
+    assert "Too many wrong passwords from your address" in body
+    assert "unlock your address" in body
+    assert guess(Client(REMOTE_ADDR=ELSEWHERE), url_name, "rahul", password).status_code == 302
+
+
+def test_signing_in_between_guesses_does_not_forgive_the_address(make_user, password):
+    make_user(Role.EXPERT, username="mallory")
+    limit = settings.SIGN_IN_ADDRESS_FAILURE_LIMIT
+    sprayer = Client(REMOTE_ADDR=SPRAYER)
+    assert set(spray(sprayer, "login", [f"user{n}" for n in range(limit - 1)])) == {200}
+
+    assert guess(sprayer, "login", "mallory", password).status_code == 302
+    sprayer.post(reverse("logout"))
+
+    assert spray(sprayer, "login", ["one-more"]) == [429]
+
+
+def test_a_few_typos_behind_one_address_lock_nobody_else_out(make_user, password):
+    make_user(Role.EXPERT, username="erin")
+    lab = Client(REMOTE_ADDR=SPRAYER)
+    for n in range(3):
+        for _ in range(settings.AXES_FAILURE_LIMIT - 1):
+            assert guess(lab, "login", f"colleague{n}").status_code == 200
+    assert guess(lab, "login", "erin", password).status_code == 302
+
+
+def test_the_address_limit_follows_the_setting(db, settings):
+    settings.SIGN_IN_ADDRESS_FAILURE_LIMIT = 3
+    assert spray(Client(REMOTE_ADDR=SPRAYER), "login", ["a", "b", "c"]) == [200, 200, 429]
+
+
+def test_the_address_lockout_ends_after_the_cool_off(make_user, password, settings):
+    settings.SIGN_IN_ADDRESS_FAILURE_LIMIT = 3
+    make_user(Role.EXPERT, username="erin")
+    sprayer = Client(REMOTE_ADDR=SPRAYER)
+    spray(sprayer, "login", ["a", "b", "c"])
+    assert guess(sprayer, "login", "erin", password).status_code == 429
+    AccessAttempt.objects.update(
+        attempt_time=timezone.now() - settings.AXES_COOLOFF_TIME - dt.timedelta(seconds=1)
+    )
+    assert guess(sprayer, "login", "erin", password).status_code == 302
+
+
+def test_a_researcher_unlocks_an_address_by_forgetting_its_attempts(
+    make_user, password, role_client, settings
+):
+    settings.SIGN_IN_ADDRESS_FAILURE_LIMIT = 3
+    make_user(Role.EXPERT, username="erin")
+    sprayer = Client(REMOTE_ADDR=SPRAYER)
+    spray(sprayer, "login", ["a", "b", "c"])
+    assert guess(sprayer, "login", "erin", password).status_code == 429
+    console = role_client(Role.RESEARCHER)
+    url = reverse("admin:axes_accessattempt_changelist")
+    found = console.get(url, {"q": SPRAYER}).content.decode()
+    attempts = AccessAttempt.objects.filter(ip_address=SPRAYER)
+    assert all(f'value="{pk}"' in found for pk in attempts.values_list("pk", flat=True))
+
+    console.post(url, {"action": "unlock", "_selected_action": [str(a.pk) for a in attempts]})
+
+    assert guess(sprayer, "login", "erin", password).status_code == 302
 
 
 # --- unlocking in the console --------------------------------------------------------------

@@ -22,6 +22,7 @@ PUBLIC = {
     "logout": "signing out (POST)",
     "healthz": "load balancer probe; reveals only ok/error",
     "favicon": "the site's icon, which browsers ask for before signing in",
+    "api-not-found": "the API's 404 for a URL no route matches: one answer for everyone",
     # Survey participants arrive from Prolific without an account; every page past the link
     # needs the signed cookie the link sets, and only shows that participant's own data.
     "surveys:entry": "Prolific link: validates the ids, then consent or resume",

@@ -3,10 +3,12 @@ there; a request with a revoked, unknown or malformed key, or an inactive owner'
 in the error shape; an owner who is no longer a researcher gets 403; `last_used_at` is
 written at most once a minute."""
 
+import base64
 import datetime as dt
 import hashlib
 
 import pytest
+from axes.models import AccessAttempt
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -146,6 +148,15 @@ def test_no_credentials_is_a_401_with_the_bearer_challenge(db):
     response = Client().get(TOPICS)
     _error(response, 401, "not_authenticated")
     assert response["WWW-Authenticate"] == 'Bearer realm="api"'
+
+
+def test_a_username_and_password_are_no_credentials_for_the_api(api_researcher, password):
+    # Passwords are checked only on the sign-in pages, where the lockout counts them: the
+    # API offers no way to guess one.
+    basic = base64.b64encode(f"{api_researcher.username}:{password}".encode()).decode()
+    response = Client(HTTP_AUTHORIZATION=f"Basic {basic}").get(TOPICS)
+    _error(response, 401, "not_authenticated")
+    assert not AccessAttempt.objects.exists()
 
 
 def test_a_token_of_an_inactive_user_is_refused(api_researcher, api_key):

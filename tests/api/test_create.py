@@ -224,3 +224,98 @@ def test_a_throttled_request_is_a_429_in_the_error_shape_with_retry_after():
     assert response.data["error"]["status"] == 429
     assert response.data["error"]["code"] == "throttled"
     assert "fields" not in response.data["error"]
+
+
+# --- bodies that used to be server errors ---------------------------------------------------
+
+CREATE_URLS = ["/api/v1/sampling-runs/", "/api/v1/grading-runs/", "/api/v1/proxy-runs/"]
+
+
+def _ids_listed_twice(world) -> dict[str, tuple[str, dict, str]]:
+    """For each list of ids a new run takes: (url, a body naming one id twice, the field)."""
+    model = world.sampling_run.model_configs.order_by("pk").first().pk
+    question = world.sampling_run.questions.order_by("pk").first().pk
+    topic = world.sampling_run.questions.order_by("pk").first().topic_id
+    proxy_model = ModelConfigFactory(name="offline-thorough").pk
+    sampling = _sampling_body(world)
+    selection = {k: v for k, v in sampling.items() if k != "questions"}
+    return {
+        "sampling models": ("/api/v1/sampling-runs/", {**sampling, "models": [model] * 3},
+                            "models"),
+        "sampling questions": ("/api/v1/sampling-runs/",
+                               {**sampling, "questions": [question, question]}, "questions"),
+        "selection topics": ("/api/v1/sampling-runs/",
+                             {**selection, "selection": {"topics": [topic, topic]}},
+                             "selection.topics"),
+        "proxy models": ("/api/v1/proxy-runs/",
+                         {"study": world.study.pk, "models": [proxy_model, proxy_model]},
+                         "models"),
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "case", ["sampling models", "sampling questions", "selection topics", "proxy models"]
+)
+def test_an_id_listed_twice_is_a_400_naming_the_field_and_makes_nothing(api, world, case):
+    url, body, field = _ids_listed_twice(world)[case]
+    runs = (SamplingRun.objects.count(), ProxyRun.objects.count())
+    error = _refused(post(api, url, body), 400, "invalid")
+    assert list(error["fields"]) == [field]
+    assert "more than once" in error["fields"][field][0]
+    assert (SamplingRun.objects.count(), ProxyRun.objects.count()) == runs
+
+
+def test_the_schema_says_each_id_once(api, db):
+    schemas = api.get("/api/schema/?format=json").json()["components"]["schemas"]
+    assert schemas["SamplingRunCreateRequest"]["properties"]["models"]["uniqueItems"] is True
+    assert schemas["SamplingRunCreateRequest"]["properties"]["questions"]["uniqueItems"] is True
+    assert schemas["SelectionRequest"]["properties"]["topics"]["uniqueItems"] is True
+    assert schemas["ProxyRunCreateRequest"]["properties"]["models"]["uniqueItems"] is True
+
+
+def _nested(depth: int, leaf: str = "1") -> str:
+    """A JSON array `depth` levels deep."""
+    return "[" * depth + leaf + "]" * depth
+
+
+@pytest.mark.parametrize("url", CREATE_URLS)
+def test_a_body_nested_thousands_deep_is_a_400_naming_its_field(api, db, url):
+    body = '{"name": "ok", "params": {"a": ' + _nested(5000) + "}}"
+    error = _refused(post_raw(api, url, body), 400, "invalid")
+    assert list(error["fields"]) == ["params"]
+    assert "deeper than 32 levels" in error["fields"]["params"][0]
+
+
+@pytest.mark.parametrize("url", CREATE_URLS)
+def test_a_deep_array_as_the_whole_body_is_a_400(api, db, url):
+    error = _refused(post_raw(api, url, _nested(5000)), 400, "invalid")
+    assert list(error["fields"]) == ["non_field_errors"]
+
+
+def test_nesting_up_to_the_bound_is_read_and_one_more_level_is_refused(api, world):
+    from apps.accounts.api_parsers import MAX_DEPTH
+
+    def params(levels: int) -> dict:
+        value = 1
+        for _ in range(levels):
+            value = {"x": value}
+        return value
+
+    body = {"sampling_run": world.sampling_run.pk, "grader": world.grader.pk}
+    # The body is one level: params(MAX_DEPTH - 1) makes it MAX_DEPTH deep.
+    made = post(api, "/api/v1/grading-runs/", {**body, "params": params(MAX_DEPTH - 1)})
+    assert made.status_code == 201, made.content
+    assert GradingRun.objects.get(pk=made.json()["id"]).params["x"]["x"]["x"]
+    refused = post(api, "/api/v1/grading-runs/", {**body, "params": params(MAX_DEPTH)})
+    assert list(_refused(refused, 400, "invalid")["fields"]) == ["params"]
+
+
+def test_brackets_and_quotes_inside_a_string_are_text_not_nesting(api, world):
+    name = '\\"[{' * 100 + "]"
+    response = post(api, "/api/v1/sampling-runs/", _sampling_body(world, name=name[:200]))
+    assert response.status_code == 201, response.content
+    assert SamplingRun.objects.get(pk=response.json()["id"]).name == name[:200]
+
+
+def post_raw(api, url: str, body: str):
+    return api.post(url, body, content_type="application/json")

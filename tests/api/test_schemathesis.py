@@ -5,13 +5,16 @@ No answer may be a server error, carry a status the operation does not document,
 type it does not declare, or a body or headers that break its schema.
 
 The app is called in process through WSGI, inside the test's transaction, as a researcher
-with a token. Hypothesis is bounded and derandomised: a few examples per operation and mode,
-the same every run. What an operation enqueues goes to a queue no worker reads.
+with a token, with DEBUG off and on: Django's debug pages are HTML, and every answer (a 404
+for an id the schema allows but no route takes among them) must still be the API's JSON.
+Hypothesis is bounded and derandomised: a few examples per operation and mode, the same
+every run. What an operation enqueues goes to a queue no worker reads.
 """
 
 from dataclasses import dataclass
 
 import django
+import pytest
 import schemathesis
 from django.core.handlers.wsgi import WSGIHandler
 from django.core.signals import request_finished, request_started
@@ -182,7 +185,9 @@ def _variants(operation, seeded: Seeded) -> list[dict]:
     return variants
 
 
-def test_every_operation_answers_as_its_schema_says(world, api_key):
+@pytest.mark.parametrize("debug", [False, True], ids=["debug-off", "debug-on"])
+def test_every_operation_answers_as_its_schema_says(world, api_key, settings, debug):
+    settings.DEBUG = debug
     django.setup()
     headers = {"Authorization": f"Bearer {api_key}"}
     seeded = _seeded(world)
