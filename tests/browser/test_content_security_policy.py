@@ -84,6 +84,33 @@ def test_the_rubric_editor_saves_through_htmx_under_the_policy(
     assert_no_violations(page, console)
 
 
+def test_every_page_reports_what_the_policy_refuses_on_it(
+    new_context, policy_violations, transactional_db
+):
+    """The watch that `new_context` puts on every page (and fails a test on) hears a refused
+    style attribute as the page is parsed, and a refused <style> added by script later."""
+    context = new_context()
+
+    def with_inline_style(route):
+        page = route.fetch().text().replace("<main ", '<main style="color: red" ', 1)
+        route.fulfill(response=route.fetch(), body=page)
+
+    context.route("**/accounts/login/", with_inline_style)
+    page = context.new_page()
+    page.goto("/accounts/login/")
+    page.evaluate("document.head.append(document.createElement('style'))")
+    page.evaluate("() => new Promise((resolve) => setTimeout(resolve, 50))")
+
+    seen = list(policy_violations)
+    policy_violations.clear()  # refused as they should be; the test's own, not the site's
+    on_login = [line for line in seen if line.startswith(f"{page.url}: ")]
+    assert page.url.endswith("/accounts/login/")
+    assert any("style-src-attr refused inline" in line for line in on_login), seen
+    assert any("style-src-elem refused inline" in line for line in on_login), seen
+    logged = [line for line in on_login if ": console: " in line]
+    assert len(logged) == 2, seen
+
+
 @pytest.fixture
 def study(transactional_db, make_study):
     return make_study(count=4, scenarios_per_participant=2)
