@@ -1,6 +1,7 @@
 """The Content-Security-Policy allows only our own scripts and styles, so no template may
 rely on what it blocks. (tests/browser/test_content_security_policy.py watches real pages.)"""
 
+import json
 import re
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from apps.accounts.roles import Role
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = sorted([*ROOT.glob("templates/**/*.html"), *ROOT.glob("apps/*/templates/**/*.html")])
 SCRIPTS = sorted(ROOT.glob("static/js/**/*.js"))
+HTMX_CONFIG = re.compile(r"""<meta name="htmx-config" content='([^']*)'>""")
 BLOCKED_IN_TEMPLATES = {
     "inline script": re.compile(r"<script(?![^>]*\bsrc=)[^>]*>", re.I),
     "inline style": re.compile(r"<style\b", re.I),
@@ -60,5 +62,16 @@ def test_pages_carry_the_policy_and_turn_off_htmxs_inline_style(client, make_use
     assert directives["object-src"] == "'none'"
     assert directives["frame-ancestors"] == "'none'"
     assert "unsafe" not in policy
-    body = response.content.decode()
-    assert """<meta name="htmx-config" content='{"includeIndicatorStyles": false}'>""" in body
+    config = json.loads(HTMX_CONFIG.search(response.content.decode()).group(1))
+    assert config["includeIndicatorStyles"] is False
+    assert "style" not in config["attributesToSettle"]  # htmx would setAttribute("style")
+
+
+def test_every_page_that_loads_htmx_configures_it_through_the_one_partial():
+    loading = [p.relative_to(ROOT) for p in TEMPLATES if "vendor/htmx/" in p.read_text()]
+    assert [str(p) for p in loading] == ["templates/partials/htmx.html"]
+    including = [p for p in TEMPLATES if '{% include "partials/htmx.html" %}' in p.read_text()]
+    assert {str(p.relative_to(ROOT)) for p in including} == {
+        "templates/base.html",
+        "apps/questions/templates/admin/questions/importbatch/progress.html",
+    }
