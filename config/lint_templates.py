@@ -9,6 +9,10 @@ templates of its own app and of the platform (accounts, console, the project's t
 and anything Django or a third-party package provides; a template under templates/ (the
 base layout) only the platform's and third parties'. Another domain app's panel reaches the
 home page through `apps.accounts.home`, never through a template naming it.
+
+It also refuses, in any template, what the Content-Security-Policy (config/settings.py)
+refuses on a page: an inline script or style element, a style attribute, an event handler
+attribute, hx-on, a javascript: URL. (Template comments may name them.)
 """
 
 import re
@@ -22,6 +26,14 @@ PROJECT = "(project templates)"
 LOAD = re.compile(r"{%\s*load\s+(.+?)\s*%}")
 REFERENCE = re.compile(r"""{%\s*(?:include|extends)\s+(["'])([^"']+)\1""")
 COMMENT = re.compile(r"{#.*?#}|{%\s*comment\s*%}.*?{%\s*endcomment\s*%}", re.S)
+REFUSED_BY_THE_POLICY = {
+    "an inline script": re.compile(r"<script(?![^>]*\bsrc\s*=)[^>]*>", re.I),
+    "an inline style element": re.compile(r"<style\b", re.I),
+    "a style attribute": re.compile(r"\sstyle\s*=", re.I),
+    "an hx-on attribute": re.compile(r"\s(data-)?hx-on", re.I),
+    "an event handler attribute": re.compile(r"\son[a-z]+\s*=", re.I),
+    "a javascript: URL": re.compile(r"javascript:", re.I),
+}
 
 
 def _template_dirs(root: Path) -> dict[str, Path]:
@@ -71,14 +83,40 @@ def violations(root: Path = ROOT) -> list[str]:
     return found
 
 
+def _uncommented(text: str) -> str:
+    """`text` less its template comments, on the same lines."""
+    return COMMENT.sub(lambda match: "\n" * match.group(0).count("\n"), text)
+
+
+def refused_by_the_policy(root: Path = ROOT) -> list[str]:
+    found = []
+    for directory in _template_dirs(root).values():
+        for path in sorted(directory.rglob("*.html")):
+            text = _uncommented(path.read_text(encoding="utf-8"))
+            where = sorted(
+                (match.start(), name)
+                for name, pattern in REFUSED_BY_THE_POLICY.items()
+                for match in pattern.finditer(text)
+            )
+            for start, name in where:
+                line = text.count("\n", 0, start) + 1
+                found.append(f"{path.relative_to(root)}:{line}: {name}")
+    return found
+
+
 def main() -> int:
     found = violations()
-    for line in found:
+    refused = refused_by_the_policy()
+    for line in [*found, *refused]:
         print(line)
     if found:
         print(f"{len(found)} template(s) reach into another app; see config/lint_templates.py.")
-        return 1
-    return 0
+    if refused:
+        print(
+            f"{len(refused)} thing(s) in templates that the Content-Security-Policy refuses: "
+            "move styles to static/css and scripts to static/js."
+        )
+    return 1 if found or refused else 0
 
 
 if __name__ == "__main__":

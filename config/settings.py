@@ -377,8 +377,8 @@ AXES_SENSITIVE_PARAMETERS = ["username", "ip_address", "csrfmiddlewaretoken"]
 
 # --- Content-Security-Policy (django-csp) ------------------------------------------------
 # Only our own files run or style a page: no inline script, inline style, style="" or hx-on
-# anywhere (htmx's own indicator <style> is turned off by the htmx-config meta in base.html;
-# its CSS is in assay.css). Participants' pages load nothing from a third-party host either.
+# anywhere (htmx is configured to add none in templates/partials/htmx.html; its indicator CSS
+# is in assay.css). Participants' pages load nothing from a third-party host either.
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": ["'self'"],

@@ -1,6 +1,7 @@
 """Every fixture of the suite. Rows are made by tests/factories.py; the offline provider's
 fixtures are defined in tests/llm/offline_fixture.py (the benchmarks start it the same way)."""
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -387,20 +388,70 @@ def browser():
         browser.close()
 
 
+# Installed in every page before the page's own scripts, outside its policy: each violation
+# is reported to the test through a binding, which knows the page it came from.
+POLICY_WATCH = """
+document.addEventListener('securitypolicyviolation', (e) => window.__policyViolation(
+  `${e.effectiveDirective} refused ${e.blockedURI || 'inline'}` +
+  (e.sample ? ` "${e.sample}"` : '') + ` at ${e.sourceFile || e.documentURI}:${e.lineNumber}`
+));
+"""
+
+
 @pytest.fixture
-def new_context(browser, live_server):
+def policy_violations():
+    """What the Content-Security-Policy refused on any page of the test's browser contexts,
+    as `page URL: what` lines: each `securitypolicyviolation` event and each console message
+    Chromium writes for one. `new_context` fails the test at teardown if there is any."""
+    return []
+
+
+def policy_watch(context, violations: list[str]) -> None:
+    def reported(source, text):
+        violations.append(f"{source['page'].url}: {text}")
+
+    def logged(message):
+        if "Content Security Policy" in message.text:
+            where = message.page.url if message.page else message.location.get("url")
+            violations.append(f"{where}: console: {message.text}")
+
+    context.expose_binding("__policyViolation", reported)
+    context.add_init_script(POLICY_WATCH)
+    context.on("console", logged)
+
+
+def events_flushed(context) -> None:
+    """Let each open page dispatch what it has queued (a violation's event is a task queued
+    after the refusal), so that a violation at the test's last step is not lost."""
+    from playwright.sync_api import Error
+
+    for page in context.pages:
+        # A page closed, crashed or navigating away has nothing more to tell.
+        with contextlib.suppress(Error):
+            page.evaluate("() => new Promise((resolve) => setTimeout(resolve, 50))")
+
+
+@pytest.fixture
+def new_context(browser, live_server, policy_violations):
+    """`new_context(**kwargs)`: a browser context on the live server, every page of which is
+    watched for Content-Security-Policy violations; the test fails at teardown on any."""
     contexts = []
 
     def make(**kwargs):
         kwargs.setdefault("base_url", live_server.url)
         context = browser.new_context(**kwargs)
         context.set_default_timeout(15_000)
+        policy_watch(context, policy_violations)
         contexts.append(context)
         return context
 
     yield make
     for context in contexts:
+        events_flushed(context)
         context.close()
+    if policy_violations:
+        lines = "\n  ".join(policy_violations)
+        pytest.fail(f"The Content-Security-Policy refused something:\n  {lines}", pytrace=False)
 
 
 @pytest.fixture

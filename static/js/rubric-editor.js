@@ -17,7 +17,7 @@
 
   // Refusals carry fragments too: 403 (not yours), 409 (conflict) and 422 (invalid) are
   // swapped, not dropped. Set here rather than in a <meta name="htmx-config">: htmx reads
-  // only the first such tag on a page, and the base layout has its own.
+  // only the first such tag on a page, and the base layout has its own (partials/htmx.html).
   if (window.htmx) {
     htmx.config.responseHandling = [
       { code: "204", swap: false },

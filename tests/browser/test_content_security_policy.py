@@ -84,6 +84,65 @@ def test_the_rubric_editor_saves_through_htmx_under_the_policy(
     assert_no_violations(page, console)
 
 
+def test_every_page_reports_what_the_policy_refuses_on_it(
+    new_context, policy_violations, transactional_db
+):
+    """The watch that `new_context` puts on every page (and fails a test on) hears a refused
+    style attribute as the page is parsed, and a refused <style> added by script later."""
+    context = new_context()
+
+    def with_inline_style(route):
+        page = route.fetch().text().replace("<main ", '<main style="color: red" ', 1)
+        route.fulfill(response=route.fetch(), body=page)
+
+    context.route("**/accounts/login/", with_inline_style)
+    page = context.new_page()
+    page.goto("/accounts/login/")
+    page.evaluate("document.head.append(document.createElement('style'))")
+    page.evaluate("() => new Promise((resolve) => setTimeout(resolve, 50))")
+
+    seen = list(policy_violations)
+    policy_violations.clear()  # refused as they should be; the test's own, not the site's
+    on_login = [line for line in seen if line.startswith(f"{page.url}: ")]
+    assert page.url.endswith("/accounts/login/")
+    assert any("style-src-attr refused inline" in line for line in on_login), seen
+    assert any("style-src-elem refused inline" in line for line in on_login), seen
+    logged = [line for line in on_login if ": console: " in line]
+    assert len(logged) == 2, seen
+
+
+# Firefox and Safari cannot size a text box to its text in CSS (field-sizing); this makes
+# Chromium answer as they do, so the rubric editor grows its boxes by script.
+NO_FIELD_SIZING = """
+const supports = CSS.supports.bind(CSS);
+CSS.supports = (...args) => !String(args[0]).includes('field-sizing') && supports(...args);
+"""
+
+
+def test_the_rubric_editor_swaps_boxes_it_grew_by_script_under_the_policy(
+    new_context, live_server, people, question, policy_violations
+):
+    rubric = draft_with_criteria(question, people["erin"])
+    context = signed_in(new_context, live_server, people["erin"])
+    context.add_init_script(NO_FIELD_SIZING)
+    page = context.new_page()
+    page.goto(f"/rubrics/{rubric.pk}/")
+    criteria = page.get_by_test_id("criterion")
+    count = criteria.count()
+    assert "height" in page.locator("#new-text").get_attribute("style")  # grown by script
+
+    page.get_by_label("What a good answer should include or avoid").fill("Says to call the bank.")
+    page.locator("#add-criterion").get_by_role("button", name="Add criterion").click()
+    expect(criteria).to_have_count(count + 1)
+    first = criteria.first.locator("textarea[name=text]").input_value()
+    page.get_by_role("button", name="Move criterion 1 down").click()
+    expect(criteria.nth(1).locator("textarea[name=text]")).to_have_value(first)
+    expect(page.locator("#save-status")).to_contain_text("All changes saved")
+
+    page.evaluate("() => new Promise((resolve) => setTimeout(resolve, 50))")
+    assert policy_violations == []
+
+
 @pytest.fixture
 def study(transactional_db, make_study):
     return make_study(count=4, scenarios_per_participant=2)
