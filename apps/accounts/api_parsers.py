@@ -3,8 +3,7 @@ nesting bounded before it is decoded.
 
 Python's decoder recurses once per level, so a body of a few thousand brackets raised
 RecursionError (a 500) wherever it was read. No request of the API nests deeper than a few
-levels (a run's `params` carries litellm's parameters, whose JSON schemas nest a little
-more), so a body deeper than MAX_DEPTH is refused as a 400 naming its top-level field.
+levels, so a body deeper than MAX_DEPTH is refused as a 400 naming its top-level field.
 """
 
 import codecs
