@@ -49,11 +49,16 @@ def jsonl(*lines) -> bytes:
     return "\n".join(json.dumps(line, ensure_ascii=False) for line in lines).encode()
 
 
-def assay(**criterion) -> bytes:
+def escaped(*lines) -> bytes:
+    """JSON Lines with every non-ASCII character escaped (a lone surrogate as `\\ud800`)."""
+    return "\n".join(json.dumps(line) for line in lines).encode()
+
+
+def assay(*, ascii: bool = False, **criterion) -> bytes:
     data = json.loads(QUESTIONS.read_text())
     data["questions"] = data["questions"][:2]
     data["questions"][0]["criteria"][0].update(criterion)
-    return json.dumps(data, ensure_ascii=False).encode()
+    return json.dumps(data, ensure_ascii=ascii).encode()
 
 
 HEALTHBENCH = {
@@ -72,6 +77,14 @@ HEALTHBENCH = {
         "line 1: rubrics[0].criterion: a NUL character (\\u0000)",
     ),
     "raw NUL byte": (jsonl(hb_line()) + b"\n\x00", "line 2, column 1: a NUL character"),
+    "lone surrogate in a criterion": (
+        escaped(hb_line(), hb_criterion(criterion="Reset \ud800it")),
+        "hostile.jsonl line 2: rubrics[0].criterion: a lone surrogate (\\ud800)",
+    ),
+    "prompt_id given twice": (
+        jsonl(hb_line())[:-1] + b', "prompt_id": "hb-2"}',
+        'hostile.jsonl line 1: the top level: the key "prompt_id" appears twice',
+    ),
     "nested 50,000 levels": (
         jsonl(hb_line()) + b"\n" + nested(50_000).encode(),
         "line 2: it is nested more than 32 levels deep",
@@ -115,6 +128,14 @@ ASSAY = {
     "points as text": (assay(points="5"), "found '5'"),
     "points true": (assay(points=True), "found True"),
     "escaped NUL": (assay(text="A\u0000B"), "questions[0].criteria[0].text: a NUL character"),
+    "lone surrogate": (
+        assay(ascii=True, text="A\udbffB"),
+        "questions[0].criteria[0].text: a lone surrogate (\\udbff)",
+    ),
+    "points given twice": (
+        assay(points=4).replace(b'"points": 4', b'"points": 4, "points": 5'),
+        'questions[0].criteria[0]: the key "points" appears twice',
+    ),
     "nested 50,000 levels": (
         assay()[:-1] + f', "extra": {nested(50_000)}}}'.encode(),
         "nested more than 32 levels deep",
