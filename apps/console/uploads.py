@@ -5,8 +5,11 @@ its bytes through here before it looks at a single field: the size is checked be
 bytes are decoded, text is UTF-8 only (a UTF-8 BOM is accepted; UTF-16, which Excel and
 Windows editors write, is refused by name, since `json.loads` would silently accept it from
 bytes), NUL is refused wherever it hides (PostgreSQL text cannot hold it), and JSON is
-parsed without letting deep nesting raise RecursionError. Each format's own module checks
-its fields on top of this; this module knows no format.
+parsed without letting deep nesting raise RecursionError. JSON may also spell what UTF-8
+cannot hold, a lone surrogate (`"\\ud800"`, half of a UTF-16 pair), and an object may give a
+key twice, which `json.loads` would settle silently by keeping the last: both are the file's
+faults, refused where they are. A CSV header may name a column twice: refused too. Each
+format's own module checks its fields on top of this; this module knows no format.
 """
 
 import codecs
@@ -31,6 +34,73 @@ class UploadRefused(ValueError):
 
 class NestedTooDeep(UploadRefused):
     """JSON nested deeper than its format allows (or than the parser can recurse)."""
+
+
+class RepeatedKey(UploadRefused):
+    """A JSON object gives `key` twice."""
+
+    def __init__(self, key: str):
+        self.key = key
+        super().__init__(key_twice(key))
+
+
+def key_twice(key: str) -> str:
+    return f"the key {quoted(key)} appears twice (each key is given once)"
+
+
+def quoted(key: str) -> str:
+    """A key in a message, in double quotes as JSON writes it; escaped where it holds what a
+    message cannot (a lone surrogate, a control character)."""
+    return f'"{key}"' if key.isprintable() and not lone_surrogate(key) else shown(key)
+
+
+def object_unique(pairs: list[tuple[str, object]]) -> dict:
+    """An `object_pairs_hook` for JSON read one small record at a time (a line of JSON
+    Lines): the object, or RepeatedKey naming the first key given twice."""
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        raise RepeatedKey(_repeated(pairs)[0])
+    return value
+
+
+def _repeated(pairs: list[tuple[str, object]]) -> list[str]:
+    seen, repeated = set(), []
+    for key, _value in pairs:
+        if key in seen and key not in repeated:
+            repeated.append(key)
+        seen.add(key)
+    return repeated
+
+
+class _Objects:
+    """An `object_pairs_hook` that builds each object and notes the keys it repeats, by the
+    object's id (the parsed value keeps every object alive), so that each can be named by its
+    path once the document is read."""
+
+    def __init__(self):
+        self.repeated: dict[int, list[str]] = {}
+
+    def __call__(self, pairs: list[tuple[str, object]]) -> dict:
+        value = dict(pairs)
+        if len(value) != len(pairs):
+            self.repeated[id(value)] = _repeated(pairs)
+        return value
+
+
+def lone_surrogate(text: str) -> str:
+    """The first lone surrogate in `text`, escaped as JSON writes it (`\\ud800`), or ''."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"\\u{ord(text[exc.start]):04x}"
+    return ""
+
+
+def surrogate_problem(escaped: str) -> str:
+    return (
+        f"a lone surrogate ({escaped}), half of a UTF-16 pair and not a character; "
+        "write the character itself, or both halves of its pair"
+    )
 
 
 def shown(value: object) -> str:
@@ -83,6 +153,12 @@ def text_decode(content: bytes | str, *, max_bytes: int) -> str:
     if isinstance(content, str):
         size_check(len(content.encode("utf-8", "surrogatepass")), max_bytes=max_bytes)
         text = content.removeprefix("\ufeff")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise UploadRefused(
+                f"{_position(text, exc.start)}: {surrogate_problem(lone_surrogate(text))}"
+            ) from exc
     else:
         size_check(len(content), max_bytes=max_bytes)
         if content.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
@@ -104,10 +180,12 @@ def text_decode(content: bytes | str, *, max_bytes: int) -> str:
 
 
 def json_parse(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> object:
-    """The JSON value of `text`, or UploadRefused: invalid, nested too deep, or holding a NUL
-    (escaped as \\u0000, which text_decode cannot see)."""
+    """The JSON value of `text`, or UploadRefused: invalid, nested too deep, holding a NUL
+    or a lone surrogate (escaped as \\u0000 or \\ud800, which text_decode cannot see), or
+    an object giving a key twice."""
+    objects = _Objects()
     try:
-        value = json.loads(text)
+        value = json.JSONDecoder(object_pairs_hook=objects).decode(text)
     except RecursionError as exc:
         raise NestedTooDeep(f"it is nested more than {max_depth} levels deep") from exc
     except json.JSONDecodeError as exc:
@@ -116,7 +194,7 @@ def json_parse(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> object:
         ) from exc
     if path := deeper_than(value, max_depth=max_depth):
         raise NestedTooDeep(f"{path}: nested more than {max_depth} levels deep")
-    problems = json_problems(value)
+    problems = json_problems(value, repeated=objects.repeated)
     if problems:
         raise UploadRefused("; ".join(problems[:5]))
     return value
@@ -142,14 +220,25 @@ def deeper_than(value: object, *, max_depth: int = MAX_JSON_DEPTH) -> str | None
     return next((path for path, _item, depth in _walk(value) if depth > max_depth), None)
 
 
-def json_problems(value: object) -> list[str]:
-    """Every NUL in a string or key, each named by its JSON path (`questions[3].text`)."""
-    problems = []
+def json_problems(value: object, *, repeated: dict[int, list[str]] | None = None) -> list[str]:
+    """Every NUL or lone surrogate in a string or key, and every key an object repeats (by
+    the object's id, as `_Objects` notes them), each named by its JSON path
+    (`questions[3].text`)."""
+    problems, repeated = [], repeated or {}
     for path, item, _depth in _walk(value):
-        if isinstance(item, dict) and any("\x00" in key for key in item):
-            problems.append(f"{path or 'the top level'}: a key holds a NUL character (\\u0000)")
-        if isinstance(item, str) and "\x00" in item:
-            problems.append(f"{path or 'the top level'}: a NUL character (\\u0000); remove it")
+        at = path or "the top level"
+        if isinstance(item, dict):
+            if any("\x00" in key for key in item):
+                problems.append(f"{at}: a key holds a NUL character (\\u0000)")
+            for key in item:
+                if escaped := lone_surrogate(key):
+                    problems.append(f"{at}: a key holds {surrogate_problem(escaped)}")
+            problems.extend(f"{at}: {key_twice(key)}" for key in repeated.get(id(item), ()))
+        if isinstance(item, str):
+            if "\x00" in item:
+                problems.append(f"{at}: a NUL character (\\u0000); remove it")
+            if escaped := lone_surrogate(item):
+                problems.append(f"{at}: {surrogate_problem(escaped)}")
     return problems
 
 
@@ -166,4 +255,10 @@ def csv_rows(text: str) -> tuple[list[str], list[tuple[int, dict]]]:
             line = reader.line_num + 1
     except csv.Error as exc:
         raise UploadRefused(f"line {reader.line_num}: not valid CSV ({exc})") from exc
+    # DictReader keeps the last of two cells under one name: the first would be lost unseen.
+    if twice := _repeated([(column, None) for column in columns]):
+        raise UploadRefused(
+            f"line 1 (the header): the column {quoted(twice[0])} appears twice "
+            "(each column is named once)"
+        )
     return columns, rows

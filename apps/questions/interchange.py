@@ -6,6 +6,15 @@ A file is `{"format": "assay-questions/1", "topics": [...], "presentation_criter
 `apps.rubrics.interchange` reads the criteria. Every problem is reported with the file, the
 item and the field, and a file with any problem is refused whole.
 
+Rubric parts, read by `apps.rubrics.interchange`: a question's `criteria` are
+`{"text", "polarity", "kind", "points"}`; `presentation_criteria` (optional) is the shared
+set of the bank that wrote the file, criteria of the presentation kind, checked as every
+criterion is and compared with the importing bank's set (a rubric carries the set of the
+bank it is in, so the file's is never imported); an export notes beside each question its
+rubric's `rubric_version` (a whole number from 1) and `rubric_state` (draft, in_review,
+changes_requested or approved) where it was written, checked but never imported (an
+imported rubric is a new draft).
+
 A question's labels: `mentions_prior_attempt` (true or false, default false), and the two
 needs the published benchmark labels independently, `needs_sensemaking` and
 `needs_guidance` (each true or false; a question may need both, one or neither). A question

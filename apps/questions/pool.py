@@ -10,20 +10,31 @@ found by the database, after the COPY, where the unique index already is.
 
 The limits are the model's and the bank's: an id and a subreddit fit their columns, a body
 is at most 40,000 characters (Reddit's own limit, `QUESTION_TEXT_MAX`), and the text is
-UTF-8 with no NUL (PostgreSQL text cannot hold it). Dates are ISO 8601 with a timezone (as
-exports write them) or Reddit's own epoch seconds.
+UTF-8 with no NUL (PostgreSQL text cannot hold it). A JSON line gives each field once, and
+no string of it holds a lone surrogate (an escape such as `\\ud800` that UTF-8 cannot
+hold), as apps.console.uploads reads JSON for every importer. Dates are ISO 8601 with a
+timezone (as exports write them) or Reddit's own epoch seconds.
 """
 
 import codecs
 import csv
 import io
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from apps.console.uploads import UTF16_HINT, looks_utf16, shown
+from apps.console.uploads import (
+    UTF16_HINT,
+    RepeatedKey,
+    lone_surrogate,
+    looks_utf16,
+    object_unique,
+    shown,
+    surrogate_problem,
+)
 
 from .errors import MAX_PROBLEMS, FormatError, QuestionError
 from .interchange import QUESTION_TEXT_MAX
@@ -44,6 +55,11 @@ PROGRESS_EVERY = 20_000
 TOPIC_SETS_KEPT = 10_000
 EPOCH_EXAMPLE = "1625000000"
 ISO_EXAMPLE = "2021-07-12T07:40:17+00:00"
+# Where a JSON line may spell a surrogate (\uD800 to \uDFFF): only such a line's strings
+# are checked for a lone one, so the lines without (nearly all) cost one scan in C.
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+# One decoder for every line: json.loads with a hook would build a decoder per line.
+_DECODER = json.JSONDecoder(object_pairs_hook=object_unique)
 
 
 class ImportRefused(FormatError):
@@ -384,7 +400,10 @@ def _jsonl_records(text, problems: Problems) -> Iterator[tuple[int, dict]]:
         if not raw.strip():
             continue
         try:
-            record = json.loads(raw)
+            record = _DECODER.decode(raw)
+        except RepeatedKey as exc:
+            problems.add(line, f"line {line}: {exc}")
+            continue
         except RecursionError:
             problems.add(line, f"line {line}: not a JSON object (nested too deep)")
             continue
@@ -402,7 +421,21 @@ def _jsonl_records(text, problems: Problems) -> Iterator[tuple[int, dict]]:
                 f"are: {', '.join(COLUMNS)})",
             )
             continue
+        if SURROGATE_ESCAPE.search(raw) and _surrogates(line, record, problems):
+            continue
         yield line, tuple(record.get(name) for name in COLUMNS)
+
+
+def _surrogates(line: int, record: dict, problems: Problems) -> bool:
+    """Whether a field of `record` holds a lone surrogate (each one found is a problem)."""
+    found = False
+    for name, value in record.items():
+        for text in value if isinstance(value, list) else (value,):
+            if isinstance(text, str) and (escaped := lone_surrogate(text)):
+                problems.add(line, f'line {line}, field "{name}": {surrogate_problem(escaped)}')
+                found = True
+                break
+    return found
 
 
 def post_rows(

@@ -42,7 +42,7 @@ from apps.questions.interchange import (
 )
 from apps.questions.models import LabelStatus
 
-from .models import CRITERION_MAX_CHARS, POINTS, Kind, Origin, Polarity
+from .models import CRITERION_MAX_CHARS, POINTS, Kind, Origin, Polarity, RubricState
 
 HEALTHBENCH_CONVERSION = (
     "HealthBench scores a met negative criterion by subtracting its points, divides by the "
@@ -117,7 +117,8 @@ class ImportPlan:
     rubrics: list[PlannedRubric] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    presentation_criteria: list[dict] | None = None
+    # The file's shared presentation criteria (assay-questions/1), checked; None if absent.
+    presentation_criteria: list[PlannedCriterion] | None = None
     rescaled: list[str] = field(default_factory=list)  # "where: 7 → 5", one per criterion
 
     @property
@@ -129,12 +130,14 @@ class ImportPlan:
         return RESCALE_WARNING.format(count=len(self.rescaled)) if self.rescaled else ""
 
 
-def _criterion(at: str, item: object, mapping: str) -> tuple[PlannedCriterion | None, list[str]]:
+def _criterion(
+    at: str, item: object, mapping: str, *, kind_default: str = Kind.FACTUAL
+) -> tuple[PlannedCriterion | None, list[str]]:
     if not isinstance(item, dict):
-        return None, [f"{at}: must be a JSON object"]
+        return None, [f"{at}: must be a JSON object, found {shown(item)}"]
     problems = []
     text, polarity = item.get("text"), item.get("polarity")
-    kind, points = item.get("kind", Kind.FACTUAL), item.get("points")
+    kind, points = item.get("kind", kind_default), item.get("points")
     if problem := text_problem(at, "text", text, CRITERION_MAX_CHARS):
         problems.append(problem)
     if polarity not in Polarity.values:
@@ -192,6 +195,7 @@ def plan_assay(
         return plan
     for record in records:
         item = doc["questions"][record.index]
+        plan.problems.extend(provenance_problems(where(record.index, item), item))
         raw = item.get("criteria") or []
         if not isinstance(raw, list):
             plan.problems.append(f'{where(record.index, item)}, field "criteria": must be a list')
@@ -210,10 +214,55 @@ def plan_assay(
     skipped = len(records) - len(plan.rubrics)
     if skipped:
         plan.notes.append(f"{skipped} question(s) have no criteria; no rubric is made for them.")
-    shared = doc.get("presentation_criteria")
-    if isinstance(shared, list):
-        plan.presentation_criteria = shared
+    plan.presentation_criteria = _presentation_criteria(doc, plan.problems)
     return plan
+
+
+def provenance_problems(at: str, item: dict) -> list[str]:
+    """What is wrong with the rubric version and state an export notes beside each rubric
+    (where it came from; an imported rubric is always a new draft here)."""
+    problems = []
+    if "rubric_version" in item:
+        version = item["rubric_version"]
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            problems.append(
+                f'{at}, field "rubric_version": must be a whole number from 1, '
+                f"found {shown(version)}"
+            )
+    if "rubric_state" in item and not (
+        isinstance(item["rubric_state"], str) and item["rubric_state"] in RubricState.values
+    ):
+        states = ", ".join(f'"{state}"' for state in RubricState.values)
+        problems.append(
+            f'{at}, field "rubric_state": must be one of {states}, '
+            f"found {shown(item['rubric_state'])}"
+        )
+    return problems
+
+
+def _presentation_criteria(doc: dict, problems: list[str]) -> list[PlannedCriterion] | None:
+    """The file's shared presentation criteria, each checked as any criterion is, of the
+    presentation kind and worth 5, 3, 2 or 1 (the set is Assay's own: nothing to map); None
+    when the file gives none. Found problems are added to `problems`."""
+    if "presentation_criteria" not in doc:
+        return None
+    raw = doc["presentation_criteria"]
+    if not isinstance(raw, list):
+        problems.append(
+            f'field "presentation_criteria": must be a list of criteria, found {shown(raw)}'
+        )
+        return None
+    criteria = []
+    for number, entry in enumerate(raw):
+        at = f"presentation_criteria[{number}]"
+        planned, found = _criterion(at, entry, "refuse", kind_default=Kind.PRESENTATION)
+        if planned is not None and planned.kind != Kind.PRESENTATION:
+            found = [f'{at}, field "kind": must be "presentation", found {shown(planned.kind)}']
+        problems.extend(found)
+        if not found:
+            criteria.append(planned)
+    problems.extend(_duplicates("presentation_criteria", criteria))
+    return criteria
 
 
 def _note_rescaled(plan: ImportPlan, at: str, criteria: list[PlannedCriterion]) -> None:
@@ -288,7 +337,15 @@ def _healthbench_item(at, item, plan, topic_names, points_mapping, conversation,
     topic = _topic(at, item.get("example_tags"), topic_names, default_topic, plan.problems)
     # A line of an Assay export already holds Assay's points: none of them is rescaled, so an
     # exported file comes back unchanged whatever mapping is chosen for the rest.
-    rescale = not isinstance(item.get("assay"), dict)
+    marker = item.get("assay")
+    if "assay" in item and not isinstance(marker, dict):
+        plan.problems.append(
+            f'{at}, field "assay": must be an object (an Assay export\'s rubric_version and '
+            f"rubric_state), found {shown(marker)}"
+        )
+    elif marker is not None:
+        plan.problems.extend(provenance_problems(f"{at}, assay", marker))
+    rescale = marker is None
     criteria, source_max = [], 0
     raw = item.get("rubrics")
     if not isinstance(raw, list) or not raw:
@@ -345,13 +402,21 @@ def _prompt_text(at, prompt, conversation, problems) -> str:
     return text
 
 
-def _topic(at, tags, topic_names, default_topic, problems) -> str:
+def _tags_problem(at: str, name: str, tags: object) -> str:
+    """What is wrong with a list of tags (absent is none), or ''."""
     if tags is not None and not isinstance(tags, list):
-        problems.append(f'{at}, field "example_tags": must be a list of tags, found {shown(tags)}')
+        return f'{at}, field "{name}": must be a list of tags, found {shown(tags)}'
+    wrong = next((tag for tag in tags or [] if not isinstance(tag, str)), None)
+    if wrong is not None:
+        return f'{at}, field "{name}": each tag must be text, found {shown(wrong)}'
+    return ""
+
+
+def _topic(at, tags, topic_names, default_topic, problems) -> str:
+    if problem := _tags_problem(at, "example_tags", tags):
+        problems.append(problem)
         return ""
-    themes = [
-        t.split(":", 1)[1] for t in tags or [] if isinstance(t, str) and t.startswith("theme:")
-    ]
+    themes = [t.split(":", 1)[1] for t in tags or [] if t.startswith("theme:")]
     for theme in themes:
         name = theme.replace("_", " ").strip().lower()
         if name in topic_names:
@@ -372,10 +437,10 @@ def _healthbench_criterion(
         plan.problems.append(f"{at}: must be a JSON object")
         return None
     text, points, tags = entry.get("criterion"), entry.get("points"), entry.get("tags")
-    if tags is not None and not isinstance(tags, list):
-        plan.problems.append(f'{at}, field "tags": must be a list of tags, found {shown(tags)}')
+    if problem := _tags_problem(at, "tags", tags):
+        plan.problems.append(problem)
         return None
-    tags = [t for t in tags or [] if isinstance(t, str)]
+    tags = tags or []
     if problem := text_problem(at, "criterion", text, CRITERION_MAX_CHARS):
         plan.problems.append(problem)
         return None

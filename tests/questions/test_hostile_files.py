@@ -31,6 +31,11 @@ def encoded(data) -> bytes:
     return json.dumps(data, ensure_ascii=False).encode()
 
 
+def escaped(data) -> bytes:
+    """JSON with every non-ASCII character escaped (a lone surrogate as `\\ud800`)."""
+    return json.dumps(data).encode()
+
+
 def nested(levels: int) -> str:
     return "[" * levels + "]" * levels
 
@@ -55,6 +60,18 @@ HOSTILE = {
         "questions[0].text: a NUL character (\\u0000)",
     ),
     "NUL in a key": (encoded(doc(**{"no\u0000te": "x"})), "a key holds a NUL character"),
+    "lone surrogate in text": (
+        escaped(doc(text="Help \ud800me")),
+        "questions[0].text: a lone surrogate (\\ud800)",
+    ),
+    "lone surrogate in a key": (
+        escaped(doc(**{"no\udc00te": "x"})),
+        "questions[0]: a key holds a lone surrogate (\\udc00)",
+    ),
+    "id given twice": (
+        encoded(doc()).replace(b'"id": "accounts-01"', b'"id": "accounts-01", "id": "scams-01"'),
+        'questions[0]: the key "id" appears twice',
+    ),
     "raw NUL byte": (
         b'{"format": "assay-questions/1",\x00 "questions": []}',
         "line 1, column 32: a NUL",

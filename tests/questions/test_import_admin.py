@@ -94,6 +94,36 @@ def test_a_refused_upload_shows_its_report(role_client, upload_dir, tmp_path):
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("field", "expected"),
+    [
+        ('"body": "\\ud800x"', "line 1, field &quot;body&quot;: a lone surrogate (\\ud800)"),
+        (
+            '"body": "b", "external_id": "t3_b"',
+            "line 1: the key &quot;external_id&quot; appears twice",
+        ),
+    ],
+)
+def test_an_upload_that_json_cannot_hold_is_refused_as_the_files_fault(
+    role_client, upload_dir, tmp_path, field, expected
+):
+    client = role_client(Role.RESEARCHER)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(
+        '{"external_id": "t3_a", "subreddit": "privacy", "title": "t", '
+        f'"created_utc": "2023-05-01T10:00:00+00:00", "topics": "accounts", {field}}}\n'
+    )
+    upload(client, bad)
+    batch = ImportBatch.objects.get()
+    import_posts_task(batch.pk)
+    text = client.get(reverse("admin:questions_importbatch_progress", args=[batch.pk])).text
+    assert "bad.jsonl was not imported (nothing was changed)" in text
+    assert expected in text
+    assert "not because of the file" not in text
+    assert SourcePost.objects.count() == 0
+
+
+@pytest.mark.django_db
 def test_the_progress_page_reads_progress_recorded_during_the_import(role_client):
     from apps.questions.services.imports import import_progress_record
 

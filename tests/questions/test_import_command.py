@@ -54,3 +54,17 @@ def test_an_unknown_user_or_a_missing_file_is_a_command_error(tmp_path):
         call_command("import_posts", str(FIXTURE), "--user", "nobody")
     with pytest.raises(CommandError, match="cannot be read"):
         call_command("import_posts", str(tmp_path / "missing.csv"))
+
+
+def test_a_json_line_with_a_lone_surrogate_is_a_command_error_naming_line_and_field(tmp_path):
+    path = tmp_path / "posts.jsonl"
+    path.write_text(
+        '{"external_id": "t3_a", "subreddit": "privacy", "title": "t", "body": "\\ud800x", '
+        '"created_utc": "2023-05-01T10:00:00+00:00", "topics": "accounts"}\n'
+    )
+    with pytest.raises(CommandError) as caught:
+        call_command("import_posts", str(path), stdout=StringIO())
+    message = str(caught.value)
+    assert message.startswith("posts.jsonl was not imported (nothing was changed)")
+    assert 'line 1, field "body": a lone surrogate (\\ud800)' in message
+    assert SourcePost.objects.count() == 0

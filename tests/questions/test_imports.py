@@ -235,3 +235,31 @@ def test_a_renamed_topic_is_known_by_its_new_name(tmp_path):
     Topic.objects.filter(name="scams").update(name="fraud")
     posts_import(path=csv_file(tmp_path, [post(1, topics="fraud")]))
     assert SourcePost.objects.get().topic_ids == [Topic.objects.get(name="fraud").pk]
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ({"body": "\ud800x"}, 'line 2, field "body": a lone surrogate (\\ud800)'),
+        ({"title": "ok \udfff"}, 'line 2, field "title": a lone surrogate (\\udfff)'),
+        ({"topics": ["accounts", "\udc00"]}, 'line 2, field "topics": a lone surrogate (\\udc00)'),
+    ],
+)
+def test_a_json_line_with_a_lone_surrogate_is_refused_naming_the_line_and_field(
+    tmp_path, fields, expected
+):
+    message = refused(jsonl_file(tmp_path, [post(1), post(2, **fields), post(3)]))
+    assert expected in message
+
+
+def test_a_surrogate_pair_written_as_two_escapes_is_one_character(tmp_path):
+    posts_import(path=jsonl_file(tmp_path, [post(1, body="Locked out \U0001f600 help")]))
+    assert SourcePost.objects.get().body == "Locked out \U0001f600 help"
+
+
+def test_a_json_line_giving_a_field_twice_is_refused_naming_the_line_and_key(tmp_path):
+    path = tmp_path / "posts.jsonl"
+    twice = json.dumps(post(2))[:-1] + ', "external_id": "t3_other"}'
+    path.write_text(json.dumps(post(1)) + "\n" + twice + "\n")
+    message = refused(path)
+    assert 'line 2: the key "external_id" appears twice' in message

@@ -49,11 +49,35 @@ def jsonl(*lines) -> bytes:
     return "\n".join(json.dumps(line, ensure_ascii=False) for line in lines).encode()
 
 
-def assay(**criterion) -> bytes:
+def escaped(*lines) -> bytes:
+    """JSON Lines with every non-ASCII character escaped (a lone surrogate as `\\ud800`)."""
+    return "\n".join(json.dumps(line) for line in lines).encode()
+
+
+def document(change) -> bytes:
+    """The fixture's first two questions, the document changed by `change`."""
+    data = json.loads(QUESTIONS.read_text())
+    data["questions"] = data["questions"][:2]
+    change(data)
+    return json.dumps(data, ensure_ascii=False).encode()
+
+
+def shared(value) -> bytes:
+    return document(lambda data: data.update(presentation_criteria=value))
+
+
+def first_question(**fields) -> bytes:
+    return document(lambda data: data["questions"][0].update(fields))
+
+
+PRESENTATION = {"text": "Puts the key step first.", "polarity": "positive", "points": 3}
+
+
+def assay(*, ascii: bool = False, **criterion) -> bytes:
     data = json.loads(QUESTIONS.read_text())
     data["questions"] = data["questions"][:2]
     data["questions"][0]["criteria"][0].update(criterion)
-    return json.dumps(data, ensure_ascii=False).encode()
+    return json.dumps(data, ensure_ascii=ascii).encode()
 
 
 HEALTHBENCH = {
@@ -67,11 +91,35 @@ HEALTHBENCH = {
         "line 1 ('hb-1'), rubrics[0], field \"tags\": must be a list of tags, found 3",
     ),
     "tags as an object": (jsonl(hb_criterion(tags={"axis": 1})), 'field "tags"'),
+    "a tag that is a number": (
+        jsonl(hb_criterion(tags=["axis:accuracy", 7])),
+        'rubrics[0], field "tags": each tag must be text, found 7',
+    ),
+    "an example tag that is an object": (
+        jsonl(hb_line(example_tags=["theme:compromise", {"theme": "scams"}])),
+        "field \"example_tags\": each tag must be text, found {'theme': 'scams'}",
+    ),
+    "assay as a number": (
+        jsonl(hb_line(assay=2)),
+        "line 1 ('hb-1'), field \"assay\": must be an object",
+    ),
+    "assay with an unknown state": (
+        jsonl(hb_line(assay={"rubric_version": 1, "rubric_state": "done"})),
+        "line 1 ('hb-1'), assay, field \"rubric_state\": must be one of",
+    ),
     "escaped NUL in a criterion": (
         jsonl(hb_criterion(criterion="Reset\u0000it")),
         "line 1: rubrics[0].criterion: a NUL character (\\u0000)",
     ),
     "raw NUL byte": (jsonl(hb_line()) + b"\n\x00", "line 2, column 1: a NUL character"),
+    "lone surrogate in a criterion": (
+        escaped(hb_line(), hb_criterion(criterion="Reset \ud800it")),
+        "hostile.jsonl line 2: rubrics[0].criterion: a lone surrogate (\\ud800)",
+    ),
+    "prompt_id given twice": (
+        jsonl(hb_line())[:-1] + b', "prompt_id": "hb-2"}',
+        'hostile.jsonl line 1: the top level: the key "prompt_id" appears twice',
+    ),
     "nested 50,000 levels": (
         jsonl(hb_line()) + b"\n" + nested(50_000).encode(),
         "line 2: it is nested more than 32 levels deep",
@@ -115,11 +163,47 @@ ASSAY = {
     "points as text": (assay(points="5"), "found '5'"),
     "points true": (assay(points=True), "found True"),
     "escaped NUL": (assay(text="A\u0000B"), "questions[0].criteria[0].text: a NUL character"),
+    "lone surrogate": (
+        assay(ascii=True, text="A\udbffB"),
+        "questions[0].criteria[0].text: a lone surrogate (\\udbff)",
+    ),
+    "points given twice": (
+        assay(points=4).replace(b'"points": 4', b'"points": 4, "points": 5'),
+        'questions[0].criteria[0]: the key "points" appears twice',
+    ),
     "nested 50,000 levels": (
         assay()[:-1] + f', "extra": {nested(50_000)}}}'.encode(),
         "nested more than 32 levels deep",
     ),
     "UTF-16": (assay().decode().encode("utf-16"), "it is UTF-16 text, not UTF-8"),
+    "presentation_criteria of a number, text and a null text": (
+        shared([1, "x", {"text": None}]),
+        "presentation_criteria[0]: must be a JSON object, found 1",
+    ),
+    "presentation_criteria as an object": (
+        shared({"text": "x"}),
+        'field "presentation_criteria": must be a list of criteria',
+    ),
+    "a presentation criterion of the factual kind": (
+        shared([{**PRESENTATION, "kind": "factual"}]),
+        'presentation_criteria[0], field "kind": must be "presentation", found \'factual\'',
+    ),
+    "a presentation criterion worth 4": (
+        shared([{**PRESENTATION, "points": 4}]),
+        'presentation_criteria[0], field "points": 4 is outside 5, 3, 2, 1',
+    ),
+    "a presentation criterion twice": (
+        shared([PRESENTATION, PRESENTATION]),
+        "presentation_criteria: the criterion 'Puts the key step first.' appears twice",
+    ),
+    "rubric_version as text": (
+        first_question(rubric_version="2"),
+        "questions[0] ('accounts-01'), field \"rubric_version\": must be a whole number from 1",
+    ),
+    "rubric_state unknown": (
+        first_question(rubric_state="published"),
+        'field "rubric_state": must be one of "draft", "in_review"',
+    ),
 }
 CASES = [("healthbench", k, *v) for k, v in HEALTHBENCH.items()] + [
     ("assay", k, *v) for k, v in ASSAY.items()
@@ -200,3 +284,17 @@ def test_a_dry_run_of_the_command_keeps_no_upload(researcher, tmp_path):
     call_command("import_rubrics", str(path), "--format", "healthbench",
                  "--as", researcher.username)  # fmt: skip
     assert not RubricImport.objects.exists()
+
+
+def test_every_malformed_presentation_criterion_is_named(researcher):
+    with pytest.raises(ImportRefused) as refused:
+        services.rubric_import_upload(
+            content=shared([1, "x", {"text": None}]), filename="shared.json", format="assay",
+            options={}, user=researcher,
+        )  # fmt: skip
+    message = str(refused.value)
+    assert "presentation_criteria[0]: must be a JSON object, found 1" in message
+    assert "presentation_criteria[1]: must be a JSON object, found 'x'" in message
+    assert 'presentation_criteria[2], field "text": must be non-empty text' in message
+    assert 'presentation_criteria[2], field "polarity": must be' in message
+    assert not RubricImport.objects.exists() and Question.objects.count() == 0

@@ -7,7 +7,13 @@ from apps.questions.models import LabelStatus, Question, Topic
 from apps.rubrics import selectors, services
 from apps.rubrics.errors import ImportRefused, RubricError
 from apps.rubrics.interchange import export_assay, export_healthbench, plan_healthbench
-from apps.rubrics.models import EventAction, Origin, RubricImport, RubricState
+from apps.rubrics.models import (
+    EventAction,
+    Origin,
+    RubricImport,
+    RubricState,
+    SharedCriterionSet,
+)
 from tests.factories import approved_rubric, question_assigned, question_make
 
 pytestmark = pytest.mark.django_db
@@ -116,6 +122,34 @@ def test_the_fixture_imports_as_18_rubrics(researcher):
     rubric = Question.objects.get(external_id="accounts-02").rubrics.get()
     own = rubric.criteria.exclude(origin=Origin.SHARED).order_by("order")
     assert own.count() == 6 and own[0].points == 5
+
+
+def test_a_file_sharing_this_banks_presentation_criteria_imports_without_a_note(researcher):
+    plan = services.rubric_import_plan(upload=upload(researcher, QUESTIONS, "assay"))
+    assert len(plan.presentation_criteria) == 5
+    assert plan.presentation_criteria[0].text.startswith("The most important")
+    assert not any("shared presentation criteria" in note for note in plan.notes)
+
+
+def test_a_file_with_other_presentation_criteria_says_so_and_keeps_this_banks(researcher, tmp_path):
+    doc = json.loads(QUESTIONS.read_text())
+    doc["presentation_criteria"] = [
+        {"text": "Puts the key step first.", "polarity": "positive", "kind": "presentation",
+         "points": 3},
+    ]  # fmt: skip
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(doc))
+    pending = upload(researcher, other, "assay")
+    plan = services.rubric_import_plan(upload=pending)
+    current = SharedCriterionSet.objects.order_by("-version").first().version
+    assert (
+        f"The file's 1 shared presentation criteria differ from this bank's (version {current}, "
+        "5 criteria). Imported rubrics carry this bank's set"
+    ) in " ".join(plan.notes)
+    services.rubric_import_commit(upload=pending, user=researcher)
+    rubric = Question.objects.get(external_id="accounts-02").rubrics.get()
+    texts = list(rubric.criteria.filter(origin=Origin.SHARED).values_list("text", flat=True))
+    assert len(texts) == 5 and "Puts the key step first." not in texts
 
 
 def test_assay_criteria_are_checked_item_by_item(researcher, tmp_path):

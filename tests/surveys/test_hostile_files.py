@@ -93,6 +93,14 @@ SCENARIOS = {
         "[0].trajectory.user_instruction: a NUL character (\\u0000)",
     ),
     "raw NUL byte": (b"[\x00]", "line 1, column 2: a NUL character"),
+    "lone surrogate in the task": (
+        json.dumps(records(set_field("trajectory.user_instruction", "Reply \ud800"))).encode(),
+        "[0].trajectory.user_instruction: a lone surrogate (\\ud800)",
+    ),
+    "name given twice": (
+        encoded(records()).replace(b'"name": "main3"', b'"name": "main3", "name": "other"', 1),
+        '[0]: the key "name" appears twice',
+    ),
     "raw NUL in a value": (b'[{"name": "m\x00"}]', "line 1, column 13: a NUL character"),
     "a record of 250,000 characters": (
         encoded(records(set_field("vignette.story", "z" * 250_000))),
@@ -140,6 +148,10 @@ RESPONSES = {
         "Line 4: the column model",
     ),
     "raw NUL": (header("main3,Hel\x00lo,GPT,v1"), "line 2, column 10: a NUL character"),
+    "a column named twice": (
+        header("main3,Hello,GPT,v1", columns="scenario,response,model,response"),
+        'line 1 (the header): the column "response" appears twice',
+    ),
     "UTF-16": (header("main3,Hello,GPT,v1").decode().encode("utf-16"), "it is UTF-16 text"),
     "Latin-1": (header("main3,Caf\u00e9,GPT,v1").decode().encode("latin-1"), "not UTF-8"),
     "an unknown scenario": (header("nope,Hello,GPT,v1"), "Line 2: no scenario is named 'nope'"),

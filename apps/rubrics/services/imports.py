@@ -20,7 +20,15 @@ from ..interchange import (
     plan_assay,
     plan_healthbench,
 )
-from ..models import OPEN_STATES, Criterion, EventAction, Origin, RubricImport, RubricState
+from ..models import (
+    OPEN_STATES,
+    Criterion,
+    EventAction,
+    Origin,
+    RubricImport,
+    RubricState,
+    SharedCriterionSet,
+)
 from .revisions import criterion_like, record
 from .shared import shared_criteria_current
 from .workflow import rubric_version_open
@@ -85,7 +93,28 @@ def _plan(text: str, filename: str, format: str, options: dict) -> ImportPlan:
     else:
         plan = plan_assay(text, filename, topics, options["points_mapping"])
     _check_against_bank(plan)
+    _compare_shared(plan)
     return plan
+
+
+def _compare_shared(plan: ImportPlan) -> None:
+    """Say so when the file's shared presentation criteria are not this bank's current set:
+    a rubric carries the set of the bank it is in (its shared criteria are never imported),
+    so its score here may differ from its score where the file was written."""
+    if plan.presentation_criteria is None:
+        return
+    current = SharedCriterionSet.objects.order_by("-version").first()
+    ours = (
+        [] if current is None else list(current.criteria.values_list("text", "polarity", "points"))
+    )
+    theirs = [(c.text, c.polarity, c.points) for c in plan.presentation_criteria]
+    if sorted(theirs) != sorted(ours):
+        version = f"version {current.version}" if current else "none yet"
+        plan.notes.append(
+            f"The file's {len(theirs)} shared presentation criteria differ from this bank's "
+            f"({version}, {len(ours)} criteria). Imported rubrics carry this bank's set, as "
+            "every rubric here does; publish the file's under Shared criteria to use it."
+        )
 
 
 def _check_against_bank(plan: ImportPlan) -> None:
