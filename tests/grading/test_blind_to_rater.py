@@ -4,6 +4,7 @@ and the console. Other researchers see it; so do the graders once their grades a
 
 import csv
 import io
+import re
 import zipfile
 from html import unescape
 
@@ -156,6 +157,33 @@ def console_exports(site, user) -> set[int]:
     return seen
 
 
+# The benchmark report lists the answers below 65% one by one, each with its score.
+
+
+def below_65_page(site, user) -> set[int]:
+    client = Client()
+    client.force_login(user)
+    response = client.get(reverse("analysis:benchmark_low_responses", args=[site.grading.pk]))
+    assert response.status_code == 200
+    return {int(pk) for pk in re.findall(r"\?response=(\d+)", response.content.decode())}
+
+
+def below_65_csv(site, user) -> set[int]:
+    client = Client()
+    client.force_login(user)
+    url = reverse("analysis:benchmark_table_csv", args=[site.grading.pk, "low-responses"])
+    return {int(row["Answer id"]) for row in csv_of(client.get(url))}
+
+
+def below_65_api(site, user) -> set[int]:
+    client = api_client(user)
+    url = f"/api/v1/reports/grading-runs/{site.grading.pk}/tables/low-responses"
+    rows = client.get(url + "/").json()["rows"]
+    listed = {int(row["Answer id"]) for row in csv_of(client.get(url + ".csv"))}
+    assert listed == {row["response"] for row in rows}
+    return listed
+
+
 ROUTES = [judgments_page, judgments_csv, scores_csv, archive, api_list, api_rows, api_exports,
           console_rows, console_exports]  # fmt: skip
 
@@ -165,6 +193,19 @@ def test_the_second_grader_sees_no_rater_output_for_the_sets_answers_until_grade
     everything = site.answers | site.others
     assert route(site, site.researcher) == everything
     assert route(site, site.second) == site.others
+    grades_in(site)
+    assert route(site, site.second) == everything
+
+
+@pytest.mark.parametrize(
+    "route", [below_65_page, below_65_csv, below_65_api], ids=lambda route: route.__name__
+)
+def test_the_answers_below_65_leave_out_a_blind_graders_answers(site, route):
+    ResponseScore.objects.filter(grading_run=site.grading).update(score=0.1)
+    everything = set(site.grading.scores.values_list("response_id", flat=True))
+    assert site.answers <= everything
+    assert route(site, site.researcher) == everything
+    assert route(site, site.second) == everything - site.answers
     grades_in(site)
     assert route(site, site.second) == everything
 
@@ -186,9 +227,9 @@ def test_the_judgments_page_shows_a_blind_grader_no_verdict_or_explanation(clien
     url = reverse("grading:judgments", args=[site.grading.pk]) + f"?response={answer}"
     client.force_login(site.second)
     html = unescape(client.get(url).content.decode())
-    assert 'data-testid="judgments-withheld"' in html
     assert not any(text in html for text in explanations)
     assert "Met" not in html.split('<ol class="criteria">')[1]
+    assert 'data-testid="judgments-withheld"' in html
     client.force_login(site.researcher)
     html = unescape(client.get(url).content.decode())
     assert all(text in html for text in explanations)

@@ -212,6 +212,16 @@ def rater_withheld(*, viewer, sampling_run_id: int) -> bool:
     ).exists()
 
 
+def answers_blind(*, viewer, sampling_run_id: int) -> set[int]:
+    """The ids of this sampling run's answers that `viewer` still grades blind, for the
+    reports that list answers one by one."""
+    return set(
+        CalibrationSample.objects.filter(
+            blind_to_rater(user=viewer), calibration_set__sampling_run_id=sampling_run_id
+        ).values_list("response_id", flat=True)
+    )
+
+
 def set_blind_for(*, calibration_set: CalibrationSet, viewer) -> bool:
     """Whether an answer of the set is one `viewer` still grades blind (in this set or in
     another that drew it too): its reports, which show the auto-rater's verdicts, are then
