@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 from apps.grading.models import GradingRun
 from apps.surveys.models import Study
 
-from .selectors import survey_report_current
+from .selectors import benchmark_table_shown, survey_report_current
 from .tables import Table, table_csv_response
 
 
@@ -117,7 +117,7 @@ def _grading_run_table(request, run_id: int, name: str) -> tuple[GradingRun, Tab
     found = _tables(benchmark_report_for(run=run, table1=table1 or None)).get(name)
     if found is None:
         raise Http404("The benchmark report has no table of this name.")
-    return run, found[0]
+    return run, benchmark_table_shown(table=found[0], run=run, viewer=request.user)
 
 
 class SurveyReportView(APIView):

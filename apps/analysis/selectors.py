@@ -10,14 +10,18 @@ report is computed, not with this module: every web process imports it through t
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from django.core.cache import cache
 
+from apps.grading.models import GradingRun
+from apps.grading.selectors.calibration import answers_blind
 from apps.surveys.models import Study
 
 from .models import RESAMPLES, SEED, BootstrapStatus, SurveyBootstrap
 from .survey_data import SurveyData, survey_data, survey_fingerprint
+from .tables import Table
 
 if TYPE_CHECKING:
     from .survey import SurveyReport
@@ -52,3 +56,15 @@ def survey_report_current(
     done = bootstrap is not None and bootstrap.status == BootstrapStatus.DONE
     report = survey_report(data, intervals=bootstrap.intervals if done else None)
     return data, report, bootstrap
+
+
+def benchmark_table_shown(*, table: Table, run: GradingRun, viewer) -> Table:
+    """A benchmark report's table as `viewer` may read it: one that lists answers (the
+    answers below 65%, each with its score) leaves out those they still grade blind for
+    calibration (apps/grading/selectors/calibration.py, blind_to_rater)."""
+    if not any(column.key == "response" for column in table.columns):
+        return table
+    blind = answers_blind(viewer=viewer, sampling_run_id=run.sampling_run_id)
+    if not blind:
+        return table
+    return dataclasses.replace(table, rows=[r for r in table.rows if r["response"] not in blind])

@@ -4,7 +4,8 @@ Every row here is written by the grading services and the engine (runs move thro
 states, judgments pin rubric versions, scores are recomputed from judgments), so the
 console shows them read-only; runs are made and controlled on the grading pages. The
 console's CSV action exports any selection; `csv_fields` names the columns where ids alone
-would say too little.
+would say too little. A researcher still grading answers for calibration sees none of the
+auto-rater's output for them here either (list, row, search, filters and export).
 """
 
 from django.contrib import admin
@@ -21,6 +22,7 @@ from .models import (
     Judgment,
     ResponseScore,
 )
+from .selectors.calibration import rater_rows_shown
 
 
 @admin.register(GradingRun)
@@ -42,6 +44,9 @@ class ChecklistCallAdmin(ReadOnlyAdmin):
     raw_id_fields = ("response", "rubric", "reused_from")
     show_full_result_count = False
 
+    def get_queryset(self, request):
+        return rater_rows_shown(super().get_queryset(request), viewer=request.user)
+
 
 @admin.register(Judgment)
 class JudgmentAdmin(ReadOnlyAdmin):
@@ -61,6 +66,9 @@ class JudgmentAdmin(ReadOnlyAdmin):
         "error", "reused_from_id",
     )  # fmt: skip
 
+    def get_queryset(self, request):
+        return rater_rows_shown(super().get_queryset(request), viewer=request.user)
+
 
 @admin.register(ResponseScore)
 class ResponseScoreAdmin(ReadOnlyAdmin):
@@ -76,6 +84,9 @@ class ResponseScoreAdmin(ReadOnlyAdmin):
         "response__question__external_id", "response__sample_index", "rubric_id",
         "rubric__version", "score", "earned_points", "max_points", "breakdown",
     )  # fmt: skip
+
+    def get_queryset(self, request):
+        return rater_rows_shown(super().get_queryset(request), viewer=request.user)
 
 
 @admin.register(CalibrationSet)

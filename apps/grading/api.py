@@ -19,6 +19,7 @@ from workers.engine import scope_start
 from . import services
 from .errors import GradingError
 from .models import Calibration, CallState, GradingMode, GradingRun, Judgment, ResponseScore
+from .selectors.calibration import rater_rows_shown
 
 
 class GradingRunSerializer(serializers.ModelSerializer):
@@ -163,13 +164,18 @@ class JudgmentFilter(filters.FilterSet):
 
 
 class JudgmentViewSet(LongList, ReadViewSet):
-    """The grader's verdicts, one per answer and criterion; `export/` streams them as CSV."""
+    """The grader's verdicts, one per answer and criterion; `export/` streams them as CSV.
+    Leaves out the answers the caller is still grading for calibration, blind to the rater."""
 
     queryset = Judgment.objects.all()
     serializer_class = JudgmentSerializer
     filterset_class = JudgmentFilter
     columns = JUDGMENT_COLUMNS
     export_name = "judgments"
+
+    def filter_queryset(self, queryset):
+        # Not the answers the caller still grades blind for calibration (list, row, export).
+        return rater_rows_shown(super().filter_queryset(queryset), viewer=self.request.user)
 
 
 class ScoreSerializer(serializers.ModelSerializer):
@@ -210,13 +216,17 @@ class ScoreFilter(filters.FilterSet):
 
 
 class ScoreViewSet(LongList, ReadViewSet):
-    """Answers' scores in grading runs; `export/` streams them as CSV."""
+    """Answers' scores in grading runs; `export/` streams them as CSV. Leaves out the answers
+    the caller is still grading for calibration, blind to the rater."""
 
     queryset = ResponseScore.objects.select_related("response")
     serializer_class = ScoreSerializer
     filterset_class = ScoreFilter
     columns = SCORE_COLUMNS
     export_name = "scores"
+
+    def filter_queryset(self, queryset):
+        return rater_rows_shown(super().filter_queryset(queryset), viewer=self.request.user)
 
 
 class CalibrationSerializer(serializers.ModelSerializer):

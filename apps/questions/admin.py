@@ -2,6 +2,8 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.paginator import Paginator
 from django.db import connection, transaction
+from django.db.models import BooleanField, Case, F, When
+from django.db.models.constants import LOOKUP_SEP
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -36,6 +38,8 @@ from .selectors import question_text_frozen_because
 from .selectors.bank import with_cosine_method
 from .selectors.embedding_cosines import embedding_cosines_with_method
 from .selectors.imports import import_progress
+from .selectors.screening import decisions_shown_to
+from .selectors.strata import labels_blind_to
 from .services import normalise_newlines, question_update, questions_import
 from .services.imports import import_batch_create, upload_save
 
@@ -267,13 +271,59 @@ class QuestionForm(forms.ModelForm):
         return text
 
 
+# The strata labels a researcher gives (apps/questions/services/strata.py, LABELS).
+LABEL_FIELDS = ("mentions_prior_attempt", "needs_sensemaking", "needs_guidance")
+
+
+class LabelFilter(admin.SimpleListFilter):
+    """A strata label, yes or no, over the questions whose labels the researcher may read:
+    a filter over labels still to verify would tell them what those labels are."""
+
+    field = ""
+
+    def lookups(self, request, model_admin):
+        return (("1", "Yes"), ("0", "No"))
+
+    def queryset(self, request, queryset):
+        if self.value() not in ("0", "1"):
+            return queryset
+        shown = queryset.exclude(labels_blind_to(viewer=request.user))
+        return shown.filter(**{self.field: self.value() == "1"})
+
+
+def _label_filter(name: str) -> type[LabelFilter]:
+    title = Question._meta.get_field(name).verbose_name
+    return type(
+        f"{name}_filter", (LabelFilter,), {"field": name, "parameter_name": name, "title": title}
+    )
+
+
+def _hidden(question: Question) -> bool:
+    # Annotated by QuestionAdmin.get_queryset; a question read otherwise keeps its labels hidden.
+    return getattr(question, "labels_hidden", True)
+
+
+def _label_shown(name: str):
+    @admin.display(description=Question._meta.get_field(name).verbose_name, boolean=True)
+    def shown(self, obj):
+        return None if _hidden(obj) else getattr(obj, name)
+
+    shown.__name__ = f"{name}_shown"
+    return shown
+
+
 @admin.register(Question)
 class QuestionAdmin(admin.ModelAdmin):
+    """Questions, and their strata labels where the researcher may read them: labels still
+    to verify are shown to their labeller alone (labels_blind_to), in the list, its filters,
+    the question's page and the export, as on the bank's pages."""
+
     form = QuestionForm
-    list_display = ("external_id", "topic", "needs_sensemaking", "needs_guidance", "length_bucket",
-                    "created_at")  # fmt: skip
-    list_filter = ("topic", "needs_sensemaking", "needs_guidance", "length_bucket",
-                   "mentions_prior_attempt", "label_status")  # fmt: skip
+    list_display = ("external_id", "topic", "needs_sensemaking_shown", "needs_guidance_shown",
+                    "length_bucket", "created_at")  # fmt: skip
+    list_filter = ("topic", _label_filter("needs_sensemaking"), _label_filter("needs_guidance"),
+                   "length_bucket", _label_filter("mentions_prior_attempt"),
+                   "label_status")  # fmt: skip
     search_fields = ("external_id", "text")
     # Labels, provenance and metrics change through the bank's pages (their services).
     readonly_fields = (
@@ -282,16 +332,46 @@ class QuestionAdmin(admin.ModelAdmin):
     )  # fmt: skip
     raw_id_fields = ("labelled_by", "verified_by")
     change_list_template = "admin/questions/question/change_list.html"
-    # Every column, and beside the TF-IDF cosine the method that made it.
+    # Every column, and beside the TF-IDF cosine the method that made it; the labels as the
+    # researcher may read them (get_queryset).
     csv_fields = tuple(
         column
         for field in Question._meta.concrete_fields
         for column in (
             (field.attname, ("rewrite_cosine_method", "rewrite_cosine_method"))
             if field.name == "rewrite_cosine"
+            else ((field.name, f"{field.name}_shown"),)
+            if field.name in LABEL_FIELDS
             else (field.attname,)
         )
     )
+    needs_sensemaking_shown = _label_shown("needs_sensemaking")
+    needs_guidance_shown = _label_shown("needs_guidance")
+
+    def get_queryset(self, request):
+        hidden = labels_blind_to(viewer=request.user)
+        shown = {
+            f"{name}_shown": Case(
+                When(hidden, then=None), default=F(name), output_field=BooleanField()
+            )
+            for name in LABEL_FIELDS
+        }
+        return super().get_queryset(request).annotate(labels_hidden=hidden, **shown)
+
+    def lookup_allowed(self, lookup, value, request=None):
+        # The labels are filtered through LabelFilter alone, which leaves out labels still to
+        # verify: a lookup in the query string (needs_guidance__exact=1) would not.
+        if lookup.split(LOOKUP_SEP)[0] in LABEL_FIELDS and lookup not in LABEL_FIELDS:
+            return False
+        return super().lookup_allowed(lookup, value, request)
+
+    def get_exclude(self, request, obj=None):
+        # The question's page leaves out labels the researcher may not read yet (and so
+        # cannot change them either).
+        exclude = super().get_exclude(request, obj) or ()
+        if obj is not None and _hidden(obj):
+            return (*exclude, *LABEL_FIELDS)
+        return exclude
 
     def csv_queryset(self, queryset):
         return with_cosine_method(queryset)
@@ -377,6 +457,11 @@ class SampledPostAdmin(ReadOnlyAdmin):
 
 @admin.register(ScreeningDecision)
 class ScreeningDecisionAdmin(ReadOnlyAdmin):
+    """Each screener's decisions: one on a post still being screened is shown to the
+    screener who made it alone, so that the other's stays their own (decisions_shown_to);
+    every decision once both are in. The list, its filters and search, a decision's page and
+    the export read the same rows."""
+
     list_display = ("sampled", "researcher", "include", "reason", "decided_at")
     list_filter = ("include", "reason", "sampled__topic")
     search_fields = ("=sampled__post__external_id", "note")
@@ -387,10 +472,14 @@ class ScreeningDecisionAdmin(ReadOnlyAdmin):
         "researcher__username", "include", "reason__text", "note", "decided_at",
     )  # fmt: skip
 
+    def get_queryset(self, request):
+        return super().get_queryset(request).filter(decisions_shown_to(viewer=request.user))
+
 
 @admin.register(QuestionLabel)
 class QuestionLabelAdmin(ReadOnlyAdmin):
-    """Each labeller's, verifier's and resolver's strata labels, given on the bank's pages."""
+    """Each labeller's, verifier's and resolver's strata labels, given on the bank's pages;
+    labels still to verify are shown to their labeller alone (labels_blind_to)."""
 
     list_display = ("question", "stage", "researcher", "mentions_prior_attempt",
                     "needs_sensemaking", "needs_guidance", "created_at")  # fmt: skip
@@ -402,6 +491,10 @@ class QuestionLabelAdmin(ReadOnlyAdmin):
         "id", "question__external_id", "stage", "researcher__username",
         "mentions_prior_attempt", "needs_sensemaking", "needs_guidance", "created_at",
     )  # fmt: skip
+
+    def get_queryset(self, request):
+        blind = Question.objects.filter(labels_blind_to(viewer=request.user))
+        return super().get_queryset(request).exclude(question__in=blind)
 
 
 @admin.register(RewriteJob)

@@ -33,6 +33,7 @@ from apps.grading.models import GradingRun
 
 from ..benchmark_data import benchmark_models
 from ..method import METHOD_TABLE, departures
+from ..selectors import benchmark_table_shown
 from ..tables import Table, table_csv_response
 
 if TYPE_CHECKING:
@@ -245,6 +246,7 @@ def benchmark_table_csv(request, run_id: int, name: str):
         key, descending = _sort(request, table)
         if key:
             table = table_sorted(table, key=key, descending=descending)
+    table = benchmark_table_shown(table=table, run=run, viewer=request.user)
     return table_csv_response(table, filename=f"grading-{run.pk}-{name}.csv")
 
 
@@ -268,7 +270,7 @@ def _low_page(request, run_id: int, name: str, template: str):
 
     run = _run(run_id)
     report = benchmark_report_for(run=run)
-    table = report.tables[name]
+    table = benchmark_table_shown(table=report.tables[name], run=run, viewer=request.user)
     page = Paginator(table.rows, PER_PAGE).get_page(request.GET.get("page"))
     context = {
         "run": run,

@@ -50,15 +50,16 @@ def archive_sheet_register(*, name: str, description: str, lines) -> ArchiveShee
     return sheet
 
 
-def run_archive(*, run: GradingRun, made_at: dt.datetime, made_by: str) -> Iterator[bytes]:
+def run_archive(*, run: GradingRun, made_at: dt.datetime, made_by: str, viewer) -> Iterator[bytes]:
     """The archive's bytes, read lazily: each CSV's statement runs when the archive reaches
-    it, and the manifest, last, counts the rows that were written."""
+    it, and the manifest, last, counts the rows that were written. The judgments and scores
+    are those `viewer` may read (as in their own exports)."""
     responses = copy_csv_chunks(
         responses_export(responses=run.sampling_run.responses.all()),
         columns=RESPONSE_EXPORT_COLUMNS,
     )
-    judgments = copy_csv_chunks(judgments_export(run=run), columns=JUDGMENT_EXPORT)
-    scores = _ScoreRows(run)
+    judgments = copy_csv_chunks(judgments_export(run=run, viewer=viewer), columns=JUDGMENT_EXPORT)
+    scores = _ScoreRows(run, viewer)
 
     def manifest() -> Iterator[bytes]:
         counts = {"responses": responses.rows, "judgments": judgments.rows, **scores.counts}
@@ -75,12 +76,12 @@ def run_archive(*, run: GradingRun, made_at: dt.datetime, made_by: str) -> Itera
 class _ScoreRows:
     """scores_export's CSV, counting its rows by status as they are written."""
 
-    def __init__(self, run: GradingRun):
-        self.run = run
+    def __init__(self, run: GradingRun, viewer):
+        self.run, self.viewer = run, viewer
         self.counts = {"scores": 0, "scored": 0, "missing": 0}
 
     def lines(self) -> Iterator[str]:
-        header, rows = scores_export(run=self.run)
+        header, rows = scores_export(run=self.run, viewer=self.viewer)
         yield from csv_rows(header, self._counted(rows))
 
     def _counted(self, rows: Iterable[list]) -> Iterator[list]:

@@ -11,7 +11,7 @@ have both labels, computed by the scoring rule on exactly those criteria.
 from collections import Counter
 from dataclasses import dataclass, field
 
-from django.db.models import Count, Q
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
 from apps.llm.errors import PromptError
 from apps.llm.selectors import prompt_current
@@ -170,6 +170,63 @@ def adjudication_rows(*, sample: CalibrationSample) -> dict:
         "disagreements": [r for r in rows if r.first_met != r.second_met],
         "agreements": [r for r in rows if r.first_met == r.second_met],
     }
+
+
+# --- blindness to the auto-rater -----------------------------------------------------------
+
+
+def _still_grading(user) -> Q:
+    """Of calibration samples: those `user` has still to grade (as the set's second grader,
+    or as the answer's rubric author)."""
+    return Q(calibration_set__second_grader=user, second_done_at__isnull=True) | Q(
+        author=user, first_done_at__isnull=True
+    )
+
+
+def blind_to_rater(*, user, answer: str = "response_id") -> Exists:
+    """True of a row whose answer (the id at `answer`) is in a calibration set that `user`
+    is still grading: until their grades of the set are in (all of the second grader's, or
+    all of an author's own answers), they see none of an auto-rater's output for its
+    answers, so that their labels stay their own. The report's refusal is the same rule."""
+    grading_set = CalibrationSample.objects.filter(
+        _still_grading(user), calibration_set_id=OuterRef("calibration_set_id")
+    )
+    return Exists(
+        CalibrationSample.objects.filter(Exists(grading_set), response_id=OuterRef(answer))
+    )
+
+
+def rater_rows_shown(rows: QuerySet, *, viewer, answer: str = "response_id") -> QuerySet:
+    """`rows` of an auto-rater's output (judgments, checklist calls, scores) without those
+    about answers `viewer` still grades blind (`blind_to_rater`); none for nobody."""
+    if viewer is None or not viewer.is_authenticated:
+        return rows.none()
+    return rows.exclude(blind_to_rater(user=viewer, answer=answer))
+
+
+def rater_withheld(*, viewer, sampling_run_id: int) -> bool:
+    """Whether `viewer` is still grading, blind, answers of this sampling run: its grading
+    runs' pages and files then leave those answers' judgments out."""
+    return CalibrationSample.objects.filter(
+        _still_grading(viewer), calibration_set__sampling_run_id=sampling_run_id
+    ).exists()
+
+
+def answers_blind(*, viewer, sampling_run_id: int) -> set[int]:
+    """The ids of this sampling run's answers that `viewer` still grades blind, for the
+    reports that list answers one by one."""
+    return set(
+        CalibrationSample.objects.filter(
+            blind_to_rater(user=viewer), calibration_set__sampling_run_id=sampling_run_id
+        ).values_list("response_id", flat=True)
+    )
+
+
+def set_blind_for(*, calibration_set: CalibrationSet, viewer) -> bool:
+    """Whether an answer of the set is one `viewer` still grades blind (in this set or in
+    another that drew it too): its reports, which show the auto-rater's verdicts, are then
+    not for them."""
+    return calibration_set.samples.filter(blind_to_rater(user=viewer)).exists()
 
 
 # --- the report ----------------------------------------------------------------------------

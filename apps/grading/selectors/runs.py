@@ -29,6 +29,7 @@ from apps.rubrics.models import Criterion, Rubric, RubricState
 from apps.runs.models import Response, ResponseStatus, RunStatus, SamplingRun
 
 from ..models import CallState, ChecklistCall, GradingMode, GradingRun, Judgment
+from .calibration import blind_to_rater, rater_rows_shown
 
 RATE_WINDOW_SECONDS = 60
 # What the published auto-rater did (DESIGN.md, "Fidelity to the published designs").
@@ -328,10 +329,10 @@ def scores_totals(groups: list[dict]) -> dict:
 JUDGMENT_FILTERS = ("status", "met", "kind", "polarity", "model", "question", "response")
 
 
-def judgments_list(*, run: GradingRun, filters: dict) -> QuerySet[Judgment]:
-    """The run's judgments, filtered by status, verdict (met: yes/no), criterion kind,
-    polarity, model, question and response (ids)."""
-    rows = Judgment.objects.filter(grading_run=run).select_related(
+def judgments_list(*, run: GradingRun, filters: dict, viewer) -> QuerySet[Judgment]:
+    """The run's judgments that `viewer` may read (rater_rows_shown), filtered by status,
+    verdict (met: yes/no), criterion kind, polarity, model, question and response (ids)."""
+    rows = rater_rows_shown(Judgment.objects.filter(grading_run=run), viewer=viewer).select_related(
         "response__question", "response__model", "criterion", "rubric"
     )
     if filters.get("status") in CallState.values:
@@ -364,12 +365,12 @@ JUDGMENT_EXPORT = (
 )  # fmt: skip
 
 
-def judgments_export(*, run: GradingRun) -> QuerySet[Judgment]:
-    """The judgments in long format, one row per answer and criterion, with what
-    JUDGMENT_EXPORT names: for the console's COPY export (copy_csv_chunks), which streams
-    them in flat memory."""
+def judgments_export(*, run: GradingRun, viewer) -> QuerySet[Judgment]:
+    """The judgments `viewer` may read in long format, one row per answer and criterion,
+    with what JUDGMENT_EXPORT names: for the console's COPY export (copy_csv_chunks), which
+    streams them in flat memory."""
     return (
-        Judgment.objects.filter(grading_run=run)
+        rater_rows_shown(Judgment.objects.filter(grading_run=run), viewer=viewer)
         .annotate(is_reused=Q(reused_from__isnull=False) | Q(checklist__reused_from__isnull=False))
         .order_by("response_id", "criterion__order", "criterion_id")
     )
@@ -386,12 +387,17 @@ SCORE_HEADER = [
 ]  # fmt: skip
 
 
-def scores_export(*, run: GradingRun):
+WITHHELD = "withheld: you are grading this answer blind to the auto-rater (calibration)"
+
+
+def scores_export(*, run: GradingRun, viewer):
     """One row per answer of the sampling run: its score and breakdown, or status
-    "missing" and why there is none."""
+    "missing" and why there is none (for `viewer`, withheld where they still grade the
+    answer blind: blind_to_rater)."""
     rows = (
         _answers_scored(run)
         .annotate(
+            withheld=blind_to_rater(user=viewer, answer="pk"),
             score_value=F("mine__score"),
             earned=F("mine__earned_points"),
             max_points=F("mine__max_points"),
@@ -414,17 +420,24 @@ def scores_export(*, run: GradingRun):
             "breakdown",
             "has_error",
             "status",
+            "withheld",
         )
     )
 
     def lines():
         for (pk, model, question, topic, index, rubric_id, version, score, earned, max_points,
-             breakdown, has_error, status) in rows.iterator(chunk_size=2000):  # fmt: skip
+             breakdown, has_error, status, withheld) in rows.iterator(chunk_size=2000):  # fmt: skip
+            if withheld:
+                score, breakdown = None, None
             groups = []
             for group in BREAKDOWN_GROUPS:
                 groups.extend((breakdown or {}).get(group) or ["", ""])
             if score is None:
-                reason = missing_reason(has_error=has_error, answer_status=status)
+                reason = (
+                    WITHHELD
+                    if withheld
+                    else missing_reason(has_error=has_error, answer_status=status)
+                )
                 yield [run.pk, pk, model, question, topic, index, "", "", "missing", "", "",
                        "", *groups, reason]  # fmt: skip
             else:

@@ -225,15 +225,10 @@ def _calibration(request, pk: int):
     calibration = selectors.calibration_get(pk=pk)
     if calibration is None:
         raise Http404("No such calibration.")
-    cset = calibration.calibration_set
-    if (
-        cset.second_grader_id == request.user.pk
-        and cset.samples.filter(second_done_at__isnull=True).exists()
-    ):
-        # The second grader must stay blind to the auto-rater until their grades are in.
+    if selectors.set_blind_for(calibration_set=calibration.calibration_set, viewer=request.user):
         raise PermissionDenied(
-            "You are this set's second grader: its reports open once you have graded every "
-            "answer, so that your grades stay blind to the auto-rater."
+            "You are still grading answers of this set: its reports open once your grades "
+            "are in, so that they stay blind to the auto-rater."
         )
     return calibration
 

@@ -24,6 +24,7 @@ from ..forms import BudgetForm, GradingRunForm
 from ..models import CallState, GradingRun
 from ..selectors import runs as selectors
 from ..selectors.archive import run_archive
+from ..selectors.calibration import rater_withheld
 
 PAGE_SIZE = 50
 
@@ -141,13 +142,14 @@ def errors_retry(request, pk: int):
 def judgments(request, pk: int):
     run = _run(pk)
     filters = {k: request.GET.get(k, "") for k in selectors.JUDGMENT_FILTERS}
-    rows = selectors.judgments_list(run=run, filters=filters)
+    rows = selectors.judgments_list(run=run, filters=filters, viewer=request.user)
     page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
     query = urlencode({k: v for k, v in filters.items() if v})
     # Reports link here for one question or one answer: the page names what it is narrowed to.
     question, answer = (filters["question"] or "").isdigit(), (filters["response"] or "").isdigit()
     context = {
         "run": run, "page": page, "filters": filters, "query": query,
+        "withheld": rater_withheld(viewer=request.user, sampling_run_id=run.sampling_run_id),
         "statuses": CallState.choices, "kinds": Kind.choices, "polarities": Polarity.choices,
         "models": run.sampling_run.model_configs.all(),
         "question": Question.objects.filter(pk=filters["question"]).first() if question else None,
@@ -167,7 +169,8 @@ def _csv(header, rows, filename: str) -> StreamingHttpResponse:
 def export_judgments(request, pk: int):
     run = _run(pk)
     return copy_csv_response(
-        selectors.judgments_export(run=run), columns=selectors.JUDGMENT_EXPORT,
+        selectors.judgments_export(run=run, viewer=request.user),
+        columns=selectors.JUDGMENT_EXPORT,
         filename=f"grading-{run.pk}-judgments.csv",
     )  # fmt: skip
 
@@ -175,7 +178,7 @@ def export_judgments(request, pk: int):
 @role_required(Role.RESEARCHER)
 def export_scores(request, pk: int):
     run = _run(pk)
-    header, rows = selectors.scores_export(run=run)
+    header, rows = selectors.scores_export(run=run, viewer=request.user)
     return _csv(header, rows, f"grading-{run.pk}-scores.csv")
 
 
@@ -183,7 +186,9 @@ def export_scores(request, pk: int):
 def export_everything(request, pk: int):
     """responses.csv, judgments.csv, scores.csv and manifest.json in one ZIP, streamed."""
     run = _run(pk)
-    archive = run_archive(run=run, made_at=timezone.now(), made_by=request.user.get_username())
+    archive = run_archive(
+        run=run, made_at=timezone.now(), made_by=request.user.get_username(), viewer=request.user
+    )
     response = StreamingHttpResponse(archive, content_type="application/zip")
     response["Content-Disposition"] = f'attachment; filename="grading-{run.pk}-everything.zip"'
     return response

@@ -1,7 +1,8 @@
 """Reads of screening: a researcher's queue, and the progress and agreement of the pairs.
 
 Nothing here shows an open post's decisions: what a screener sees of a post before
-deciding is the post alone, and the dashboard counts only completed pairs' decisions."""
+deciding is the post alone, and the dashboard counts only completed pairs' decisions. The
+console follows the same rule (`decisions_shown_to`)."""
 
 import math
 import warnings
@@ -43,6 +44,21 @@ def screening_next(*, researcher, topic: Topic | None = None, after: int | None 
 
 def screening_left(*, researcher, topic: Topic | None = None) -> int:
     return _open_for(researcher=researcher, topic=topic).count()
+
+
+def pair_complete(prefix: str = "") -> Q:
+    """Of sampled posts (through `prefix`, e.g. "sampled__"): those whose two decisions are
+    in, so that both may be read."""
+    return Q(**{f"{prefix}decisions_count__gte": PAIR}) | ~Q(
+        **{f"{prefix}outcome": ScreeningOutcome.OPEN}
+    )
+
+
+def decisions_shown_to(*, viewer) -> Q:
+    """Of screening decisions: those `viewer` may read. Each screener decides without seeing
+    the other's decision, so a decision on a post still being screened is shown to the one
+    who made it alone, and every decision once the post's pair is complete."""
+    return Q(researcher_id=viewer.pk) | pair_complete("sampled__")
 
 
 def screening_state(*, sampled: SampledPost, researcher) -> str:
@@ -99,7 +115,7 @@ def _pairs() -> dict[int, list]:
     """{topic id: [(first include, second include, outcome), ...]} of completed pairs, the
     first and second decision ordered by when they were made."""
     rows = (
-        ScreeningDecision.objects.filter(sampled__decisions_count__gte=PAIR)
+        ScreeningDecision.objects.filter(pair_complete("sampled__"))
         .order_by("sampled_id", "decided_at", "pk")
         .values_list("sampled_id", "sampled__topic_id", "sampled__outcome", "include")
     )
@@ -150,7 +166,7 @@ def screening_dashboard() -> dict:
     totals = {key: sum(c[key] for c in counts.values()) for key in keys}
     every_pair = [p for topic_pairs in pairs.values() for p in topic_pairs]
     reasons = (
-        ScreeningDecision.objects.filter(include=False, sampled__decisions_count__gte=PAIR)
+        ScreeningDecision.objects.filter(pair_complete("sampled__"), include=False)
         .values("reason__text", "reason__order", "reason__active")
         .annotate(count=Count("pk"))
         .order_by("reason__order", "reason__text")

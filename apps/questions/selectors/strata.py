@@ -34,6 +34,13 @@ def questions_to_verify(*, researcher, topic: Topic | None = None) -> QuerySet[Q
     return _in_topic(questions, topic).select_related("topic").order_by("topic__order", "pk")
 
 
+def labels_blind_to(*, viewer) -> Q:
+    """Of questions: those whose labels `viewer` may not read yet. A question's first labels
+    wait for another researcher, who verifies them by giving their own without seeing
+    them; until then only their labeller sees them (pages, exports and console alike)."""
+    return Q(label_status=LabelStatus.LABELLED) & ~Q(labelled_by_id=viewer.pk)
+
+
 @dataclass
 class LabelQueue:
     to_verify: list[Question]
