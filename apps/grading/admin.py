@@ -5,7 +5,8 @@ states, judgments pin rubric versions, scores are recomputed from judgments), so
 console shows them read-only; runs are made and controlled on the grading pages. The
 console's CSV action exports any selection; `csv_fields` names the columns where ids alone
 would say too little. A researcher still grading answers for calibration sees none of the
-auto-rater's output for them here either (list, row, search, filters and export).
+auto-rater's output for them here either (list, row, search, filters and export), nor the
+other grader's labels of an answer until both grades of it are in.
 """
 
 from django.contrib import admin
@@ -22,7 +23,7 @@ from .models import (
     Judgment,
     ResponseScore,
 )
-from .selectors.calibration import rater_rows_shown
+from .selectors.calibration import expert_labels_shown, rater_rows_shown
 
 
 @admin.register(GradingRun)
@@ -121,6 +122,9 @@ class ExpertJudgmentAdmin(ReadOnlyAdmin):
         "criterion__polarity", "first_met", "first_by_id", "first_note", "second_met",
         "second_by_id", "second_note", "final_met", "resolved_by_id", "resolution_note",
     )  # fmt: skip
+
+    def get_queryset(self, request):
+        return expert_labels_shown(super().get_queryset(request), viewer=request.user)
 
 
 @admin.register(Calibration)

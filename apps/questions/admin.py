@@ -2,7 +2,6 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.paginator import Paginator
 from django.db import connection, transaction
-from django.db.models import BooleanField, Case, F, When
 from django.db.models.constants import LOOKUP_SEP
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
@@ -39,7 +38,7 @@ from .selectors.bank import with_cosine_method
 from .selectors.embedding_cosines import embedding_cosines_with_method
 from .selectors.imports import import_progress
 from .selectors.screening import decisions_shown_to
-from .selectors.strata import labels_blind_to
+from .selectors.strata import LABELS, labels_as_shown, labels_blind_to
 from .services import normalise_newlines, question_update, questions_import
 from .services.imports import import_batch_create, upload_save
 
@@ -271,10 +270,6 @@ class QuestionForm(forms.ModelForm):
         return text
 
 
-# The strata labels a researcher gives (apps/questions/services/strata.py, LABELS).
-LABEL_FIELDS = ("mentions_prior_attempt", "needs_sensemaking", "needs_guidance")
-
-
 class LabelFilter(admin.SimpleListFilter):
     """A strata label, yes or no, over the questions whose labels the researcher may read:
     a filter over labels still to verify would tell them what those labels are."""
@@ -341,7 +336,7 @@ class QuestionAdmin(admin.ModelAdmin):
             (field.attname, ("rewrite_cosine_method", "rewrite_cosine_method"))
             if field.name == "rewrite_cosine"
             else ((field.name, f"{field.name}_shown"),)
-            if field.name in LABEL_FIELDS
+            if field.name in LABELS
             else (field.attname,)
         )
     )
@@ -349,19 +344,12 @@ class QuestionAdmin(admin.ModelAdmin):
     needs_guidance_shown = _label_shown("needs_guidance")
 
     def get_queryset(self, request):
-        hidden = labels_blind_to(viewer=request.user)
-        shown = {
-            f"{name}_shown": Case(
-                When(hidden, then=None), default=F(name), output_field=BooleanField()
-            )
-            for name in LABEL_FIELDS
-        }
-        return super().get_queryset(request).annotate(labels_hidden=hidden, **shown)
+        return labels_as_shown(super().get_queryset(request), viewer=request.user)
 
     def lookup_allowed(self, lookup, value, request=None):
         # The labels are filtered through LabelFilter alone, which leaves out labels still to
         # verify: a lookup in the query string (needs_guidance__exact=1) would not.
-        if lookup.split(LOOKUP_SEP)[0] in LABEL_FIELDS and lookup not in LABEL_FIELDS:
+        if lookup.split(LOOKUP_SEP)[0] in LABELS and lookup not in LABELS:
             return False
         return super().lookup_allowed(lookup, value, request)
 
@@ -370,7 +358,7 @@ class QuestionAdmin(admin.ModelAdmin):
         # cannot change them either).
         exclude = super().get_exclude(request, obj) or ()
         if obj is not None and _hidden(obj):
-            return (*exclude, *LABEL_FIELDS)
+            return (*exclude, *LABELS)
         return exclude
 
     def csv_queryset(self, queryset):

@@ -8,6 +8,7 @@ from apps.console.api_lists import IdFilter, ReadViewSet
 
 from .models import EmbeddingCosine, LabelStatus, LengthBucket, Question, Topic
 from .selectors import needs_labelled
+from .selectors.strata import labels_as_shown, labels_blind_to
 from .similarity import (
     COSINE_CHOICE,
     COSINE_METHOD,
@@ -38,8 +39,19 @@ class EmbeddingCosineSerializer(serializers.ModelSerializer):
         return f"{EMBEDDING_COSINE_METHOD}. {EMBEDDING_COSINE_CHOICE}"
 
 
+def _label(source: str) -> serializers.BooleanField:
+    return serializers.BooleanField(
+        source=f"{source}_shown", allow_null=True, read_only=True,
+        help_text="Null while the labels wait for another researcher to verify them, for "
+        "everyone but their labeller (the verifier gives theirs without seeing them).",
+    )  # fmt: skip
+
+
 class QuestionSerializer(serializers.ModelSerializer):
     topic_slug = serializers.CharField(source="topic.slug", read_only=True)
+    mentions_prior_attempt = _label("mentions_prior_attempt")
+    needs_sensemaking = _label("needs_sensemaking")
+    needs_guidance = _label("needs_guidance")
     rewrite_cosine_method = serializers.SerializerMethodField(
         help_text="How rewrite_cosine was computed (empty when there is none)."
     )
@@ -68,7 +80,7 @@ class QuestionFilter(filters.FilterSet):
     needs_sensemaking = filters.BooleanFilter(method="needs_filter")
     needs_guidance = filters.BooleanFilter(method="needs_filter")
     label_status = filters.ChoiceFilter(choices=LabelStatus.choices)
-    mentions_prior_attempt = filters.BooleanFilter()
+    mentions_prior_attempt = filters.BooleanFilter(method="label_filter")
     external_id = filters.CharFilter()
 
     class Meta:
@@ -76,7 +88,14 @@ class QuestionFilter(filters.FilterSet):
         fields = []
 
     def needs_filter(self, queryset, name, value):
-        return queryset.filter(needs_labelled(**{name: value}))
+        return self._shown(queryset).filter(needs_labelled(**{name: value}))
+
+    def label_filter(self, queryset, name, value):
+        return self._shown(queryset).filter(**{name: value})
+
+    def _shown(self, queryset):
+        # A filter on labels still to verify would tell the caller what they are.
+        return queryset.exclude(labels_blind_to(viewer=self.request.user))
 
 
 class TopicViewSet(ReadViewSet):
@@ -99,3 +118,6 @@ class QuestionViewSet(ReadViewSet):
     )
     serializer_class = QuestionSerializer
     filterset_class = QuestionFilter
+
+    def filter_queryset(self, queryset):
+        return labels_as_shown(super().filter_queryset(queryset), viewer=self.request.user)

@@ -229,6 +229,19 @@ def set_blind_for(*, calibration_set: CalibrationSet, viewer) -> bool:
     return calibration_set.samples.filter(blind_to_rater(user=viewer)).exists()
 
 
+def expert_labels_shown(rows: QuerySet[ExpertJudgment], *, viewer) -> QuerySet[ExpertJudgment]:
+    """`rows` of expert labels without those of answers `viewer` grades whose two grades are
+    not both in: each grader labels blind to the other and may revise until both are in (the
+    grading page shows them their own alone). Others see every row."""
+    if viewer is None or not viewer.is_authenticated:
+        return rows.none()
+    open_sample = CalibrationSample.objects.filter(
+        Q(author=viewer) | Q(calibration_set__second_grader=viewer),
+        Q(first_done_at__isnull=True) | Q(second_done_at__isnull=True),
+    )
+    return rows.exclude(sample__in=open_sample)
+
+
 # --- the report ----------------------------------------------------------------------------
 
 

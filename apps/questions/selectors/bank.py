@@ -4,6 +4,7 @@ from django.db.models import Avg, Case, CharField, Count, Q, QuerySet, Value, Wh
 
 from ..models import LabelStatus, Question, Topic
 from ..similarity import COSINE_CHOICE, COSINE_METHOD, COSINE_METHOD_SHORT, TRIGRAM_METHOD
+from .strata import labels_as_shown, labels_blind_to
 
 
 def needs_labelled(**needs: bool) -> Q:
@@ -47,6 +48,7 @@ def question_text_frozen_because(*, question: Question) -> str:
 
 def bank_questions(
     *,
+    viewer,
     topic: Topic | None = None,
     length_bucket: str = "",
     prior_attempt: bool | None = None,
@@ -55,8 +57,12 @@ def bank_questions(
     label_status: str = "",
     search: str = "",
 ) -> QuerySet[Question]:
-    """The bank's questions matching every filter given (an empty one matches all)."""
-    questions = Question.objects.select_related("topic")
+    """The bank's questions matching every filter given (an empty one matches all), with
+    their labels as `viewer` may read them (labels_as_shown): a label filter leaves out the
+    questions whose labels are hidden from them, since it would tell what those are."""
+    questions = labels_as_shown(Question.objects.select_related("topic"), viewer=viewer)
+    if any(label is not None for label in (prior_attempt, needs_sensemaking, needs_guidance)):
+        questions = questions.exclude(labels_blind_to(viewer=viewer))
     if topic is not None:
         questions = questions.filter(topic=topic)
     if length_bucket:
@@ -98,9 +104,9 @@ BANK_EXPORT_COLUMNS = [
     ("text", "text"),
     ("original_text", "original_text"),
     ("length_bucket", "length_bucket"),
-    ("mentions_prior_attempt", "mentions_prior_attempt"),
-    ("needs_sensemaking", "needs_sensemaking"),
-    ("needs_guidance", "needs_guidance"),
+    ("mentions_prior_attempt", "mentions_prior_attempt_shown"),
+    ("needs_sensemaking", "needs_sensemaking_shown"),
+    ("needs_guidance", "needs_guidance_shown"),
     ("label_status", "label_status"),
     ("labelled_by", "labelled_by__username"),
     ("verified_by", "verified_by__username"),
@@ -119,7 +125,8 @@ COSINE_EXPORT_METHOD = f"{COSINE_METHOD}. {COSINE_CHOICE}"
 
 
 def bank_export_rows(*, questions: QuerySet[Question], chunk_size: int = 2000):
-    """The CSV rows of `questions`, read through a server-side cursor (flat memory)."""
+    """The CSV rows of `questions` (from bank_questions: its labels as shown), read through
+    a server-side cursor (flat memory)."""
     lookups = [lookup for _header, lookup in BANK_EXPORT_COLUMNS]
     return with_cosine_method(questions).values_list(*lookups).iterator(chunk_size=chunk_size)
 

@@ -2,7 +2,18 @@
 
 from dataclasses import dataclass, field
 
-from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
+from django.db.models import (
+    BooleanField,
+    Case,
+    Count,
+    Exists,
+    F,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    When,
+)
 
 from ..models import (
     LabelStage,
@@ -15,6 +26,8 @@ from ..models import (
 )
 
 QUEUE_SHOWN = 50
+# The labels a researcher gives, each yes or no: the fields of Question and QuestionLabel.
+LABELS = ("mentions_prior_attempt", "needs_sensemaking", "needs_guidance")
 SETTLED = (LabelStatus.VERIFIED, LabelStatus.RESOLVED)
 PENDING = (LabelStatus.LABELLED, LabelStatus.DISPUTED)
 IN_STRATA = (LengthBucket.SHORT, LengthBucket.MEDIUM, LengthBucket.LONG)
@@ -39,6 +52,17 @@ def labels_blind_to(*, viewer) -> Q:
     wait for another researcher, who verifies them by giving their own without seeing
     them; until then only their labeller sees them (pages, exports and console alike)."""
     return Q(label_status=LabelStatus.LABELLED) & ~Q(labelled_by_id=viewer.pk)
+
+
+def labels_as_shown(questions: QuerySet[Question], *, viewer) -> QuerySet[Question]:
+    """`questions` with `labels_hidden` (labels_blind_to `viewer`) and, for each label,
+    `<label>_shown`: its value, or None where it is hidden."""
+    hidden = labels_blind_to(viewer=viewer)
+    shown = {
+        f"{name}_shown": Case(When(hidden, then=None), default=F(name), output_field=BooleanField())
+        for name in LABELS
+    }
+    return questions.annotate(labels_hidden=hidden, **shown)
 
 
 @dataclass

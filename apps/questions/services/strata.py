@@ -12,9 +12,7 @@ from django.db import transaction
 
 from ..errors import QuestionError
 from ..models import LabelStage, LabelStatus, Question, QuestionLabel, QuotaSettings
-
-# The labels a researcher gives, each yes or no: the fields of Question and QuestionLabel.
-LABELS = ("mentions_prior_attempt", "needs_sensemaking", "needs_guidance")
+from ..selectors.strata import LABELS
 
 
 def question_label(

@@ -43,11 +43,11 @@ class BankFilterForm(forms.Form):
     q = forms.CharField(required=False, max_length=200, label="Search",
                         widget=forms.TextInput(attrs={"type": "search"}))  # fmt: skip
 
-    def questions(self):
+    def questions(self, *, viewer):
         self.is_valid()  # a filter that does not parse is left out; the others apply
         data = self.cleaned_data
         return selectors.bank_questions(
-            topic=data.get("topic"), length_bucket=data.get("length_bucket", ""),
+            viewer=viewer, topic=data.get("topic"), length_bucket=data.get("length_bucket", ""),
             prior_attempt=YES_NO.get(data.get("prior_attempt")),
             needs_sensemaking=YES_NO.get(data.get("sensemaking")),
             needs_guidance=YES_NO.get(data.get("guidance")),
@@ -66,7 +66,7 @@ def _query(request) -> str:
 @require_GET
 def bank(request):
     form = BankFilterForm(request.GET)
-    questions = form.questions()
+    questions = form.questions(viewer=request.user)
     page = Paginator(questions.select_related("labelled_by", "verified_by"), PER_PAGE).get_page(
         request.GET.get("page")
     )
@@ -86,7 +86,7 @@ def _stamp() -> str:
 @researcher
 @require_GET
 def bank_csv(request):
-    questions = BankFilterForm(request.GET).questions()
+    questions = BankFilterForm(request.GET).questions(viewer=request.user)
     rows = selectors.bank_export_rows(questions=questions)
     response = StreamingHttpResponse(
         csv_rows(selectors.BANK_EXPORT_HEADER, rows), content_type="text/csv; charset=utf-8"
@@ -98,7 +98,7 @@ def bank_csv(request):
 @researcher
 @require_GET
 def bank_json(request):
-    questions = BankFilterForm(request.GET).questions()
+    questions = BankFilterForm(request.GET).questions(viewer=request.user)
     document = questions_document(questions=questions.iterator(chunk_size=2000))
     response = HttpResponse(
         json.dumps(document, ensure_ascii=False, indent=1),

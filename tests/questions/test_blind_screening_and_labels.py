@@ -1,7 +1,8 @@
-"""The console keeps screening and labelling blind, as their pages do: a researcher who has
-still to screen a post sees no other screener's decision on it, and one who has still to
-verify a question's labels sees none of them, in the lists, their filters and searches, the
-rows' pages and the exports; once both are in, everyone sees them."""
+"""Screening and labelling stay blind wherever they can be read: a researcher who has still
+to screen a post sees no other screener's decision on it, and one who has still to verify a
+question's labels sees none of them, in the console's lists, their filters and searches, the
+rows' pages and the exports, and in the bank's page, its CSV and the API; once both are in,
+everyone sees them."""
 
 import csv
 import io
@@ -15,6 +16,7 @@ from apps.accounts.roles import Role
 from apps.questions.models import Question, QuestionLabel, ScreeningDecision
 from apps.questions.services import screening_decide
 from apps.questions.services.strata import question_label, question_label_verify
+from tests.api.builders import bearer, token_for
 from tests.factories import exclusion_reasons_seeded, question_make, sampled_make, user_with_role
 
 pytestmark = pytest.mark.django_db
@@ -186,3 +188,43 @@ def test_a_label_lookup_in_the_query_string_is_refused(ben, labelled):
     for lookup in ("needs_sensemaking__exact", "needs_guidance__in", "mentions_prior_attempt__gt"):
         response = client.get(reverse(QUESTIONS), {lookup: "1"})
         assert response.status_code == 400, lookup
+
+
+# --- the bank's page, its CSV and the API read the labels the same way ------------------------
+
+
+def bank_seen(user, question) -> dict[str, bool]:
+    client = signed_in(user)
+    page = client.get(reverse("questions:bank"), {"q": question.external_id}).content.decode()
+    (row,) = page.split('data-testid="question-row"')[1:]
+    cells = [cell.split("</td>")[0] for cell in row.split("<td>")[5:8]]
+    filtered = client.get(reverse("questions:bank"), {"sensemaking": "yes"}).content.decode()
+    response = client.get(reverse("questions:bank-csv"), {"q": question.external_id})
+    (exported_row,) = csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode()))
+    api = Client(**bearer(token_for(user)))
+    (item,) = api.get("/api/v1/questions/", {"external_id": question.external_id}).json()["results"]
+    api_filtered = api.get("/api/v1/questions/", {"needs_sensemaking": "true"}).json()
+    return {
+        "page": cells == ["Yes", "Yes", "No"],
+        "filter": f">{question.external_id}</a>" in filtered,
+        "csv": (exported_row["mentions_prior_attempt"], exported_row["needs_sensemaking"],
+                exported_row["needs_guidance"]) == ("true", "true", "false"),
+        "api": (item["mentions_prior_attempt"], item["needs_sensemaking"],
+                item["needs_guidance"]) == (True, True, False),
+        "api filter": question.external_id in {q["external_id"] for q in api_filtered["results"]},
+    }  # fmt: skip
+
+
+def test_the_bank_and_the_api_show_no_labels_still_to_verify_but_to_their_labeller(
+    ana, ben, labelled
+):
+    seen = bank_seen(ben, labelled)
+    assert not any(seen.values()), seen
+    seen = bank_seen(ana, labelled)
+    assert all(seen.values()), seen
+    question_label_verify(
+        question=labelled, researcher=ben, mentions_prior_attempt=True,
+        needs_sensemaking=True, needs_guidance=False,
+    )  # fmt: skip
+    seen = bank_seen(ben, labelled)
+    assert all(seen.values()), seen
