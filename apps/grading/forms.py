@@ -1,13 +1,13 @@
-import json
 from decimal import Decimal
 
 from django import forms
 
+from apps.console.uploads import UploadRefused, json_parse
 from apps.llm.models import CallStatus, ModelConfig, ModelKind, PromptTemplate, Purpose
 from apps.rubrics.models import Kind, Polarity
 from apps.runs.models import RunKind, SamplingRun
 
-from .models import CallState, GradingMode
+from .models import PARAMS_MAX_CHARS, CallState, GradingMode
 
 MODE_CHOICES = [
     (GradingMode.CHECKLIST, GradingMode.CHECKLIST.label),
@@ -45,7 +45,7 @@ class GradingRunForm(forms.Form):
         help_text="The published auto-rater graded at temperature 0.",
     )  # fmt: skip
     params = forms.CharField(
-        required=False, label="Other parameters (JSON)",
+        required=False, label="Other parameters (JSON)", max_length=PARAMS_MAX_CHARS,
         widget=forms.Textarea(attrs={"rows": 2, "placeholder": '{"max_tokens": 2000}'}),
         help_text="litellm parameters sent with every grader call; empty: none.",
     )  # fmt: skip
@@ -61,10 +61,12 @@ class GradingRunForm(forms.Form):
         text = self.cleaned_data["params"].strip()
         if not text:
             return {}
+        # Read as an uploaded file's JSON is: no NUL or lone surrogate escaped in it (the
+        # column cannot hold them), no key twice, not nested past reason.
         try:
-            params = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise forms.ValidationError(f"Not valid JSON: {exc.msg}.") from exc
+            params = json_parse(text)
+        except UploadRefused as exc:
+            raise forms.ValidationError(f"These parameters cannot be used: {exc}.") from exc
         if not isinstance(params, dict):
             raise forms.ValidationError('Parameters must be a JSON object, such as {"top_p": 1}.')
         if "temperature" in params:

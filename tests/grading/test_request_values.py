@@ -2,10 +2,12 @@
 its limit, a number that is not one. Each is refused on the page (200 for an HTMX fragment,
 400 for a page) or taken as not given, never a 500, and nothing of a refused form is saved."""
 
+import html
+
 import pytest
 from django.urls import reverse
 
-from apps.grading.models import Calibration, ExpertJudgment
+from apps.grading.models import Calibration, ExpertJudgment, GradingRun
 from apps.grading.services.calibration import calibration_create
 from apps.rubrics.models import Kind
 from tests.grading.calibration_builders import (  # noqa: F401  (fixtures)
@@ -165,3 +167,27 @@ def test_a_budget_past_the_column_is_refused(client, site, value):
     assert page.status_code == 200 and "A budget is an amount in USD" in page.text
     site.grading.refresh_from_db()
     assert site.grading.budget_usd is None
+
+
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ('{"stop": "\\u0000"}', "stop: a NUL character"),
+        ('{"stop": "\\udfff"}', "stop: a lone surrogate (\\udfff)"),
+        ('{"top_p": 1, "top_p": 0.5}', 'the key "top_p" appears twice'),
+        ('{"stop": "' + "x" * 10_000 + '"}', "at most 10000 characters"),
+    ],
+    ids=["escaped NUL", "lone surrogate", "key twice", "past the limit"],
+)
+def test_grader_parameters_the_column_cannot_hold_are_refused_on_the_form(
+    client, world, offline_provider_url, params, expected
+):
+    client.force_login(world.researcher)
+    data = {
+        "sampling_run": world.run.pk, "grader": grader_model(offline_provider_url).pk,
+        "mode": "checklist", "temperature": "0", "params": params, "name": "Bad",
+    }  # fmt: skip
+    page = client.post(reverse("grading:run_new"), data)
+    assert page.status_code == 422
+    assert expected in html.unescape(page.text)
+    assert not GradingRun.objects.filter(name="Bad").exists()

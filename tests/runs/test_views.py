@@ -247,7 +247,7 @@ def test_the_new_run_page_offers_each_need_and_a_run_chosen_by_need_type_still_s
     "fields,message",
     [
         ({"models": []}, "Choose at least one model."),
-        ({"params": "{temperature: 1}"}, "This is not valid JSON"),
+        ({"params": "{temperature: 1}"}, "These parameters cannot be used: it is not valid JSON"),
         ({"params": '{"seed": 3}'}, "cannot be set here: the run sets them"),
         ({"conditions": [], "topics": ["scams"]}, "Choose at least one question."),
         ({"samples_per_item": 21}, "less than or equal to 20"),
