@@ -384,6 +384,11 @@ def table1_picks(models: list[Model], chosen: list[int] | None = None) -> list[T
     return picks
 
 
+def _whole(value: str) -> bool:
+    """ASCII digits only: str.isdigit() alone admits "²", which int() refuses."""
+    return value.isascii() and value.isdigit()
+
+
 def table1_parse(values: list[str], models: list[Model]) -> tuple[list[int], list[str]]:
     """`table1=<model id>` values (an empty one: the family's default) as model ids, and a
     message for each one refused."""
@@ -394,7 +399,7 @@ def table1_parse(values: list[str], models: list[Model]) -> tuple[list[int], lis
         value = value.strip()
         if not value:
             continue
-        if not value.isdigit():
+        if not _whole(value):
             refused.append(f"“{value}” is not a model id.")
             continue
         model = by_id.get(int(value))
@@ -1823,7 +1828,7 @@ def pairs_parse(values: list[str], models: list[Model]) -> tuple[list[tuple[int,
     pairs, refused = [], []
     for value in values:
         first, dash, second = value.partition("-")
-        if not (dash and first.isdigit() and second.isdigit()):
+        if not (dash and _whole(first) and _whole(second)):
             refused.append(f"“{value}” is not a pair: write two model ids joined by a dash.")
             continue
         pair = (int(first), int(second))

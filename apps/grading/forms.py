@@ -1,13 +1,14 @@
-import json
 from decimal import Decimal
 
 from django import forms
 
-from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose
+from apps.console.uploads import UploadRefused, json_parse
+from apps.llm.models import CallStatus, ModelConfig, ModelKind, PromptTemplate, Purpose
 from apps.llm.params import ParamsError, params_check
+from apps.rubrics.models import Kind, Polarity
 from apps.runs.models import RunKind, SamplingRun
 
-from .models import GradingMode
+from .models import PARAMS_MAX_CHARS, CallState, GradingMode
 
 MODE_CHOICES = [
     (GradingMode.CHECKLIST, GradingMode.CHECKLIST.label),
@@ -45,13 +46,13 @@ class GradingRunForm(forms.Form):
         help_text="The published auto-rater graded at temperature 0.",
     )  # fmt: skip
     params = forms.CharField(
-        required=False, label="Other parameters (JSON)",
+        required=False, label="Other parameters (JSON)", max_length=PARAMS_MAX_CHARS,
         widget=forms.Textarea(attrs={"rows": 2, "placeholder": '{"max_tokens": 2000}'}),
-        help_text="litellm parameters sent with every grader call; empty: none.",
+        help_text="Generation parameters sent with every grader call; empty: none.",
     )  # fmt: skip
     budget_usd = forms.DecimalField(
-        required=False, min_value=Decimal("0.01"), decimal_places=2, label="Budget (USD)",
-        help_text="Calls stop before the run spends more; empty: no budget.",
+        required=False, min_value=Decimal("0.01"), max_digits=10, decimal_places=2,
+        label="Budget (USD)", help_text="Calls stop before the run spends more; empty: no budget.",
     )  # fmt: skip
     name = forms.CharField(
         required=False, max_length=200, help_text="Empty: named after the runs and the grader."
@@ -61,10 +62,12 @@ class GradingRunForm(forms.Form):
         text = self.cleaned_data["params"].strip()
         if not text:
             return {}
+        # Read as an uploaded file's JSON is: no NUL or lone surrogate escaped in it (the
+        # column cannot hold them), no key twice, not nested past reason.
         try:
-            params = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise forms.ValidationError(f"Not valid JSON: {exc.msg}.") from exc
+            params = json_parse(text)
+        except UploadRefused as exc:
+            raise forms.ValidationError(f"These parameters cannot be used: {exc}.") from exc
         if not isinstance(params, dict):
             raise forms.ValidationError('Parameters must be a JSON object, such as {"top_p": 1}.')
         if "temperature" in params:
@@ -91,5 +94,42 @@ def _number(value: Decimal):
 
 class BudgetForm(forms.Form):
     budget_usd = forms.DecimalField(
-        required=False, min_value=Decimal("0.01"), decimal_places=2, label="Budget (USD)"
+        required=False, min_value=Decimal("0.01"), max_digits=10, decimal_places=2,
+        label="Budget (USD)",
+    )  # fmt: skip
+
+
+# Ids in a query or form: whole numbers the database's bigint holds.
+ID_MAX = 2**63 - 1
+
+
+def id_field() -> forms.IntegerField:
+    return forms.IntegerField(required=False, min_value=1, max_value=ID_MAX)
+
+
+class JudgmentFilterForm(forms.Form):
+    """The judgments page's filters; a value that does not parse is left out."""
+
+    status = forms.ChoiceField(choices=CallState.choices, required=False)
+    met = forms.ChoiceField(choices=[("yes", "Met"), ("no", "Not met")], required=False)
+    kind = forms.ChoiceField(choices=Kind.choices, required=False)
+    polarity = forms.ChoiceField(choices=Polarity.choices, required=False)
+    model = id_field()
+    question = id_field()
+    response = id_field()
+
+    def filters(self) -> dict[str, str]:
+        """Each filter as the query gives it, "" where it is absent or does not parse."""
+        self.is_valid()
+        data = self.cleaned_data
+        return {name: "" if data.get(name) is None else str(data[name]) for name in self.fields}
+
+
+class RetryForm(forms.Form):
+    """Which errored calls to make again: every one (empty), those a worker gave up on
+    ("worker", stored without a kind), or those of one kind."""
+
+    error_kind = forms.ChoiceField(
+        choices=[("", "Every kind"), ("worker", "Given up by a worker"), *CallStatus.choices],
+        required=False,
     )

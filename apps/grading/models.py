@@ -10,6 +10,10 @@ from apps.runs.models import Response, RunStatus, SamplingRun, run_seed
 USER = settings.AUTH_USER_MODEL
 
 
+# The longest parameters (JSON) a researcher's form takes for a grader's calls.
+PARAMS_MAX_CHARS = 10_000
+
+
 class GradingMode(models.TextChoices):
     PER_CRITERION = "per_criterion", "One call per criterion (as HealthBench)"
     CHECKLIST = "checklist", "One call per answer, every criterion (as the published rater)"
@@ -222,6 +226,10 @@ class CalibrationSample(models.Model):
         return f"{self.calibration_set}: {self.question}"
 
 
+# The longest note a grader keeps with a label or a final label (the forms and columns say so).
+NOTE_MAX_CHARS = 5_000
+
+
 class ExpertJudgment(models.Model):
     """Two experts' labels of one criterion for one sampled answer, and the label they
     agreed on (`final_met`): the first two are kept as given."""
@@ -234,17 +242,17 @@ class ExpertJudgment(models.Model):
     first_by = models.ForeignKey(
         USER, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    first_note = models.TextField(blank=True)
+    first_note = models.TextField(blank=True, max_length=NOTE_MAX_CHARS)
     second_met = models.BooleanField(null=True, blank=True)
     second_by = models.ForeignKey(
         USER, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    second_note = models.TextField(blank=True)
+    second_note = models.TextField(blank=True, max_length=NOTE_MAX_CHARS)
     final_met = models.BooleanField(null=True, blank=True)
     resolved_by = models.ForeignKey(
         USER, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    resolution_note = models.TextField(blank=True)
+    resolution_note = models.TextField(blank=True, max_length=NOTE_MAX_CHARS)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

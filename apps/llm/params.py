@@ -39,10 +39,13 @@ class Param:
             if (
                 isinstance(texts, list)
                 and 1 <= len(texts) <= 4
-                and all(isinstance(t, str) and 0 < len(t) <= 100 for t in texts)
+                and all(isinstance(t, str) and 0 < len(t) <= 100 and _storable(t) for t in texts)
             ):
                 return None
-            return f"{name} must be a text or a list of at most 4 texts of 1 to 100 characters."
+            return (
+                f"{name} must be a text or a list of at most 4 texts of 1 to 100 characters "
+                "(no NUL, no half of a UTF-16 pair)."
+            )
         # bool is an int to Python, never a number to a researcher.
         numeric = isinstance(value, int | float) and not isinstance(value, bool)
         if self.kind == "integer":
@@ -51,6 +54,17 @@ class Param:
             return None
         what = "a whole number" if self.kind == "integer" else "a number"
         return f"{name} must be {what} from {_number(self.low)} to {_number(self.high)}."
+
+
+def _storable(text: str) -> bool:
+    # PostgreSQL's JSON cannot hold a NUL, nor UTF-8 a lone surrogate.
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _number(value: float) -> str:

@@ -149,6 +149,9 @@ class SourcePostTopic(models.Model):
 
 # --- sampling and screening ---------------------------------------------------------------
 
+# The longest note a screener may keep with a decision (the forms and the column say so).
+NOTE_MAX_CHARS = 5_000
+
 
 class Sample(models.Model):
     """A draw of posts for one topic: `size` uniformly at random from the posts labelled
@@ -221,7 +224,7 @@ class ScreeningDecision(models.Model):
     )
     include = models.BooleanField()
     reason = models.ForeignKey(ExclusionReason, null=True, blank=True, on_delete=models.PROTECT)
-    note = models.TextField(blank=True)
+    note = models.TextField(blank=True, max_length=NOTE_MAX_CHARS)
     decided_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

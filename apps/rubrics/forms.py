@@ -8,7 +8,16 @@ from apps.questions.models import Topic
 
 from . import selectors
 from .interchange import CONVERSATIONS, MAX_IMPORT_BYTES, POINT_MAPPINGS
-from .models import CRITERION_MAX_CHARS, POINTS, Kind, Polarity, Rubric, RubricImport
+from .models import (
+    COMMENT_MAX_CHARS,
+    CRITERION_MAX_CHARS,
+    NOTES_MAX_CHARS,
+    POINTS,
+    Kind,
+    Polarity,
+    Rubric,
+    RubricImport,
+)
 
 POINTS_MESSAGE = "Points must be 5, 3, 2 or 1."
 
@@ -45,9 +54,24 @@ class RevisionForm(forms.Form):
     revision = forms.IntegerField(min_value=0)
 
 
+COMMENT_TOO_LONG = (
+    f"A comment is at most {COMMENT_MAX_CHARS:,} characters (this one has %(show_value)s)."
+)
+
+
 class CommentForm(forms.Form):
-    body = forms.CharField(max_length=4000, error_messages={"required": "Write a comment first."})
+    body = forms.CharField(
+        max_length=COMMENT_MAX_CHARS,
+        error_messages={"required": "Write a comment first.", "max_length": COMMENT_TOO_LONG},
+    )
     criterion = forms.IntegerField(required=False)
+
+
+class RequestChangesForm(forms.Form):
+    message = forms.CharField(
+        required=False, max_length=COMMENT_MAX_CHARS, label="What should change",
+        error_messages={"max_length": COMMENT_TOO_LONG},
+    )  # fmt: skip
 
 
 class AssignmentForm(forms.Form):
@@ -66,8 +90,22 @@ class ClaimingForm(forms.Form):
     )
 
 
+class SharedTextForm(forms.Form):
+    """A shared criterion's text, within the editor's limit."""
+
+    text = forms.CharField(
+        max_length=CRITERION_MAX_CHARS,
+        error_messages={"max_length": f"Keep a criterion under {CRITERION_MAX_CHARS:,} "
+                        "characters (this one has %(show_value)s)."},
+    )  # fmt: skip
+
+
 class SharedCriteriaForm(forms.Form):
-    notes = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
+    notes = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2}), required=False, max_length=NOTES_MAX_CHARS,
+        error_messages={"max_length": f"Notes are at most {NOTES_MAX_CHARS:,} characters "
+                        "(these have %(show_value)s)."},
+    )  # fmt: skip
 
 
 class RubricImportForm(forms.Form):
@@ -157,7 +195,7 @@ class SendBackForm(forms.Form):
             "invalid_pk_value": "Choose rubrics from the list: %(pk)s is not one of them.",
         },
     )
-    reason = forms.CharField(required=False, max_length=4000)
+    reason = forms.CharField(required=False, max_length=COMMENT_MAX_CHARS)
 
 
 def topic_chosen(query) -> Topic | None:

@@ -9,6 +9,10 @@ from apps.questions.models import Question, Topic
 POINTS = (5, 3, 2, 1)
 POINT_CHOICES = [(p, str(p)) for p in POINTS]
 CRITERION_MAX_CHARS = 1000  # the editor's limit, which importers keep too
+# What people write beside a rubric: a review comment or a reason to send one back, and the
+# notes of a shared criteria version (the forms and the columns say so).
+COMMENT_MAX_CHARS = 4_000
+NOTES_MAX_CHARS = 5_000
 USER = settings.AUTH_USER_MODEL
 
 
@@ -47,7 +51,9 @@ class SharedCriterionSet(models.Model):
     """
 
     version = models.PositiveIntegerField(unique=True)
-    notes = models.TextField(blank=True, help_text="What changed in this version, and why.")
+    notes = models.TextField(
+        blank=True, max_length=NOTES_MAX_CHARS, help_text="What changed in this version, and why."
+    )
     created_by = models.ForeignKey(
         USER, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -106,8 +112,9 @@ class Rubric(models.Model):
     )
     revision = models.PositiveIntegerField(default=1)
     reverification_reason = models.TextField(
-        blank=True, help_text="Why a researcher sent the approved version back for re-verification."
-    )
+        blank=True, max_length=COMMENT_MAX_CHARS,
+        help_text="Why a researcher sent the approved version back for re-verification.",
+    )  # fmt: skip
     created_by = models.ForeignKey(
         USER, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -204,7 +211,7 @@ class ReviewComment(models.Model):
         blank=True, help_text="The criterion as it read when commented on."
     )
     author = models.ForeignKey(USER, on_delete=models.PROTECT, related_name="+")
-    body = models.TextField()
+    body = models.TextField(max_length=COMMENT_MAX_CHARS)
     created_at = models.DateTimeField(auto_now_add=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
 

@@ -1,14 +1,14 @@
-import json
 from decimal import Decimal
 
 from django import forms
 from django.db.models import QuerySet
 
+from apps.console.uploads import UploadRefused, json_parse
 from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose
 from apps.llm.params import ParamsError, params_check
 from apps.questions.models import GUIDANCE_HELP, SENSEMAKING_HELP, LengthBucket, Question, Topic
 
-from .models import ResponseStatus, SamplingRun
+from .models import PARAMS_MAX_CHARS, ResponseStatus, SamplingRun
 from .selection import question_conditions, questions_select
 from .selectors import APPROVED_RUBRIC
 from .services.sampling import MAX_SAMPLES
@@ -90,7 +90,7 @@ class RunForm(SelectionForm):
         help_text="The newest is chosen unless you pick another.",
     )  # fmt: skip
     params = forms.CharField(
-        label="Parameters (JSON)", required=False,
+        label="Parameters (JSON)", required=False, max_length=PARAMS_MAX_CHARS,
         widget=forms.Textarea(attrs={"rows": 2, "placeholder": '{"temperature": 0.7}'}),
         help_text="Sent with every call, over each model's own. Leave empty to use the "
         "providers' defaults (the published benchmark did).",
@@ -111,10 +111,12 @@ class RunForm(SelectionForm):
         text = self.cleaned_data["params"].strip()
         if not text:
             return {}
+        # Read as an uploaded file's JSON is: no NUL or lone surrogate escaped in it (the
+        # column cannot hold them), no key twice, not nested past reason.
         try:
-            params = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise forms.ValidationError(f"This is not valid JSON ({exc.msg}).") from exc
+            params = json_parse(text)
+        except UploadRefused as exc:
+            raise forms.ValidationError(f"These parameters cannot be used: {exc}.") from exc
         try:
             return params_check(params)
         except ParamsError as exc:
@@ -145,7 +147,7 @@ class ResponseFilterForm(forms.Form):
     model = forms.ModelChoiceField(queryset=ModelConfig.objects.none(), required=False,
                                    empty_label="Every model")  # fmt: skip
     status = forms.ChoiceField(required=False)
-    question = forms.CharField(required=False, label="Question (id or words in it)")
+    question = forms.CharField(required=False, max_length=200, label="Question (id or words in it)")
 
     def __init__(self, *args, run: SamplingRun, **kwargs):
         super().__init__(*args, **kwargs)

@@ -5,7 +5,16 @@ from django import forms
 from apps.console.uploads import megabytes, upload_size_validate
 from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose
 
-from .models import AgeBand, Education, Gender, Income, RejectionCategory, Scenario, Study
+from .models import (
+    REJECTION_MESSAGE_MAX_CHARS,
+    AgeBand,
+    Education,
+    Gender,
+    Income,
+    RejectionCategory,
+    Scenario,
+    Study,
+)
 from .services import MAX_EXPLANATION, MIN_REJECTION_MESSAGE
 from .services.proxies import MAX_RUNS_PER_MODEL
 from .services.scenarios import MAX_FILE_BYTES
@@ -123,12 +132,27 @@ class DemographicsForm(forms.Form):
 
 
 class RejectForm(forms.Form):
-    category = forms.ChoiceField(choices=RejectionCategory.choices, label="Prolific category")
+    category = forms.ChoiceField(
+        choices=RejectionCategory.choices, label="Prolific category",
+        error_messages={"required": "Choose one of Prolific's rejection categories.",
+                        "invalid_choice": "Choose one of Prolific's rejection categories."},
+    )  # fmt: skip
     message = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 4, "minlength": MIN_REJECTION_MESSAGE}),
-        min_length=MIN_REJECTION_MESSAGE,
+        min_length=MIN_REJECTION_MESSAGE, max_length=REJECTION_MESSAGE_MAX_CHARS,
         help_text=f"Sent by Prolific to the participant; {MIN_REJECTION_MESSAGE}+ characters.",
-    )
+        error_messages={
+            "required": f"Prolific requires a message of at least {MIN_REJECTION_MESSAGE} "
+            "characters explaining the rejection.",
+            "min_length": f"Prolific requires a message of at least {MIN_REJECTION_MESSAGE} "
+            "characters explaining the rejection (%(show_value)s so far).",
+            "max_length": f"A message is at most {REJECTION_MESSAGE_MAX_CHARS:,} characters "
+            "(this one has %(show_value)s).",
+        },
+    )  # fmt: skip
+
+    def problems(self) -> str:
+        return " ".join(e for errors in self.errors.values() for e in errors)
 
 
 class ImportForm(forms.Form):

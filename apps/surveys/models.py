@@ -22,6 +22,14 @@ COMPLETION_CODE = RegexValidator(
 )
 
 
+# The longest text people write here (the forms, the services and the columns say so): a
+# participant's explanation of an answer, a researcher's message to a rejected participant
+# (which Prolific passes on), and a study's texts shown to participants.
+MAX_EXPLANATION = 2000
+REJECTION_MESSAGE_MAX_CHARS = 5_000
+STUDY_TEXT_MAX_CHARS = 20_000
+
+
 def new_key() -> str:
     return secrets.token_urlsafe(18)
 
@@ -130,9 +138,9 @@ class Study(models.Model):
         "reservation timeout (minutes)", default=60,
         validators=[MinValueValidator(5), MaxValueValidator(24 * 60)],
     )  # fmt: skip
-    consent_text = models.TextField()
-    instructions_text = models.TextField()
-    example_text = models.TextField("worked example")
+    consent_text = models.TextField(max_length=STUDY_TEXT_MAX_CHARS)
+    instructions_text = models.TextField(max_length=STUDY_TEXT_MAX_CHARS)
+    example_text = models.TextField("worked example", max_length=STUDY_TEXT_MAX_CHARS)
     code_completed = models.CharField(max_length=32, validators=[COMPLETION_CODE])
     code_no_consent = models.CharField(max_length=32, validators=[COMPLETION_CODE])
     code_failed_attention = models.CharField(max_length=32, validators=[COMPLETION_CODE])
@@ -512,7 +520,7 @@ class Participant(models.Model):
     rejection_category = models.CharField(
         max_length=20, choices=RejectionCategory.choices, blank=True
     )
-    rejection_message = models.TextField(blank=True)
+    rejection_message = models.TextField(blank=True, max_length=REJECTION_MESSAGE_MAX_CHARS)
     reviewed_at = models.DateTimeField(null=True, blank=True)
     reviewed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -609,7 +617,7 @@ class Answer(models.Model):
     assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="answers")
     item = models.ForeignKey(SurveyItem, on_delete=models.PROTECT, related_name="answers")
     value = models.CharField(max_length=16, blank=True)
-    explanation = models.TextField(blank=True)
+    explanation = models.TextField(blank=True, max_length=MAX_EXPLANATION)
     first_saved_at = models.DateTimeField()
     saved_at = models.DateTimeField()
     save_count = models.PositiveIntegerField(default=1)

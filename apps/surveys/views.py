@@ -473,9 +473,12 @@ def participant_review(request, study_id, participant_id):
     action, client = request.POST.get("action"), prolific_client()
     try:
         if action == "reject":
+            form = RejectForm(request.POST)
+            if not form.is_valid():
+                raise SurveyError(f"not rejected: {form.problems()}")
             services.participant_reject(
                 participant=participant, user=request.user, client=client,
-                category=request.POST.get("category", ""), message=request.POST.get("message", ""),
+                category=form.cleaned_data["category"], message=form.cleaned_data["message"],
             )  # fmt: skip
         elif action == "returned":
             services.participant_mark_returned(participant=participant)

@@ -377,6 +377,20 @@ def test_a_bad_table_1_choice_is_refused_on_the_page_with_its_reason(researcher_
     assert [r[1] for r in rows] == ["'" + FORMULA, "Plain 2"]  # families by name
 
 
+@pytest.mark.parametrize("value", ["²", "\u0661", "\x00", "9" * 30])  # isdigit() says yes to 3
+def test_ids_that_are_not_ascii_digits_are_refused_with_a_reason(researcher_client, bench, value):
+    run = bench.grading
+    url = reverse("analysis:benchmark_report", args=[run.pk])
+    page = researcher_client.get(url, {"pair": f"{value}-1", "table1": value})
+    assert page.status_code == 200
+    assert 'data-testid="refused-pairs"' in page.text
+    assert 'data-testid="refused-table1"' in page.text
+    csv_url = reverse("analysis:benchmark_table_csv", args=[run.pk, "wilcoxon"])
+    assert researcher_client.get(csv_url, {"pair": f"1-{value}"}).status_code == 200
+    choose = reverse("analysis:benchmark_compare_choose", args=[run.pk])
+    assert researcher_client.get(choose, {"with": value})["Location"] == url
+
+
 # --- hostile names ----------------------------------------------------------------------------
 
 

@@ -57,6 +57,8 @@ def provider_model(listener, **fields) -> ModelConfig:
         ({"max_tokens": 10.5}, "max_tokens must be a whole number"),
         ({"top_p": -0.1}, "top_p must be a number from 0 to 1"),
         ({"stop": ["a", "b", "c", "d", "e"]}, "stop must be a text or a list"),
+        ({"stop": "\x00"}, "stop must be a text or a list"),
+        ({"stop": ["\ud800x"]}, "stop must be a text or a list"),
         ({"reasoning_effort": "max"}, "reasoning_effort must be one of"),
         ({"offline_fault": "400"}, "offline_fault is not a parameter"),
         ({"seed": 3}, "seed cannot be set here"),

@@ -247,7 +247,7 @@ def test_the_new_run_page_offers_each_need_and_a_run_chosen_by_need_type_still_s
     "fields,message",
     [
         ({"models": []}, "Choose at least one model."),
-        ({"params": "{temperature: 1}"}, "This is not valid JSON"),
+        ({"params": "{temperature: 1}"}, "These parameters cannot be used: it is not valid JSON"),
         ({"params": '{"seed": 3}'}, "cannot be set here: each call gets its own"),
         ({"params": '{"base_url": "http://127.0.0.1:9/v1"}'}, "base_url is not a parameter"),
         ({"params": '{"extra_headers": {"X": "1"}}'}, "extra_headers is not a parameter"),

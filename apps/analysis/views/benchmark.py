@@ -21,6 +21,7 @@ import itertools
 from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
+from django import forms
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
@@ -43,6 +44,8 @@ researcher = role_required(Role.RESEARCHER)
 SORTABLE = "table-3"
 PER_PAGE = 50
 OTHER_RUNS_SHOWN = 100
+# The chooser's `with=<grading run id>` ("with" is no Python name, so a field, not a form).
+RUN_ID = forms.IntegerField(min_value=1, max_value=2**63 - 1)
 
 
 def _run(run_id: int) -> GradingRun:
@@ -299,9 +302,12 @@ def benchmark_low_questions(request, run_id: int):
 def benchmark_compare_choose(request, run_id: int):
     """The chooser's form sends `with=<id>`: on to the two runs side by side."""
     run = _run(run_id)
-    other = request.GET.get("with", "")
-    if other.isdigit() and int(other) != run.pk and GradingRun.objects.filter(pk=other).exists():
-        return redirect("analysis:benchmark_compare", run.pk, int(other))
+    try:
+        other = RUN_ID.clean(request.GET.get("with", ""))
+    except forms.ValidationError:
+        other = None
+    if other and other != run.pk and GradingRun.objects.filter(pk=other).exists():
+        return redirect("analysis:benchmark_compare", run.pk, other)
     messages.error(request, "Choose another grading run to compare this one with.")
     return redirect("analysis:benchmark_report", run.pk)
 

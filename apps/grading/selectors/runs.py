@@ -326,9 +326,6 @@ def scores_totals(groups: list[dict]) -> dict:
     return {k: sum(g[k] for g in groups) for k in keys}
 
 
-JUDGMENT_FILTERS = ("status", "met", "kind", "polarity", "model", "question", "response")
-
-
 def judgments_list(*, run: GradingRun, filters: dict, viewer) -> QuerySet[Judgment]:
     """The run's judgments that `viewer` may read (rater_rows_shown), filtered by status,
     verdict (met: yes/no), criterion kind, polarity, model, question and response (ids)."""

@@ -11,7 +11,7 @@ from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
@@ -22,7 +22,7 @@ from apps.rubrics.models import Kind, Polarity
 from apps.runs.models import RunKind, SamplingRun
 
 from ..errors import GradingError
-from ..models import CalibrationSample
+from ..models import NOTE_MAX_CHARS, CalibrationSample
 from ..selectors import calibration as selectors
 from ..services import calibration as services
 
@@ -46,6 +46,71 @@ class CalibrationSetForm(forms.Form):
         User.objects.filter(groups__name=Role.RESEARCHER, is_active=True).order_by("username"),
         help_text="The researcher who grades every answer after its author, and adjudicates.",
     )
+
+
+NOTE_TOO_LONG = f"A note is at most {NOTE_MAX_CHARS:,} characters (this one has %(show_value)s)."
+
+
+def note_field() -> forms.CharField:
+    return forms.CharField(
+        required=False, max_length=NOTE_MAX_CHARS, error_messages={"max_length": NOTE_TOO_LONG}
+    )
+
+
+class GradeForm(forms.Form):
+    """A grade of one answer, in part or whole: `met-<criterion id>` ("1" met, "0" not) and
+    `note-<criterion id>` for each of the answer's criteria. A note not sent is left as it
+    was; an empty one is cleared."""
+
+    def __init__(self, data, *, criterion_ids):
+        super().__init__(data)
+        self.criterion_ids = list(criterion_ids)
+        for pk in self.criterion_ids:
+            self.fields[f"met-{pk}"] = forms.ChoiceField(
+                choices=[("1", "Met"), ("0", "Not met")], required=False
+            )
+            self.fields[f"note-{pk}"] = note_field()
+
+    def labels(self) -> dict[int, bool]:
+        data = self.cleaned_data
+        return {pk: data[f"met-{pk}"] == "1" for pk in self.criterion_ids if data[f"met-{pk}"]}
+
+    def notes(self) -> dict[int, str]:
+        return {
+            pk: self.cleaned_data[f"note-{pk}"]
+            for pk in self.criterion_ids
+            if f"note-{pk}" in self.data
+        }
+
+    def row_error(self, pk: int) -> str:
+        return " ".join([*self.errors.get(f"met-{pk}", []), *self.errors.get(f"note-{pk}", [])])
+
+
+class AdjudicationForm(forms.Form):
+    criterion = forms.IntegerField(min_value=1, max_value=2**63 - 1)
+    final = forms.ChoiceField(choices=[("1", "Met"), ("0", "Not met")], required=False)
+    note = note_field()
+
+    def problems(self) -> str:
+        names = {"criterion": "Criterion", "final": "Final label", "note": "Why"}
+        return " ".join(
+            f"{names.get(name, name)}: {' '.join(errors)}" for name, errors in self.errors.items()
+        )
+
+
+class ReportFilterForm(forms.Form):
+    """The report's filters and the grading run to compare with; a value that does not
+    parse is left out."""
+
+    kind = forms.ChoiceField(choices=Kind.choices, required=False)
+    polarity = forms.ChoiceField(choices=Polarity.choices, required=False)
+    model = forms.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
+    direction = forms.ChoiceField(choices=selectors.DIRECTIONS, required=False)
+    compare = forms.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
+
+    def values(self) -> dict:
+        self.is_valid()
+        return {name: self.cleaned_data.get(name) for name in self.fields}
 
 
 def home_panel_context(request) -> dict:
@@ -100,15 +165,18 @@ def calibration_set(request, pk: int):
 def calibration_open(request, pk: int):
     """ "Calibrate this grading run against this set": make (or find) the calibration."""
     calibration_set = _set(pk)
-    run = selectors.gradable_runs(calibration_set=calibration_set).filter(
-        pk=request.POST.get("grading_run") or 0
+    form = forms.Form(request.POST)
+    form.fields["grading_run"] = forms.ModelChoiceField(
+        selectors.gradable_runs(calibration_set=calibration_set)
     )
-    if not run:
+    if not form.is_valid():
         messages.error(request, "Choose one of this sampling run's grading runs.")
         return redirect("grading:calibration_set", pk=pk)
     try:
         made = services.calibration_create(
-            calibration_set=calibration_set, grading_run=run.get(), user=request.user
+            calibration_set=calibration_set,
+            grading_run=form.cleaned_data["grading_run"],
+            user=request.user,
         )
     except GradingError as exc:
         messages.error(request, str(exc))
@@ -132,42 +200,53 @@ def _sample(request, pk: int) -> tuple[CalibrationSample, str]:
     return sample, turn
 
 
-def _labels(post, sample: CalibrationSample) -> tuple[dict[int, bool], dict[int, str]]:
-    labels, notes = {}, {}
-    for criterion_id in sample.judgments.values_list("criterion_id", flat=True):
-        value = post.get(f"met-{criterion_id}", "")
-        if value in ("1", "0"):
-            labels[criterion_id] = value == "1"
-        if f"note-{criterion_id}" in post:
-            notes[criterion_id] = post[f"note-{criterion_id}"]
-    return labels, notes
-
-
 @role_required(*ANY_ROLE)
 def calibration_grade(request, pk: int):
-    """The blind grading page: the question, the answer and the criteria, nothing else."""
+    """The blind grading page: the question, the answer and the criteria, nothing else. A
+    grade the form refuses (a note past its limit, a NUL) is shown again as it was sent,
+    with the reason beside its criterion, and nothing of it is saved."""
     sample, turn = _sample(request, pk)
-    status = 200
+    status, form = 200, None
     if request.method == "POST":
-        labels, notes = _labels(request.POST, sample)
-        try:
-            sample = services.expert_grade_save(
-                sample=sample, user=request.user, labels=labels, notes=notes
-            )
-        except GradingError as exc:
-            messages.error(request, str(exc))
-            status = 422
+        ids = sample.judgments.values_list("criterion_id", flat=True)
+        form = GradeForm(request.POST, criterion_ids=ids)
+        if not form.is_valid():
+            messages.error(request, "Nothing was saved: see the criteria marked below.")
+            status = 400
         else:
-            return _after_grading(request, sample, turn)
+            try:
+                sample = services.expert_grade_save(
+                    sample=sample, user=request.user, labels=form.labels(), notes=form.notes()
+                )
+            except GradingError as exc:
+                messages.error(request, str(exc))
+                status = 422
+            else:
+                return _after_grading(request, sample, turn)
     rows = selectors.grading_rows(sample=sample, turn=turn)
+    if form is not None and status == 400:
+        _as_sent(rows, form)
     context = {
         "sample": sample,
         "turn": turn,
         "rows": rows,
         "marked": sum(r["met"] is not None for r in rows),
         "closed": bool(sample.first_done_at and sample.second_done_at),
+        "note_max": NOTE_MAX_CHARS,
     }
     return render(request, "grading/calibration_grade.html", context, status=status)
+
+
+def _as_sent(rows: list[dict], form: GradeForm) -> None:
+    """Show each row as the refused form sent it, with its reasons, so nothing typed is lost."""
+    for row in rows:
+        pk = row["criterion"].pk
+        met = form.data.get(f"met-{pk}")
+        if met in ("1", "0"):
+            row["met"] = met == "1"
+        if f"note-{pk}" in form.data:
+            row["note"] = form.data[f"note-{pk}"]
+        row["error"] = form.row_error(pk)
 
 
 def _after_grading(request, sample: CalibrationSample, turn: str):
@@ -187,19 +266,24 @@ def calibration_adjudicate(request, pk: int):
     """Both expert grades side by side; the two graders give the final label of each
     criterion they graded differently."""
     sample, turn = _sample(request, pk)
-    error, row_id = "", None
+    error, row_id, note = "", None, None
     if request.method == "POST":
-        row_id = int(request.POST.get("criterion") or 0)
-        try:
-            services.disagreement_resolve(
-                sample=sample,
-                user=request.user,
-                criterion_id=row_id,
-                final_met=request.POST.get("final") == "1",
-                note=request.POST.get("note", ""),
-            )
-        except GradingError as exc:
-            error = str(exc)
+        form = AdjudicationForm(request.POST)
+        if not form.is_valid():
+            error, note = form.problems(), form.data.get("note", "")
+            row_id = form.cleaned_data.get("criterion")
+        else:
+            row_id = form.cleaned_data["criterion"]
+            try:
+                services.disagreement_resolve(
+                    sample=sample,
+                    user=request.user,
+                    criterion_id=row_id,
+                    final_met=form.cleaned_data["final"] == "1",
+                    note=form.cleaned_data["note"],
+                )
+            except GradingError as exc:
+                error = str(exc)
         if not request.htmx:
             messages.add_message(
                 request, messages.ERROR if error else messages.SUCCESS, error or "Saved."
@@ -207,17 +291,17 @@ def calibration_adjudicate(request, pk: int):
             return redirect("grading:calibration_adjudicate", pk=sample.pk)
     sample = selectors.sample_get(pk=sample.pk)
     rows = selectors.adjudication_rows(sample=sample)
-    context = {"sample": sample, "turn": turn, "error": error, **rows}
+    context = {"sample": sample, "turn": turn, "error": error, "note_max": NOTE_MAX_CHARS, **rows}
     if request.htmx and row_id:
         context["row"] = next((r for r in rows["disagreements"] if r.criterion_id == row_id), None)
         if context["row"] is None:
             raise Http404("That criterion is not a disagreement of this answer.")
-        return render(
-            request,
-            "grading/calibration_adjudicate.html#disagreement",
-            context,
-            status=422 if error else 200,
-        )
+        if note is not None:
+            context["row"].resolution_note = note  # as sent, to correct and send again
+        # A refusal is part of the fragment, beside the form: swapped in like a success.
+        return render(request, "grading/calibration_adjudicate.html#disagreement", context)
+    if request.htmx and error:
+        return HttpResponse(error, status=400, content_type="text/plain; charset=utf-8")
     return render(request, "grading/calibration_adjudicate.html", context)
 
 
@@ -233,15 +317,13 @@ def _calibration(request, pk: int):
     return calibration
 
 
-def _filters(request, calibration_set) -> dict:
-    get = request.GET
+def _filters(values: dict, calibration_set) -> dict:
     model_ids = {m.pk for m in calibration_set.model_configs.all()}
-    model, direction = get.get("model", ""), get.get("direction", "")
     return {
-        "kind": get.get("kind") if get.get("kind") in Kind.values else "",
-        "polarity": get.get("polarity") if get.get("polarity") in Polarity.values else "",
-        "model_id": int(model) if model.isdigit() and int(model) in model_ids else None,
-        "direction": direction if direction in dict(selectors.DIRECTIONS) else "",
+        "kind": values["kind"] or "",
+        "polarity": values["polarity"] or "",
+        "model_id": values["model"] if values["model"] in model_ids else None,
+        "direction": values["direction"] or "",
     }
 
 
@@ -250,13 +332,14 @@ def calibration_report(request, pk: int):
     calibration = _calibration(request, pk)
     cset, run = calibration.calibration_set, calibration.grading_run
     others = selectors.gradable_runs(calibration_set=cset).exclude(pk=run.pk)
-    compare = others.filter(pk=request.GET.get("compare") or 0).first()
+    values = ReportFilterForm(request.GET).values()
+    compare = others.filter(pk=values["compare"]).first() if values["compare"] else None
     columns = [
         selectors.run_statistics(calibration_set=cset, grading_run=r)
         for r in (run, compare)
         if r is not None
     ]
-    filters = _filters(request, cset)
+    filters = _filters(values, cset)
     found = selectors.disagreements(columns[0].pairs, **filters)
     page = Paginator(found, PAGE_SIZE).get_page(request.GET.get("page"))
     context = {

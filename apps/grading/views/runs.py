@@ -20,7 +20,7 @@ from workers.engine import scope_start
 
 from .. import services
 from ..errors import GradingError
-from ..forms import BudgetForm, GradingRunForm
+from ..forms import BudgetForm, GradingRunForm, JudgmentFilterForm, RetryForm
 from ..models import CallState, GradingRun
 from ..selectors import runs as selectors
 from ..selectors.archive import run_archive
@@ -126,9 +126,12 @@ def run_budget(request, pk: int):
 @require_POST
 def errors_retry(request, pk: int):
     run = _run(pk)
-    kind = request.POST.get("error_kind", "")
+    form = RetryForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Unknown kind of error: choose one of those listed.")
+        return redirect(reverse("grading:run_detail", args=[run.pk]) + "#progress")
     try:
-        count = services.grading_errors_retry(run=run, error_kind=kind)
+        count = services.grading_errors_retry(run=run, error_kind=form.cleaned_data["error_kind"])
         run.refresh_from_db()
         if count and run.status == RunStatus.RUNNING:
             scope_start(services.work_for_run(run).name, run.pk)
@@ -141,12 +144,12 @@ def errors_retry(request, pk: int):
 @role_required(Role.RESEARCHER)
 def judgments(request, pk: int):
     run = _run(pk)
-    filters = {k: request.GET.get(k, "") for k in selectors.JUDGMENT_FILTERS}
+    filters = JudgmentFilterForm(request.GET).filters()
     rows = selectors.judgments_list(run=run, filters=filters, viewer=request.user)
     page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
     query = urlencode({k: v for k, v in filters.items() if v})
     # Reports link here for one question or one answer: the page names what it is narrowed to.
-    question, answer = (filters["question"] or "").isdigit(), (filters["response"] or "").isdigit()
+    question, answer = bool(filters["question"]), bool(filters["response"])
     context = {
         "run": run, "page": page, "filters": filters, "query": query,
         "withheld": rater_withheld(viewer=request.user, sampling_run_id=run.sampling_run_id),

@@ -16,6 +16,7 @@ from workers.questions import embedding_cosines_task
 
 from .. import selectors, services
 from ..errors import QuestionError
+from ..interchange import QUESTION_TEXT_MAX
 from ..models import Rewrite, RewriteJob, Topic
 from ..services.bank import normalise_newlines
 from ..similarity import (
@@ -64,10 +65,26 @@ class EmbeddingForm(forms.Form):
     )  # fmt: skip
 
 
+TEXT_TOO_LONG = (
+    f"A question is at most {QUESTION_TEXT_MAX:,} characters (this text has %(show_value)s)."
+)
+
+
 class ApproveForm(forms.Form):
     text = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 12}), label="Question text to approve",
+        max_length=QUESTION_TEXT_MAX, error_messages={"max_length": TEXT_TOO_LONG},
         help_text="Edit the rewrite if it needs it; this becomes the question's text.",
+    )  # fmt: skip
+
+
+class PreviewForm(forms.Form):
+    """An edit sent with GET to see its differences (never stored), within the limit of a
+    question, whose differences are computed word by word."""
+
+    text = forms.CharField(
+        required=False, strip=False, max_length=QUESTION_TEXT_MAX,
+        error_messages={"max_length": TEXT_TOO_LONG},
     )  # fmt: skip
 
 
@@ -147,7 +164,10 @@ def review(request, pk: int):
     rewrite = _rewrite(pk)
     # A text sent with GET is a preview of the differences an edit makes (the textarea's
     # htmx request, or the "Show differences" button without JavaScript).
-    edited = normalise_newlines(request.GET["text"]) if "text" in request.GET else None
+    preview = PreviewForm(request.GET)
+    edited = None
+    if "text" in request.GET and preview.is_valid():
+        edited = normalise_newlines(preview.cleaned_data["text"])
     form = ApproveForm(request.POST or None, initial={"text": edited or rewrite.text})
     if request.method == "POST" and form.is_valid():
         text = normalise_newlines(form.cleaned_data["text"])
@@ -161,10 +181,12 @@ def review(request, pk: int):
     question = rewrite.question
     approved = question.rewrite_id == rewrite.pk
     shown = question.text if approved else (edited or rewrite.text)
-    if form.is_bound:
-        shown = normalise_newlines(form.data.get("text", "")) or shown
+    posted = form.data.get("text", "") if form.is_bound else ""
+    if len(posted) <= QUESTION_TEXT_MAX:  # a longer one is refused, not compared
+        shown = normalise_newlines(posted) or shown
     context = METHODS | {
         "rewrite": rewrite, "question": question, "form": form, "shown": shown,
+        "preview_errors": preview.errors.get("text", []),
         "approved": approved, "edited": edited is not None and edited != rewrite.text,
         "diff": selectors.rewrite_diff(original=question.original_text, rewrite=shown),
         "embedding_cosines": selectors.embedding_cosines_of(question=question) if approved
@@ -173,7 +195,8 @@ def review(request, pk: int):
     template = (
         "questions/rewrite_review.html#diff" if request.htmx else "questions/rewrite_review.html"
     )
-    return render(request, template, context, status=422 if form.errors else 200)
+    status = 422 if form.errors else 400 if preview.errors and not request.htmx else 200
+    return render(request, template, context, status=status)
 
 
 @researcher

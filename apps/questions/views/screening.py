@@ -6,6 +6,7 @@ its text alone until it has both of its decisions."""
 
 from urllib.parse import urlencode
 
+from django import forms
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -13,19 +14,63 @@ from django.urls import reverse
 from apps.accounts.roles import Role, role_required
 
 from ..errors import QuestionError
-from ..models import LENGTH_LIMIT, SampledPost, ScreeningOutcome, Topic
+from ..models import (
+    LENGTH_LIMIT,
+    NOTE_MAX_CHARS,
+    ExclusionReason,
+    SampledPost,
+    ScreeningOutcome,
+    Topic,
+)
 from ..selectors import screening as selectors
 from ..services.screening import screening_decide
 
 TEMPLATE = "questions/screening.html"
+REASON_OFFERED = "Choose one of the exclusion reasons offered."
 
 
-def _topic(value: str) -> Topic | None:
-    return Topic.objects.filter(slug=value).first() if value else None
+class QueueForm(forms.Form):
+    """Which queue: a topic (`?topic=slug`) and the post to skip past (`after`). A value that
+    names neither is taken as not given."""
+
+    topic = forms.SlugField(required=False, max_length=Topic._meta.get_field("slug").max_length)
+    after = forms.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
 
 
-def _after(value: str) -> int | None:
-    return int(value) if value.isdigit() else None
+class DecisionForm(forms.Form):
+    """A decision: the Include button, or an exclude button carrying its reason (an inactive
+    one is refused by the service, with its name)."""
+
+    include = forms.BooleanField(required=False)
+    reason = forms.ModelChoiceField(
+        ExclusionReason.objects.all(), required=False,
+        error_messages={"invalid_choice": REASON_OFFERED},
+    )  # fmt: skip
+    note = forms.CharField(
+        required=False, max_length=NOTE_MAX_CHARS,
+        error_messages={"max_length": f"A note is at most {NOTE_MAX_CHARS:,} characters (this "
+                        "one has %(show_value)s)."},
+    )  # fmt: skip
+
+    def decision(self) -> dict:
+        """The service's arguments."""
+        data = self.cleaned_data
+        if data["include"]:
+            return {"include": True, "reason": None, "note": data["note"]}
+        return {"include": False, "reason": data["reason"], "note": data["note"]}
+
+    def problems(self) -> str:
+        return " ".join(
+            f"{self.fields[name].label or name.capitalize()}: {' '.join(errors)}"
+            for name, errors in self.errors.items()
+        )
+
+
+def _queue(data) -> tuple[Topic | None, int | None]:
+    form = QueueForm(data)
+    form.is_valid()  # a value that does not parse is left out; the other applies
+    slug, after = form.cleaned_data.get("topic"), form.cleaned_data.get("after")
+    return (Topic.objects.filter(slug=slug).first() if slug else None), after
 
 
 def _queue_url(topic: Topic | None) -> str:
@@ -41,7 +86,7 @@ def _context(request, *, topic, sampled, state="open", **extra) -> dict:
         "topics": Topic.objects.order_by("order", "name"),
         "left": selectors.screening_left(researcher=request.user, topic=topic),
         "reasons": selectors.exclusion_reasons_active(), "length_limit": LENGTH_LIMIT,
-        "queue_url": queue_url,
+        "note_max": NOTE_MAX_CHARS, "queue_url": queue_url,
         "skip_url": f"{queue_url}{joiner}after={sampled.pk}" if sampled else "", **extra,
     }  # fmt: skip
 
@@ -54,39 +99,31 @@ def _page(request, context: dict, status: int = 200):
 @role_required(Role.RESEARCHER)
 def queue(request):
     """The next post to screen (of one topic, if chosen); `after` skips past a post."""
-    topic = _topic(request.GET.get("topic", ""))
-    after = _after(request.GET.get("after", ""))
+    topic, after = _queue(request.GET)
     sampled = selectors.screening_next(researcher=request.user, topic=topic, after=after)
     return _page(request, _context(request, topic=topic, sampled=sampled))
-
-
-def _decision(post) -> dict:
-    """The service's arguments from the form: the Include button, or an exclude button
-    carrying its reason."""
-    if post.get("include") == "1":
-        return {"include": True, "reason": None}
-    reason_id = post.get("reason", "")
-    reason = selectors.exclusion_reasons_active().filter(pk=reason_id).first()
-    if reason_id.isdigit() and reason is None:
-        raise QuestionError("That exclusion reason is no longer offered: choose another.")
-    return {"include": False, "reason": reason}
 
 
 @role_required(Role.RESEARCHER)
 def decide(request, pk: int):
     """GET: this post, if it is still the researcher's to screen. POST: their decision,
-    then the next post (a fragment for HTMX, a redirect without JavaScript)."""
+    then the next post (a fragment for HTMX, a redirect without JavaScript); a decision the
+    form refuses shows this post again, with the reason and the note as it was written."""
     sampled = get_object_or_404(SampledPost.objects.select_related("post", "topic"), pk=pk)
-    topic = _topic(request.POST.get("topic", "") or request.GET.get("topic", ""))
+    topic, _after = _queue(request.POST if "topic" in request.POST else request.GET)
+    state = selectors.screening_state(sampled=sampled, researcher=request.user)
     if request.method != "POST":
-        state = selectors.screening_state(sampled=sampled, researcher=request.user)
         return _page(request, _context(request, topic=topic, sampled=sampled, state=state))
+    form = DecisionForm(request.POST)
+    if not form.is_valid():
+        context = _context(
+            request, topic=topic, sampled=sampled, state=state, error=form.problems(),
+            note=form.data.get("note", ""),
+        )  # fmt: skip
+        return _page(request, context, status=200 if request.htmx else 400)
     error, done = "", ""
     try:
-        decision = screening_decide(
-            sampled=sampled, researcher=request.user, note=request.POST.get("note", ""),
-            **_decision(request.POST),
-        )  # fmt: skip
+        decision = screening_decide(sampled=sampled, researcher=request.user, **form.decision())
         done = _done_message(decision)
     except QuestionError as exc:
         error = str(exc)

@@ -6,6 +6,7 @@ initial values nor in the page, so that the second researcher's labels are their
 
 from django import forms
 from django.contrib import messages
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
@@ -61,9 +62,21 @@ class QuotaSettingsForm(forms.Form):
     )
 
 
+class PickForm(forms.Form):
+    """The topic a queue is narrowed to and the question chosen from it, by id. A value that
+    names neither is taken as not given."""
+
+    topic = forms.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
+    question = forms.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
+
+    def chosen(self, name: str, model):
+        self.is_valid()  # a value that does not parse is left out; the other applies
+        pk = self.cleaned_data.get(name)
+        return model.objects.filter(pk=pk).first() if pk else None
+
+
 def _topic(params) -> Topic | None:
-    value = params.get("topic", "")
-    return Topic.objects.filter(pk=value).first() if value.isdigit() else None
+    return PickForm(params).chosen("topic", Topic)
 
 
 def _work(request, topic, current=None, form=None, done=None) -> dict:
@@ -80,8 +93,7 @@ def _work(request, topic, current=None, form=None, done=None) -> dict:
 @require_GET
 def labels(request):
     topic = _topic(request.GET)
-    chosen = request.GET.get("question", "")
-    current = Question.objects.filter(pk=chosen).first() if chosen.isdigit() else None
+    current = PickForm(request.GET).chosen("question", Question)
     context = _work(request, topic, current=current)
     template = "questions/labels.html#work" if request.htmx else "questions/labels.html"
     return render(request, template, context)
@@ -125,7 +137,9 @@ def disputes(request):
 
 
 def _resolve(request):
-    question = get_object_or_404(Question, pk=request.POST.get("question") or 0)
+    question = PickForm(request.POST).chosen("question", Question)
+    if question is None:
+        raise Http404("No such question.")
     form = LabelForm(request.POST)
     if form.is_valid():
         try:

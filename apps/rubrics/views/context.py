@@ -4,7 +4,7 @@ from apps.accounts.roles import Role, user_has_role
 from apps.runs.models import Response, ResponseStatus
 
 from .. import selectors
-from ..models import EDITABLE_STATES, POINTS, Kind, Polarity, RubricState
+from ..models import COMMENT_MAX_CHARS, EDITABLE_STATES, POINTS, Kind, Polarity, RubricState
 
 TEMPLATE = "rubrics/rubric.html"
 
@@ -48,6 +48,7 @@ def rubric_context(request, rubric, **extra) -> dict:
         "polarities": Polarity.choices,
         "kinds": Kind.choices,
         "points_choices": POINTS,
+        "comment_max": COMMENT_MAX_CHARS,
         "add_values": {"polarity": Polarity.POSITIVE, "kind": Kind.FACTUAL, "points": 3},
         "directions": (("up", "↑"), ("down", "↓")),
     }

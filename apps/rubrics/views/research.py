@@ -21,6 +21,7 @@ from ..forms import (
     RubricImportForm,
     SendBackForm,
     SharedCriteriaForm,
+    SharedTextForm,
     topic_chosen,
     whole_number_or_text,
 )
@@ -87,8 +88,10 @@ def topic_claiming(request, topic_id: int):
 def shared_criteria(request):
     """The shared presentation criteria, every version; POST publishes version n+1."""
     form = SharedCriteriaForm(request.POST or None)
-    rows = _shared_rows(request.POST) if request.method == "POST" else None
-    if request.method == "POST" and form.is_valid():
+    rows, problems = _shared_rows(request.POST) if request.method == "POST" else (None, [])
+    for problem in problems:
+        messages.error(request, problem)
+    if request.method == "POST" and form.is_valid() and not problems:
         try:
             new = services.shared_criteria_publish(
                 criteria=rows, notes=form.cleaned_data["notes"], user=request.user
@@ -110,15 +113,20 @@ def _rows_of(criterion_set) -> list[dict]:
     return [*rows, {"text": "", "polarity": Polarity.POSITIVE, "points": 2}]
 
 
-def _shared_rows(post) -> list[dict]:
-    rows = []
+def _shared_rows(post) -> tuple[list[dict], list[str]]:
+    """The rows posted (a blank text removes its row) and what is wrong with their texts
+    (the service checks the rest: polarity, points, repeats)."""
+    rows, problems = [], []
     for text, polarity, points in zip(
         post.getlist("text"), post.getlist("polarity"), post.getlist("points"), strict=False
     ):
         if text.strip():
             rows.append({"text": text, "polarity": polarity,
                          "points": whole_number_or_text(points)})  # fmt: skip
-    return rows
+            form = SharedTextForm({"text": text})
+            if not form.is_valid():
+                problems.append(f"Criterion {len(rows)}: {' '.join(form.errors['text'])}")
+    return rows, problems
 
 
 @role_required(Role.RESEARCHER)

@@ -8,9 +8,9 @@ from apps.accounts.roles import Role, role_required
 
 from .. import services
 from ..errors import RubricError, RubricForbidden
-from ..forms import CommentForm
+from ..forms import CommentForm, RequestChangesForm
 from .context import TEMPLATE, rubric_context
-from .editing import forbidden, page_url
+from .editing import forbidden, full_page, page_url
 from .fragments import fragments
 from .pages import rubric_for
 
@@ -47,7 +47,15 @@ def approve(request, pk: int):
 
 @role_required(Role.REVIEWER)
 def request_changes(request, pk: int):
-    message = request.POST.get("message", "")
+    form = RequestChangesForm(request.POST)
+    if request.method == "POST" and not form.is_valid():
+        # Shown on the page with the message as it was written, which is not lost.
+        errors = " ".join(form.errors["message"])
+        return full_page(
+            request, rubric_for(pk), status=400, changes_error=f"Nothing was requested: {errors}",
+            changes_message=form.data.get("message", ""),
+        )  # fmt: skip
+    message = form.cleaned_data["message"] if form.is_valid() else ""
     done = "Changes requested; the author sees your comments."
     return _act(request, pk, services.rubric_request_changes, done, message=message)
 

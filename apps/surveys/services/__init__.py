@@ -1,7 +1,7 @@
 """Every write of the surveys app. Split by concern; import from here."""
 
+from ..models import MAX_EXPLANATION
 from .answers import (
-    MAX_EXPLANATION,
     answer_save,
     answer_save_if_bound,
     assignment_submit,

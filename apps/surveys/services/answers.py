@@ -15,6 +15,7 @@ from django.utils import timezone
 from .. import duration, quality, selectors
 from ..errors import AnswerInvalid, SurveyError
 from ..models import (
+    MAX_EXPLANATION,
     Answer,
     Assignment,
     AssignmentStatus,
@@ -25,8 +26,6 @@ from ..models import (
     SurveyItem,
 )
 from .reservation import assignments_complete
-
-MAX_EXPLANATION = 2000
 
 
 def _check_open(participant: Participant) -> None:
