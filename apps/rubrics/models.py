@@ -70,7 +70,7 @@ class SharedCriterion(models.Model):
     criterion_set = models.ForeignKey(
         SharedCriterionSet, on_delete=models.CASCADE, related_name="criteria"
     )
-    text = models.TextField()
+    text = models.TextField(max_length=CRITERION_MAX_CHARS)
     polarity = models.CharField(max_length=10, choices=Polarity.choices)
     points = models.PositiveSmallIntegerField(choices=POINT_CHOICES)
     order = models.PositiveIntegerField()
@@ -160,7 +160,7 @@ class Rubric(models.Model):
 
 class Criterion(models.Model):
     rubric = models.ForeignKey(Rubric, on_delete=models.CASCADE, related_name="criteria")
-    text = models.TextField()
+    text = models.TextField(max_length=CRITERION_MAX_CHARS)
     polarity = models.CharField(max_length=10, choices=Polarity.choices)
     kind = models.CharField(max_length=15, choices=Kind.choices, default=Kind.FACTUAL)
     points = models.PositiveSmallIntegerField(choices=POINT_CHOICES)

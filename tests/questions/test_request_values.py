@@ -144,3 +144,17 @@ def test_approving_a_text_past_a_questions_limit_is_refused_and_nothing_changes(
     assert "A question is at most 40,000 characters (this text has 40001)." in page.text
     question.refresh_from_db()
     assert question.text == "My account was taken." and question.rewrite is None
+
+
+@pytest.mark.parametrize("value", ["9" * 30, "2147483648", "\x00", "²"])
+def test_quota_settings_past_the_columns_are_refused_on_the_form(signed_in, value):
+    url = reverse("questions:quotas")
+    before = signed_in.get(url).context["settings"]
+    page = signed_in.post(url, {"target_per_topic": value, "minimum_per_stratum": value})
+    assert page.status_code == 422
+    assert 'class="error' in page.text or "errorlist" in page.text
+    after = signed_in.get(url).context["settings"]
+    assert (after.target_per_topic, after.minimum_per_stratum) == (
+        before.target_per_topic,
+        before.minimum_per_stratum,
+    )

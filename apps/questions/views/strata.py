@@ -55,10 +55,16 @@ class LabelForm(forms.Form):
                 "needs_guidance": data["guidance"] == "yes"}  # fmt: skip
 
 
+# More questions than any bank holds, and well inside the columns' integers.
+QUOTA_MAX = 1_000_000
+
+
 class QuotaSettingsForm(forms.Form):
-    target_per_topic = forms.IntegerField(min_value=1, label="Target questions per topic")
+    target_per_topic = forms.IntegerField(
+        min_value=1, max_value=QUOTA_MAX, label="Target questions per topic"
+    )
     minimum_per_stratum = forms.IntegerField(
-        min_value=0, label="Minimum per stratum, in every topic"
+        min_value=0, max_value=QUOTA_MAX, label="Minimum per stratum, in every topic"
     )
 
 
