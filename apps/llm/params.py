@@ -68,7 +68,7 @@ def _storable(text: str) -> bool:
 
 
 def _number(value: float) -> str:
-    return f"{value:,.0f}" if float(value).is_integer() else str(value)
+    return f"{value:,}" if isinstance(value, int) else str(value)
 
 
 # The generation settings a researcher may choose (OpenAI's ranges; litellm maps them to
@@ -106,19 +106,24 @@ def params_check(params: object, *, offline: bool = False, per_call: bool = Fals
         allowed |= OFFLINE_ONLY
     if per_call:
         allowed |= SET_PER_CALL
+    checked = {}
     for name, value in params.items():
         param = allowed.get(name)
         if param is None:
             if name in SET_PER_CALL:
                 raise ParamsError(f"{name} cannot be set here: each call gets its own.")
+            shown = name if str(name).isprintable() else ascii(name)  # NUL, half a pair
             raise ParamsError(
-                f"{name!s:.100} is not a parameter a call may carry. Allowed: "
+                f"{shown!s:.100} is not a parameter a call may carry. Allowed: "
                 f"{', '.join(GENERATION_PARAMS)}."
             )
+        if value is None:
+            continue  # not sent, as litellm takes None (a row with no seed, say)
         problem = param.problem(name, value)
         if problem:
             raise ParamsError(problem)
-    return dict(params)
+        checked[name] = value
+    return checked
 
 
 # --- Where a provider key may go -----------------------------------------------------------

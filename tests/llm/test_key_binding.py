@@ -71,6 +71,16 @@ def test_anything_but_an_allowed_generation_parameter_in_its_range_is_refused_by
         params_check(params)
 
 
+def test_a_parameter_given_as_null_is_not_sent_and_an_unprintable_name_is_shown_escaped():
+    assert params_check({"seed": None, "temperature": None}, per_call=True) == {}
+    with pytest.raises(ValueError, match=r"^'\\x00\\ud800' is not a parameter"):
+        params_check({"\x00\ud800": 1})
+    with pytest.raises(
+        ValueError, match="seed must be a whole number from 0 to 9,223,372,036,854,775,807"
+    ):
+        params_check({"seed": -1}, per_call=True)
+
+
 def test_the_allowed_parameters_pass_unchanged():
     params = {"temperature": 0.7, "top_p": 1, "max_tokens": 2000, "stop": ["\n\n"],
               "presence_penalty": -1.5, "reasoning_effort": "low"}  # fmt: skip
