@@ -111,15 +111,13 @@ def decide(request, pk: int):
     form refuses shows this post again, with the reason and the note as it was written."""
     sampled = get_object_or_404(SampledPost.objects.select_related("post", "topic"), pk=pk)
     topic, _after = _queue(request.POST if "topic" in request.POST else request.GET)
-    state = selectors.screening_state(sampled=sampled, researcher=request.user)
-    if request.method != "POST":
-        return _page(request, _context(request, topic=topic, sampled=sampled, state=state))
-    form = DecisionForm(request.POST)
-    if not form.is_valid():
-        context = _context(
-            request, topic=topic, sampled=sampled, state=state, error=form.problems(),
-            note=form.data.get("note", ""),
-        )  # fmt: skip
+    form = DecisionForm(request.POST) if request.method == "POST" else None
+    if form is None or not form.is_valid():
+        state = selectors.screening_state(sampled=sampled, researcher=request.user)
+        context = _context(request, topic=topic, sampled=sampled, state=state)
+        if form is None:
+            return _page(request, context)
+        context |= {"error": form.problems(), "note": form.data.get("note", "")}
         return _page(request, context, status=200 if request.htmx else 400)
     error, done = "", ""
     try:
