@@ -2,13 +2,12 @@ from decimal import Decimal
 
 from django import forms
 
-from apps.console.uploads import UploadRefused, json_parse
+from apps.llm.forms import ParamsField
 from apps.llm.models import CallStatus, ModelConfig, ModelKind, PromptTemplate, Purpose
-from apps.llm.params import ParamsError, params_check
 from apps.rubrics.models import Kind, Polarity
 from apps.runs.models import RunKind, SamplingRun
 
-from .models import PARAMS_MAX_CHARS, CallState, GradingMode
+from .models import CallState, GradingMode
 
 MODE_CHOICES = [
     (GradingMode.CHECKLIST, GradingMode.CHECKLIST.label),
@@ -45,8 +44,8 @@ class GradingRunForm(forms.Form):
         initial=0, min_value=0, max_value=2, decimal_places=2,
         help_text="The published auto-rater graded at temperature 0.",
     )  # fmt: skip
-    params = forms.CharField(
-        required=False, label="Other parameters (JSON)", max_length=PARAMS_MAX_CHARS,
+    params = ParamsField(
+        label="Other parameters (JSON)", refused=("temperature",),
         widget=forms.Textarea(attrs={"rows": 2, "placeholder": '{"max_tokens": 2000}'}),
         help_text="Generation parameters sent with every grader call; empty: none.",
     )  # fmt: skip
@@ -57,25 +56,6 @@ class GradingRunForm(forms.Form):
     name = forms.CharField(
         required=False, max_length=200, help_text="Empty: named after the runs and the grader."
     )
-
-    def clean_params(self):
-        text = self.cleaned_data["params"].strip()
-        if not text:
-            return {}
-        # Read as an uploaded file's JSON is: no NUL or lone surrogate escaped in it (the
-        # column cannot hold them), no key twice, not nested past reason.
-        try:
-            params = json_parse(text)
-        except UploadRefused as exc:
-            raise forms.ValidationError(f"These parameters cannot be used: {exc}.") from exc
-        if not isinstance(params, dict):
-            raise forms.ValidationError('Parameters must be a JSON object, such as {"top_p": 1}.')
-        if "temperature" in params:
-            raise forms.ValidationError("Set the temperature in its own field.")
-        try:
-            return params_check(params)
-        except ParamsError as exc:
-            raise forms.ValidationError(str(exc)) from None
 
     def service_arguments(self) -> dict:
         data = self.cleaned_data

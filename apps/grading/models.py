@@ -10,10 +10,6 @@ from apps.runs.models import Response, RunStatus, SamplingRun, run_seed
 USER = settings.AUTH_USER_MODEL
 
 
-# The longest parameters (JSON) a researcher's form takes for a grader's calls.
-PARAMS_MAX_CHARS = 10_000
-
-
 class GradingMode(models.TextChoices):
     PER_CRITERION = "per_criterion", "One call per criterion (as HealthBench)"
     CHECKLIST = "checklist", "One call per answer, every criterion (as the published rater)"

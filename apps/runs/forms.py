@@ -3,12 +3,11 @@ from decimal import Decimal
 from django import forms
 from django.db.models import QuerySet
 
-from apps.console.uploads import UploadRefused, json_parse
+from apps.llm.forms import ParamsField
 from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose
-from apps.llm.params import ParamsError, params_check
 from apps.questions.models import GUIDANCE_HELP, SENSEMAKING_HELP, LengthBucket, Question, Topic
 
-from .models import PARAMS_MAX_CHARS, ResponseStatus, SamplingRun
+from .models import ResponseStatus, SamplingRun
 from .selection import question_conditions, questions_select
 from .selectors import APPROVED_RUBRIC
 from .services.sampling import MAX_SAMPLES
@@ -89,8 +88,8 @@ class RunForm(SelectionForm):
         empty_label=None, label="Prompt version",
         help_text="The newest is chosen unless you pick another.",
     )  # fmt: skip
-    params = forms.CharField(
-        label="Parameters (JSON)", required=False, max_length=PARAMS_MAX_CHARS,
+    params = ParamsField(
+        label="Parameters (JSON)",
         widget=forms.Textarea(attrs={"rows": 2, "placeholder": '{"temperature": 0.7}'}),
         help_text="Sent with every call, over each model's own. Leave empty to use the "
         "providers' defaults (the published benchmark did).",
@@ -106,21 +105,6 @@ class RunForm(SelectionForm):
     )  # fmt: skip
 
     field_order = ["name"]
-
-    def clean_params(self) -> dict:
-        text = self.cleaned_data["params"].strip()
-        if not text:
-            return {}
-        # Read as an uploaded file's JSON is: no NUL or lone surrogate escaped in it (the
-        # column cannot hold them), no key twice, not nested past reason.
-        try:
-            params = json_parse(text)
-        except UploadRefused as exc:
-            raise forms.ValidationError(f"These parameters cannot be used: {exc}.") from exc
-        try:
-            return params_check(params)
-        except ParamsError as exc:
-            raise forms.ValidationError(str(exc)) from None
 
 
 def data_as_initial(form_class: type[forms.Form], data) -> dict:

@@ -8,9 +8,6 @@ from apps.llm.leases import LeaseStates
 from apps.llm.models import CallStatus, Leased, ModelConfig, PromptTemplate
 from apps.questions.models import Question
 
-# The longest parameters (JSON) a researcher's form takes for a run's calls.
-PARAMS_MAX_CHARS = 10_000
-
 
 class RunKind(models.TextChoices):
     BENCHMARK = "benchmark", "Benchmark sampling run"

@@ -1,0 +1,37 @@
+from django import forms
+
+from apps.console.uploads import UploadRefused, json_parse
+
+from .params import ParamsError, params_check
+
+# The longest parameters (JSON) a researcher's form takes for a run's calls.
+PARAMS_MAX_CHARS = 10_000
+
+
+class ParamsField(forms.CharField):
+    """Generation parameters typed as a JSON object: read as an uploaded file's JSON is (no
+    NUL or lone surrogate escaped in it, which the column cannot hold; no key twice; not
+    nested past reason), then checked against the allowlist (apps/llm/params.py). Empty:
+    none. `refused` names parameters the form sets in fields of their own."""
+
+    def __init__(self, *, refused: tuple[str, ...] = (), **kwargs):
+        self.refused = refused
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("max_length", PARAMS_MAX_CHARS)
+        super().__init__(**kwargs)
+
+    def clean(self, value) -> dict:
+        text = super().clean(value).strip()
+        if not text:
+            return {}
+        try:
+            params = json_parse(text)
+        except UploadRefused as exc:
+            raise forms.ValidationError(f"These parameters cannot be used: {exc}.") from exc
+        for name in self.refused:
+            if isinstance(params, dict) and name in params:
+                raise forms.ValidationError(f"Set the {name} in its own field.")
+        try:
+            return params_check(params)
+        except ParamsError as exc:
+            raise forms.ValidationError(str(exc)) from None
