@@ -26,15 +26,13 @@ from apps.accounts.api_errors import Conflict, Refused
 
 from .api_pages import LAYOUT_PARAM, LAYOUTS, OBJECTS, Columns, CursorPage, LongPage
 from .csv_export import copy_csv_response
+from .form_fields import BIGINT_MAX
 
 
 def csv_response(columns: Columns, queryset: models.QuerySet, *, filename: str):
     """The list's rows as formula-safe CSV, written by PostgreSQL's COPY and streamed."""
     rows, copy_columns = columns.annotated(queryset)
     return copy_csv_response(rows, columns=copy_columns, filename=filename)
-
-
-BIGINT_MAX = 2**63 - 1
 
 
 @extend_schema_field(OpenApiTypes.INT)

@@ -2,12 +2,14 @@ from decimal import Decimal
 
 from django import forms
 
+from apps.console.form_fields import IdField
 from apps.llm.forms import ParamsField
 from apps.llm.models import CallStatus, ModelConfig, ModelKind, PromptTemplate, Purpose
 from apps.rubrics.models import Kind, Polarity
 from apps.runs.models import RunKind, SamplingRun
 
-from .models import CallState, GradingMode
+from .models import NOTE_MAX_CHARS, CallState, GradingMode
+from .selectors.calibration import DIRECTIONS
 
 MODE_CHOICES = [
     (GradingMode.CHECKLIST, GradingMode.CHECKLIST.label),
@@ -79,14 +81,6 @@ class BudgetForm(forms.Form):
     )  # fmt: skip
 
 
-# Ids in a query or form: whole numbers the database's bigint holds.
-ID_MAX = 2**63 - 1
-
-
-def id_field() -> forms.IntegerField:
-    return forms.IntegerField(required=False, min_value=1, max_value=ID_MAX)
-
-
 class JudgmentFilterForm(forms.Form):
     """The judgments page's filters; a value that does not parse is left out."""
 
@@ -94,9 +88,9 @@ class JudgmentFilterForm(forms.Form):
     met = forms.ChoiceField(choices=[("yes", "Met"), ("no", "Not met")], required=False)
     kind = forms.ChoiceField(choices=Kind.choices, required=False)
     polarity = forms.ChoiceField(choices=Polarity.choices, required=False)
-    model = id_field()
-    question = id_field()
-    response = id_field()
+    model = IdField(required=False)
+    question = IdField(required=False)
+    response = IdField(required=False)
 
     def filters(self) -> dict[str, str]:
         """Each filter as the query gives it, "" where it is absent or does not parse."""
@@ -113,3 +107,68 @@ class RetryForm(forms.Form):
         choices=[("", "Every kind"), ("worker", "Given up by a worker"), *CallStatus.choices],
         required=False,
     )
+
+
+NOTE_TOO_LONG = f"A note is at most {NOTE_MAX_CHARS:,} characters (this one has %(show_value)s)."
+
+
+def note_field() -> forms.CharField:
+    return forms.CharField(
+        required=False, max_length=NOTE_MAX_CHARS, error_messages={"max_length": NOTE_TOO_LONG}
+    )
+
+
+class GradeForm(forms.Form):
+    """A grade of one answer, in part or whole: `met-<criterion id>` ("1" met, "0" not) and
+    `note-<criterion id>` for each of the answer's criteria. A note not sent is left as it
+    was; an empty one is cleared."""
+
+    def __init__(self, data, *, criterion_ids):
+        super().__init__(data)
+        self.criterion_ids = list(criterion_ids)
+        for pk in self.criterion_ids:
+            self.fields[f"met-{pk}"] = forms.ChoiceField(
+                choices=[("1", "Met"), ("0", "Not met")], required=False
+            )
+            self.fields[f"note-{pk}"] = note_field()
+
+    def labels(self) -> dict[int, bool]:
+        data = self.cleaned_data
+        return {pk: data[f"met-{pk}"] == "1" for pk in self.criterion_ids if data[f"met-{pk}"]}
+
+    def notes(self) -> dict[int, str]:
+        return {
+            pk: self.cleaned_data[f"note-{pk}"]
+            for pk in self.criterion_ids
+            if f"note-{pk}" in self.data
+        }
+
+    def row_error(self, pk: int) -> str:
+        return " ".join([*self.errors.get(f"met-{pk}", []), *self.errors.get(f"note-{pk}", [])])
+
+
+class AdjudicationForm(forms.Form):
+    criterion = IdField()
+    final = forms.ChoiceField(choices=[("1", "Met"), ("0", "Not met")], required=False)
+    note = note_field()
+
+    def problems(self) -> str:
+        names = {"criterion": "Criterion", "final": "Final label", "note": "Why"}
+        return " ".join(
+            f"{names.get(name, name)}: {' '.join(errors)}" for name, errors in self.errors.items()
+        )
+
+
+class ReportFilterForm(forms.Form):
+    """The report's filters and the grading run to compare with; a value that does not
+    parse is left out."""
+
+    kind = forms.ChoiceField(choices=Kind.choices, required=False)
+    polarity = forms.ChoiceField(choices=Polarity.choices, required=False)
+    model = IdField(required=False)
+    direction = forms.ChoiceField(choices=DIRECTIONS, required=False)
+    compare = IdField(required=False)
+
+    def values(self) -> dict:
+        self.is_valid()
+        return {name: self.cleaned_data.get(name) for name in self.fields}

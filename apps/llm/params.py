@@ -16,6 +16,8 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
+from apps.console.form_fields import BIGINT_MAX
+
 
 class ParamsError(ValueError):
     """Parameters that may not be sent; the message names the parameter and says why."""
@@ -85,7 +87,7 @@ GENERATION_PARAMS: dict[str, Param] = {
     "reasoning_effort": Param("choice", choices=("minimal", "low", "medium", "high")),
 }
 # Set by Assay on each call, never by a researcher: the per-call seed (apps/llm/engine.py).
-SET_PER_CALL: dict[str, Param] = {"seed": Param("integer", 0, 2**63 - 1)}
+SET_PER_CALL: dict[str, Param] = {"seed": Param("integer", 0, BIGINT_MAX)}
 # Only for the offline provider's models: a fault it answers with, for one call (its
 # X-Offline-Faults header), so that tests can drive refusals through any entry.
 OFFLINE_ONLY: dict[str, Param] = {

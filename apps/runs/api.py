@@ -18,6 +18,7 @@ from apps.console.api_lists import (
     distinct_ids,
 )
 from apps.console.api_pages import Columns
+from apps.console.form_fields import BIGINT_MAX
 from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose
 from apps.llm.params import GENERATION_PARAMS, ParamsError, params_check
 from apps.questions.models import LengthBucket, Question
@@ -29,8 +30,6 @@ from .models import Response, ResponseStatus, RunKind, RunStatus, SamplingRun
 from .selection import question_conditions, questions_select
 from .selectors import APPROVED_RUBRIC
 from .services.sampling import MAX_SAMPLES
-
-BIGINT_MAX = 2**63 - 1
 
 
 class SamplingRunSerializer(serializers.ModelSerializer):

@@ -3,6 +3,7 @@ from decimal import Decimal
 from django import forms
 from django.db.models import QuerySet
 
+from apps.console.form_fields import BIGINT_MAX
 from apps.llm.forms import ParamsField
 from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose
 from apps.questions.models import GUIDANCE_HELP, SENSEMAKING_HELP, LengthBucket, Question, Topic
@@ -99,7 +100,7 @@ class RunForm(SelectionForm):
         decimal_places=2, help_text="Optional. The run stops before it would spend more.",
     )  # fmt: skip
     seed = forms.IntegerField(
-        required=False, min_value=0, max_value=2**63 - 1,
+        required=False, min_value=0, max_value=BIGINT_MAX,
         help_text="Optional. Blank: a random seed. The same seed asks every model the same "
         "calls again, as far as the provider honours seeds.",
     )  # fmt: skip

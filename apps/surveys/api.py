@@ -16,6 +16,7 @@ from rest_framework import serializers
 
 from apps.console.api_lists import IdFilter, LongList, ReadViewSet, RunControls, distinct_ids
 from apps.console.api_pages import Columns
+from apps.console.form_fields import BIGINT_MAX
 from apps.llm.models import ModelConfig, ModelKind
 from workers.engine import scope_start
 
@@ -36,8 +37,6 @@ from .models import (
 )
 from .pseudonyms import pseudonym_sql
 from .services.proxies import MAX_RUNS_PER_MODEL
-
-BIGINT_MAX = 2**63 - 1
 
 
 class StudySerializer(serializers.ModelSerializer):

@@ -2,6 +2,7 @@ from decimal import Decimal
 
 from django import forms
 
+from apps.console.form_fields import BIGINT_MAX
 from apps.console.uploads import megabytes, upload_size_validate
 from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose
 
@@ -200,7 +201,7 @@ class ProxyRunForm(forms.Form):
         decimal_places=2, help_text="Optional. The run stops before it would spend more.",
     )  # fmt: skip
     seed = forms.IntegerField(
-        required=False, min_value=0, max_value=2**63 - 1,
+        required=False, min_value=0, max_value=BIGINT_MAX,
         help_text="Optional. Blank: a random seed. Each call's seed is derived from it.",
     )  # fmt: skip
 

@@ -30,6 +30,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from apps.accounts.roles import Role, role_required
+from apps.console.form_fields import IdField
 from apps.grading.models import GradingRun
 
 from ..benchmark_data import benchmark_models
@@ -45,7 +46,7 @@ SORTABLE = "table-3"
 PER_PAGE = 50
 OTHER_RUNS_SHOWN = 100
 # The chooser's `with=<grading run id>` ("with" is no Python name, so a field, not a form).
-RUN_ID = forms.IntegerField(min_value=1, max_value=2**63 - 1)
+RUN_ID = IdField()
 
 
 def _run(run_id: int) -> GradingRun:

@@ -22,6 +22,7 @@ from apps.rubrics.models import Kind, Polarity
 from apps.runs.models import RunKind, SamplingRun
 
 from ..errors import GradingError
+from ..forms import AdjudicationForm, GradeForm, ReportFilterForm
 from ..models import NOTE_MAX_CHARS, CalibrationSample
 from ..selectors import calibration as selectors
 from ..services import calibration as services
@@ -46,71 +47,6 @@ class CalibrationSetForm(forms.Form):
         User.objects.filter(groups__name=Role.RESEARCHER, is_active=True).order_by("username"),
         help_text="The researcher who grades every answer after its author, and adjudicates.",
     )
-
-
-NOTE_TOO_LONG = f"A note is at most {NOTE_MAX_CHARS:,} characters (this one has %(show_value)s)."
-
-
-def note_field() -> forms.CharField:
-    return forms.CharField(
-        required=False, max_length=NOTE_MAX_CHARS, error_messages={"max_length": NOTE_TOO_LONG}
-    )
-
-
-class GradeForm(forms.Form):
-    """A grade of one answer, in part or whole: `met-<criterion id>` ("1" met, "0" not) and
-    `note-<criterion id>` for each of the answer's criteria. A note not sent is left as it
-    was; an empty one is cleared."""
-
-    def __init__(self, data, *, criterion_ids):
-        super().__init__(data)
-        self.criterion_ids = list(criterion_ids)
-        for pk in self.criterion_ids:
-            self.fields[f"met-{pk}"] = forms.ChoiceField(
-                choices=[("1", "Met"), ("0", "Not met")], required=False
-            )
-            self.fields[f"note-{pk}"] = note_field()
-
-    def labels(self) -> dict[int, bool]:
-        data = self.cleaned_data
-        return {pk: data[f"met-{pk}"] == "1" for pk in self.criterion_ids if data[f"met-{pk}"]}
-
-    def notes(self) -> dict[int, str]:
-        return {
-            pk: self.cleaned_data[f"note-{pk}"]
-            for pk in self.criterion_ids
-            if f"note-{pk}" in self.data
-        }
-
-    def row_error(self, pk: int) -> str:
-        return " ".join([*self.errors.get(f"met-{pk}", []), *self.errors.get(f"note-{pk}", [])])
-
-
-class AdjudicationForm(forms.Form):
-    criterion = forms.IntegerField(min_value=1, max_value=2**63 - 1)
-    final = forms.ChoiceField(choices=[("1", "Met"), ("0", "Not met")], required=False)
-    note = note_field()
-
-    def problems(self) -> str:
-        names = {"criterion": "Criterion", "final": "Final label", "note": "Why"}
-        return " ".join(
-            f"{names.get(name, name)}: {' '.join(errors)}" for name, errors in self.errors.items()
-        )
-
-
-class ReportFilterForm(forms.Form):
-    """The report's filters and the grading run to compare with; a value that does not
-    parse is left out."""
-
-    kind = forms.ChoiceField(choices=Kind.choices, required=False)
-    polarity = forms.ChoiceField(choices=Polarity.choices, required=False)
-    model = forms.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
-    direction = forms.ChoiceField(choices=selectors.DIRECTIONS, required=False)
-    compare = forms.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
-
-    def values(self) -> dict:
-        self.is_valid()
-        return {name: self.cleaned_data.get(name) for name in self.fields}
 
 
 def home_panel_context(request) -> dict:

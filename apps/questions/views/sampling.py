@@ -6,6 +6,7 @@ from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 
 from apps.accounts.roles import Role, role_required
+from apps.console.form_fields import BIGINT_MAX
 
 from ..errors import QuestionError
 from ..models import Topic
@@ -24,7 +25,7 @@ class DrawForm(forms.Form):
         min_value=1, max_value=MAX_SIZE, initial=100, help_text="Posts per topic."
     )
     seed = forms.IntegerField(
-        required=False, min_value=0, max_value=2**63 - 1,
+        required=False, min_value=0, max_value=BIGINT_MAX,
         help_text="Leave blank for a random seed (it is recorded). The same seed over the same "
         "pool draws the same posts.",
     )  # fmt: skip

@@ -12,6 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
 from apps.accounts.roles import Role, role_required
+from apps.console.form_fields import IdField
 
 from ..errors import QuestionError
 from ..models import (
@@ -34,7 +35,7 @@ class QueueForm(forms.Form):
     names neither is taken as not given."""
 
     topic = forms.SlugField(required=False, max_length=Topic._meta.get_field("slug").max_length)
-    after = forms.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
+    after = IdField(required=False)
 
 
 class DecisionForm(forms.Form):

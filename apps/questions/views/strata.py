@@ -13,6 +13,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.accounts.roles import Role, role_required
+from apps.console.form_fields import IdField
 
 from ..errors import QuestionError
 from ..models import GUIDANCE_HELP, SENSEMAKING_HELP, Question, Topic
@@ -72,8 +73,8 @@ class PickForm(forms.Form):
     """The topic a queue is narrowed to and the question chosen from it, by id. A value that
     names neither is taken as not given."""
 
-    topic = forms.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
-    question = forms.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
+    topic = IdField(required=False)
+    question = IdField(required=False)
 
     def chosen(self, name: str, model):
         self.is_valid()  # a value that does not parse is left out; the other applies
