@@ -259,9 +259,9 @@ def seed(*, questions: int, models: int, samples: int, note) -> Seeded:
     from django.utils import timezone
 
     from apps.grading.models import GradingMode, GradingRun
-    from apps.llm.models import Purpose
+    from apps.llm.models import Purpose, RunStatus
     from apps.llm.selectors import prompt_current
-    from apps.runs.models import RunStatus, SamplingRun
+    from apps.runs.models import SamplingRun
     from benchmarks.run_at_scale import build_questions
 
     t0 = time.monotonic()

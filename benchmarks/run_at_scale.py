@@ -391,15 +391,6 @@ def build_models(base: str, names: list[str], *, prefix: str, limit: int, timeou
 # --- running and watching -------------------------------------------------------------------
 
 
-def start(work_name: str, scope: int) -> None:
-    from django.db import transaction
-
-    from workers.engine import scope_start
-
-    with transaction.atomic():
-        scope_start(work_name, scope)  # queues the chains when this block commits
-
-
 def sweep() -> None:
     from workers.leases import requeue_expired
 
@@ -589,7 +580,7 @@ def grading_requests(sampling_run, grader, base: str, count: int) -> list[dict]:
 def sampling_phase(*, name, questions, models, samples, nodes, memory, kill=None):
     """Create, launch and watch a sampling run; `kill(run)` is called every tick."""
     from apps.runs.models import Response, ResponseStatus
-    from apps.runs.services import SAMPLE_WORK, sampling_run_create, sampling_run_launch
+    from apps.runs.services import sampling_run_create, sampling_run_launch
 
     t0 = time.monotonic()
     run = sampling_run_create(
@@ -599,8 +590,7 @@ def sampling_phase(*, name, questions, models, samples, nodes, memory, kill=None
     rows = Response.objects.filter(run=run)
     total = rows.count()
     mark = ledger_mark()
-    run = sampling_run_launch(run=run)
-    start(SAMPLE_WORK.name, run.pk)
+    run = sampling_run_launch(run=run)  # which queues its chains
 
     finished = run_ended(run, rows, waiting=(ResponseStatus.PENDING, ResponseStatus.RUNNING))
 
@@ -616,7 +606,7 @@ def sampling_phase(*, name, questions, models, samples, nodes, memory, kill=None
 
 def run_ended(run, rows, *, waiting):
     """A check for `watch`: no row in the `waiting` states, and the run finished."""
-    from apps.runs.models import RunStatus
+    from apps.llm.models import RunStatus
 
     def finished() -> bool:
         counts = status_counts(rows)
@@ -657,14 +647,13 @@ def repeated_calls(mark: int, prefix: str) -> int:
 
 def grading_phase(*, sampling_run, grader, nodes, memory):
     from apps.grading.models import CallState, ChecklistCall, GradingMode
-    from apps.grading.services import grading_run_create, grading_run_launch, work_for_run
+    from apps.grading.services import grading_run_create, grading_run_launch
     from apps.runs.models import ResponseStatus
 
     expected = sampling_run.responses.filter(status=ResponseStatus.DONE).count()
     run = grading_run_create(sampling_run=sampling_run, grader=grader, mode=GradingMode.CHECKLIST)
     mark = ledger_mark()
-    run = grading_run_launch(run=run)
-    start(work_for_run(run).name, run.pk)
+    run = grading_run_launch(run=run)  # which queues its chains
     rows = ChecklistCall.objects.filter(grading_run=run)
 
     finished = run_ended(run, rows, waiting=(CallState.PENDING, CallState.RUNNING))

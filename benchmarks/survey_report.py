@@ -324,26 +324,22 @@ def build_models(base: str, names: list[str]) -> list:
 def proxy_run(*, study, models, runs: int, seed: int):
     """Create, launch and queue a proxy run; wait until it has finished. (run, seconds seen,
     the calls running at each look: how many, and of how many models)."""
-    from django.db import transaction
     from django.db.models import Count
 
-    from apps.surveys.models import ProxyRunStatus
-    from apps.surveys.services.proxies import PROXY_WORK, proxy_run_create, proxy_run_launch
-    from workers.engine import scope_start
+    from apps.llm.models import RunStatus
+    from apps.surveys.services.proxies import proxy_run_create, proxy_run_launch
     from workers.leases import requeue_expired
 
     run = proxy_run_create(study=study, models=models, runs_per_model=runs, seed=seed)
     started = time.monotonic()
-    with transaction.atomic():
-        run = proxy_run_launch(run=run)
-        scope_start(PROXY_WORK.name, run.pk)  # queues the chains when this block commits
+    run = proxy_run_launch(run=run)  # which queues its chains when it commits
     last_sweep = last_print = started
     running = run.calls.filter(status="running").order_by()
     looks = []
     while True:
         run.refresh_from_db(fields=["status", "finished_at", "launched_at"])
         now = time.monotonic()
-        if run.status != ProxyRunStatus.RUNNING:
+        if run.status != RunStatus.RUNNING:
             return run, now - started, looks
         by_model = dict(
             running.values_list("participant__model_id")

@@ -20,7 +20,6 @@ from django.conf import settings
 TASK_MODULES = [
     "workers.ops",
     "workers.engine",
-    "workers.drafting",
     "workers.surveys",
     "workers.leases",
     "workers.questions",
@@ -46,8 +45,6 @@ app.conf.update(
     # Model calls have their own queue and workers (apps/llm/engine.py says why).
     task_routes={
         "workers.engine.*": {"queue": "llm"},
-        "workers.drafting.*": {"queue": "llm"},
-        "workers.surveys.generate_responses": {"queue": "llm"},
         "workers.questions.embedding_cosines": {"queue": "llm"},
     },
     task_always_eager=settings.CELERY_TASK_ALWAYS_EAGER,

@@ -119,6 +119,7 @@ INSTALLED_APPS = [
     "apps.surveys",
     "apps.analysis",
     "apps.demo",
+    "workers",  # registers how background work is queued (workers/apps.py)
 ]
 
 MIDDLEWARE = [

@@ -171,10 +171,9 @@ def llm_worker(route_to_worker, offline_provider):
     from apps.rubrics.models import AuthoringSettings
     from apps.runs.services import reference_models_set
     from tests.factories import offline_model
-    from workers.drafting import draft_criteria_task, sample_answer_task
+    from workers.engine import run_batch_task
 
-    route_to_worker(draft_criteria_task)
-    queue = route_to_worker(sample_answer_task)
+    queue = route_to_worker(run_batch_task)
     url = offline_provider(latency_ms=150)
     draft_model = offline_model(url, name="offline-thorough")
     AuthoringSettings.objects.update_or_create(pk=1, defaults={"draft_model": draft_model})

@@ -287,10 +287,22 @@ def question_from_post_make(*, body: str, topic: str = "accounts", **fields) -> 
 
 def rewrite_made(question: Question, *, text: str, model: ModelConfig | None = None):
     """A rewrite of `question` done by `model` (a finished job of its own, no call made)."""
-    from apps.questions.models import Rewrite, RewriteJob, RewriteJobStatus, RewriteStatus
+    from apps.llm.models import RunStatus
+    from apps.questions.models import Rewrite, RewriteJob, RewriteStatus
 
     job = RewriteJob.objects.create(
         model=model or ModelConfigFactory(), prompt=rewrite_prompt_v2(), seed=1,
-        status=RewriteJobStatus.FINISHED,
+        status=RunStatus.FINISHED,
     )  # fmt: skip
     return Rewrite.objects.create(job=job, question=question, status=RewriteStatus.DONE, text=text)
+
+
+def job_run(work, pk: int):
+    """Work a job of one row (apps/llm/runs.py RowWork) here, as a worker's batch would: the
+    row afterwards, or None when it was not this call's to work (done, failed, held by a live
+    worker, or out of attempts)."""
+    from apps.llm import engine
+
+    if not engine.batch_run(work=work.name, scope=pk).claimed:
+        return None
+    return work.jobs().get(pk=pk)

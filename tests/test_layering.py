@@ -26,7 +26,8 @@ VIOLATIONS = {
     "runs": ("apps/runs/admin.py", "import apps.rubrics.models"),
     "surveys": ("apps/surveys/admin.py", "import apps.questions.models"),
     "analysis": ("apps/ops/views.py", "import apps.analysis"),
-    "tasks-on-top": ("apps/ops/services.py", "import workers.ops"),
+    "tasks-on-top": ("apps/ops/views.py", "import workers.ops"),
+    "no-cycles": ("apps/grading/services/rows.py", "from apps.grading.services import work"),
     "offline-provider-apart": ("config/stack.py", "import offline_llm"),
     "offline-provider-standalone": ("offline_llm/server.py", "import django.conf"),
 }
@@ -81,6 +82,8 @@ def test_a_violation_added_on_purpose_breaks_the_contract(contract, tmp_path):
     assert result.returncode == 1, result.stdout + result.stderr
     assert "BROKEN" in result.stdout and "Contracts: 0 kept, 1 broken." in result.stdout
     importer = module.removesuffix(".py").replace("/", ".")
+    if contract == "no-cycles":  # a cycle is named by its package, and its modules relatively
+        importer = importer.rpartition(".")[0]
     assert importer in result.stdout
 
 

@@ -6,6 +6,7 @@ import logging
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from apps.llm import dispatch
 from apps.surveys.models import Study
 
 from .models import RESAMPLES, SEED, BootstrapStatus, SurveyBootstrap
@@ -16,8 +17,9 @@ PROGRESS_EVERY = 5  # statistics between two writes of the progress
 
 
 def survey_bootstrap_request(*, study: Study, user=None) -> tuple[SurveyBootstrap, bool]:
-    """(the bootstrap of the study's data as it is now, whether the caller should queue its
-    task): an existing one is kept (done, or under way); a failed one is asked again."""
+    """(the bootstrap of the study's data as it is now, whether this call started it): an
+    existing one is kept (done, or under way); a failed one is asked again. A worker
+    computes it, started once the transaction commits."""
     fingerprint = survey_fingerprint(study=study)
     key = {"study": study, "fingerprint": fingerprint, "resamples": RESAMPLES, "seed": SEED}
     try:
@@ -27,15 +29,15 @@ def survey_bootstrap_request(*, study: Study, user=None) -> tuple[SurveyBootstra
             )
     except IntegrityError:  # a concurrent request made it first
         return SurveyBootstrap.objects.get(**key), False
-    if created:
-        return bootstrap, True
-    if bootstrap.status == BootstrapStatus.FAILED:
+    if not created and bootstrap.status != BootstrapStatus.FAILED:
+        return bootstrap, False
+    if not created:
         SurveyBootstrap.objects.filter(pk=bootstrap.pk).update(
             status=BootstrapStatus.QUEUED, error="", done=0, requested_by=user
         )
         bootstrap.refresh_from_db()
-        return bootstrap, True
-    return bootstrap, False
+    dispatch.start("analysis.survey_bootstrap", bootstrap.pk)
+    return bootstrap, True
 
 
 def survey_bootstrap_compute(*, bootstrap_id: int) -> SurveyBootstrap | None:

@@ -163,15 +163,12 @@ class RunControls:
     cancel/ on one, each through the run's own service, as its page does.
     `create_serializer_class` validates a new run and makes it with the service (the app's
     domain error is then a 400 with its message); `controls` maps each control to its service
-    and whether it makes the run take calls again, and `work_started(run)` then queues the
-    engine's batches (after commit); a domain error there is a 409 with its message."""
+    (which starts the run's work itself, when it should); a domain error there is a 409 with
+    its message."""
 
     domain_error: type[Exception]
     create_serializer_class: type
-    controls: dict[str, tuple[Callable, bool]]
-
-    def work_started(self, run) -> None:
-        raise NotImplementedError
+    controls: dict[str, Callable]
 
     def get_serializer_class(self):
         if self.action == "create":
@@ -190,13 +187,10 @@ class RunControls:
 
     def control(self, name: str):
         run = self.get_object()
-        service, starts = self.controls[name]
         try:
-            run = service(run=run)
+            run = self.controls[name](run=run)
         except self.domain_error as exc:
             raise Conflict(str(exc)) from exc
-        if starts:
-            self.work_started(run)
         return Response(self.get_serializer(self.get_queryset().get(pk=run.pk)).data)
 
     @extend_schema(request=None, description="Draft to running: the workers start calling.")

@@ -37,9 +37,9 @@ from apps.grading.services.calibration import (
     expert_grade_save,
 )
 from apps.llm import engine, gateway
-from apps.llm.models import ModelConfig, Purpose
+from apps.llm.models import ModelConfig, Purpose, RunStatus
 from apps.llm.selectors import prompt_current, prompt_render
-from apps.runs.models import RunKind, RunStatus, SamplingRun
+from apps.runs.models import RunKind, SamplingRun
 from apps.runs.selection import questions_select
 from apps.runs.services import SAMPLE_WORK, sampling_run_create, sampling_run_launch
 

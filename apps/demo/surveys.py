@@ -27,7 +27,6 @@ from apps.surveys.services import (
     study_set_status,
     study_update,
 )
-from workers.surveys import generate_responses_task
 
 from .simulation import provider_parameters, served_as, study_simulation
 
@@ -60,11 +59,7 @@ def demo_surveys_load() -> tuple[Study, str]:
     if study.study_scenarios.filter(response__isnull=True).exists():
         model = ModelConfig.objects.filter(display_name=MODEL).first()
         if model is not None:
-            generation, to_enqueue = scenario_responses_request(
-                study=study, model=model, go_live=True
-            )
-            if to_enqueue:
-                generate_responses_task.delay(generation.pk)
+            scenario_responses_request(study=study, model=model, go_live=True)
             return study, f"responses queued for {MODEL}; the study goes live when they are in"
         response_import_csv(text=RESPONSES.read_text(encoding="utf-8"), study=study)
     study_set_status(study=study, status=StudyStatus.LIVE)

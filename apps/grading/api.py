@@ -11,10 +11,9 @@ from rest_framework import serializers
 
 from apps.console.api_lists import IdFilter, LongList, ReadViewSet, RunControls
 from apps.console.api_pages import Columns
-from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose
+from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose, RunStatus
 from apps.llm.params import GENERATION_PARAMS, ParamsError, params_check
-from apps.runs.models import RunKind, RunStatus, SamplingRun
-from workers.engine import scope_start
+from apps.runs.models import RunKind, SamplingRun
 
 from . import services
 from .errors import GradingError
@@ -117,14 +116,11 @@ class GradingRunViewSet(RunControls, ReadViewSet):
     create_serializer_class = GradingRunCreateSerializer
     domain_error = GradingError
     controls = {
-        "launch": (services.grading_run_launch, True),
-        "pause": (services.grading_run_pause, False),
-        "resume": (services.grading_run_resume, True),
-        "cancel": (services.grading_run_cancel, False),
+        "launch": services.grading_run_launch,
+        "pause": services.grading_run_pause,
+        "resume": services.grading_run_resume,
+        "cancel": services.grading_run_cancel,
     }
-
-    def work_started(self, run) -> None:
-        scope_start(services.work_for_run(run).name, run.pk)
 
 
 class JudgmentSerializer(serializers.ModelSerializer):

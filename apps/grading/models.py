@@ -2,10 +2,10 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from apps.llm.models import CallStatus, Leased, ModelConfig, PromptTemplate
+from apps.llm.models import CallStatus, Leased, ModelConfig, PromptTemplate, Run, run_seed
 from apps.questions.models import Question
 from apps.rubrics.models import Criterion, Rubric
-from apps.runs.models import Response, RunStatus, SamplingRun, run_seed
+from apps.runs.models import Response, SamplingRun
 
 USER = settings.AUTH_USER_MODEL
 
@@ -15,7 +15,7 @@ class GradingMode(models.TextChoices):
     CHECKLIST = "checklist", "One call per answer, every criterion (as the published rater)"
 
 
-class GradingRun(models.Model):
+class GradingRun(Run):
     """An auto-rater's grading of a sampling run's answers, with one pinned grader, prompt
     version and mode. Regrading is a new grading run: it never resamples."""
 
@@ -24,21 +24,11 @@ class GradingRun(models.Model):
         SamplingRun, on_delete=models.PROTECT, related_name="grading_runs"
     )
     grader = models.ForeignKey(ModelConfig, on_delete=models.PROTECT, related_name="+")
-    prompt = models.ForeignKey(PromptTemplate, on_delete=models.PROTECT, related_name="+")
     mode = models.CharField(max_length=20, choices=GradingMode.choices)
     params = models.JSONField(
         default=dict, blank=True,
         help_text="Parameters sent with every grader call; temperature 0 unless set otherwise.",
     )  # fmt: skip
-    seed = models.BigIntegerField(default=run_seed)
-    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.DRAFT)
-    budget_usd = models.DecimalField(max_digits=10, decimal_places=2, null=True, blank=True)
-    created_by = models.ForeignKey(
-        USER, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    launched_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
     # Empty for a real run. The demo records here what made its answers, grades and
     # simulated expert grades (the offline provider's parameters), and its report shows it.
     simulation = models.JSONField(
@@ -46,8 +36,8 @@ class GradingRun(models.Model):
         help_text="What generated this run's simulated data: parts, each with its parameters.",
     )  # fmt: skip
 
-    class Meta:
-        ordering = ["-created_at"]
+    class Meta(Run.Meta):
+        pass
 
     def __str__(self):
         return self.name

@@ -43,11 +43,12 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from asgiref.sync import async_to_sync, sync_to_async
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F, Q, QuerySet, Sum
 from django.utils import timezone
 
-from . import gateway, leases
+from . import dispatch, gateway, leases
 from .errors import LLMError
 from .models import CallStatus, ModelConfig, PromptTemplate
 from .progress import GAVE_UP_KEY
@@ -117,6 +118,7 @@ class Work:
     policy: gateway.RetryPolicy = gateway.DEFAULT_POLICY
     batch_size: int = BATCH_SIZE
     caller: str = ""  # how the ledger names a row's calls, "<caller>:<pk>"; default the name
+    chains: int | None = None  # batch chains a scope starts with; None: LLM_ENGINE_CHAINS
 
     def rows(self, scope: int) -> QuerySet:
         """Every row of the scope."""
@@ -179,63 +181,13 @@ class Work:
         nothing is left to do, else the seconds after which to look again (0: now)."""
         return None
 
-
-class RunWork(Work):
-    """A Work whose scope is a run row with a `status` (taking calls only while it is
-    `running_status`) and an optional `budget_usd`, and whose rows carry `error`,
-    `error_kind`, `reserved_usd` and `completed_at`: sampling, grading and proxy runs."""
-
-    running_status: str = "running"
-    budget_reached_status: str = "budget_reached"
-    max_error_chars: int = 2000
-
-    def runs(self) -> QuerySet:
-        """The runs this work takes calls for."""
-        raise NotImplementedError
-
-    def scope_lock(self, scope):
-        run = self.runs().select_for_update().filter(pk=scope).only("status", "budget_usd").first()
-        if run is None or run.status != self.running_status:
-            return False
-        if run.budget_usd is None:
-            return True
-        return Budget(
-            limit=run.budget_usd, committed=committed(self.rows(scope), states=self.states)
-        )
-
-    def budget_reached(self, scope):
-        self.runs().filter(pk=scope, status=self.running_status).update(
-            status=self.budget_reached_status
-        )
-
-    def active_scopes(self):
-        return self.runs().filter(status=self.running_status).values_list("pk", flat=True)
-
-    def refuse(self, failures, *, owner):
-        now = timezone.now()
-        for pk, reason in failures:
-            leases.lease_end(
-                self.model.objects.filter(pk=pk), states=self.states, owner=owner,
-                status=self.states.failed, error=reason[: self.max_error_chars],
-                error_kind=CallStatus.BAD_REQUEST, reserved_usd=None, completed_at=now,
-            )  # fmt: skip
-
-    def gave_up(self):
-        return {**super().gave_up(), "error_kind": "", "reserved_usd": None,
-                "completed_at": timezone.now()}  # fmt: skip
-
-    def still_working(self, scope: int) -> float | bool | None:
-        """For `settle`: 0 (look again now) while rows wait to be claimed, None while rows are
-        held (their holders settle the run when they finish), False when every row is over
-        and the run can be settled."""
-        rows = self.rows(scope)
-        if rows.filter(claimable(self.states, timezone.now())).exists():
-            return 0
-        if rows.filter(status=self.states.running).exists():
-            return None
-        return False
+    def expired(self) -> list[int]:
+        """The sweep: the scopes to start again (`expired_requeue`)."""
+        return expired_requeue(self)
 
 
+# The kind of background work (apps/llm/dispatch.py) that runs one batch of a scope.
+BATCH = "engine.batch"
 _registry: dict[str, Work] = {}
 
 
@@ -253,6 +205,15 @@ def work_for(name: str) -> Work:
 
 def works() -> list[Work]:
     return list(_registry.values())
+
+
+def scope_start(work: Work | str, scope: int, *, chains: int | None = None) -> None:
+    """The one way work starts: queue the batches that work a scope (`chains` of them, each
+    queueing its successor while rows are left) once the caller's transaction commits.
+    The worker package queues them (apps/llm/dispatch.py); an unknown work fails here."""
+    work = work_for(work) if isinstance(work, str) else work
+    for _ in range(chains or work.chains or settings.LLM_ENGINE_CHAINS):
+        dispatch.start(BATCH, work.name, scope)
 
 
 def call_seed(run_seed: int, *parts: int) -> int:
@@ -686,7 +647,7 @@ def batch_run(*, work: str, scope: int, limit: int | None = None) -> BatchOutcom
         outcome.failed += ran.failed
     again = job.settle(scope)
     # A scope that takes no calls (paused, cancelled, out of budget) ends its chains here:
-    # resuming queues new ones (scope_start), and the sweep queues one for any running scope
+    # resuming starts new ones (scope_start), and the sweep queues one for any running scope
     # with rows to claim and nobody holding them.
     outcome.again_in = None if again is not None and _scope_stopped(job, scope) else again
     return outcome

@@ -1,6 +1,8 @@
 import hashlib
+import secrets
 import string
 
+from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
@@ -306,3 +308,51 @@ class Leased(models.Model):
     def lease_ran_out(self) -> bool:
         """Waiting or running past its deadline: its worker is presumed dead, or none came."""
         return self.lease_expires_at is not None and self.lease_expires_at < timezone.now()
+
+
+class RunStatus(models.TextChoices):
+    """Where a run is in its lifecycle (apps/llm/runs.py holds the moves between these)."""
+
+    DRAFT = "draft", "Draft"
+    RUNNING = "running", "Running"
+    PAUSED = "paused", "Paused"
+    CANCELLED = "cancelled", "Cancelled"
+    BUDGET_REACHED = "budget_reached", "Stopped: budget reached"
+    FINISHED = "finished", "Finished"
+
+
+# A run in one of these states takes no new calls; RUNNING is the only state that does.
+STOPPED_STATES = (RunStatus.PAUSED, RunStatus.CANCELLED, RunStatus.BUDGET_REACHED)
+
+
+def run_seed() -> int:
+    """A fresh run's seed: every call's seed is derived from it and the row (`call_seed`)."""
+    return secrets.randbelow(2**31)
+
+
+class Run(models.Model):
+    """What every run has, whatever its rows are (answers to sample, answers to grade,
+    surveys to answer as a proxy, posts to rewrite): a status that only the lifecycle in
+    apps/llm/runs.py moves, the pinned prompt version its calls are made with, the seed
+    each call's seed derives from, an optional budget, who made it and when it ran."""
+
+    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.DRAFT)
+    prompt = models.ForeignKey(PromptTemplate, on_delete=models.PROTECT, related_name="+")
+    seed = models.BigIntegerField(
+        default=run_seed, help_text="Each call's seed is derived from it and the row."
+    )
+    budget_usd = models.DecimalField(
+        max_digits=12, decimal_places=2, null=True, blank=True,
+        help_text="The most the run may spend; empty: no limit.",
+    )  # fmt: skip
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )  # fmt: skip
+    created_at = models.DateTimeField(auto_now_add=True)
+    launched_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["-created_at"]

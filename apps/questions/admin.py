@@ -1,7 +1,7 @@
 from django import forms
 from django.contrib import admin, messages
 from django.core.paginator import Paginator
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models.constants import LOOKUP_SEP
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
@@ -12,7 +12,6 @@ from django.utils.text import slugify
 
 from apps.console.sites import ReadOnlyAdmin
 from apps.console.uploads import upload_size_validate
-from workers.questions import import_posts_task
 
 from .errors import QuestionError
 from .interchange import MAX_FILE_BYTES
@@ -239,7 +238,6 @@ class ImportBatchAdmin(ReadOnlyAdmin):
                 path=saved, filename=upload.name, user=request.user, upload=True,
                 sha256=sha256, size=size,
             )  # fmt: skip
-            transaction.on_commit(lambda: import_posts_task.delay(batch.pk))
             return redirect("admin:questions_importbatch_progress", pk=batch.pk)
         context = {**self.admin_site.each_context(request), "opts": self.model._meta,
                    "form": form, "title": "Import candidate posts"}  # fmt: skip

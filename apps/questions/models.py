@@ -3,7 +3,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Deferrable, Q
 
-from apps.llm.models import CallStatus, Embedding, Leased, ModelConfig, PromptTemplate
+from apps.llm.models import CallStatus, Embedding, Leased, ModelConfig, Run
 
 
 class Topic(models.Model):
@@ -362,31 +362,13 @@ class QuotaSettings(models.Model):
 # --- rewriting ----------------------------------------------------------------------------
 
 
-class RewriteJobStatus(models.TextChoices):
-    RUNNING = "running", "Running"
-    PAUSED = "paused", "Paused"
-    CANCELLED = "cancelled", "Cancelled"
-    FINISHED = "finished", "Finished"
-
-
-class RewriteJob(models.Model):
+class RewriteJob(Run):
     """Questions rewritten by one model with one pinned rewrite prompt version."""
 
     model = models.ForeignKey(ModelConfig, on_delete=models.PROTECT, related_name="+")
-    prompt = models.ForeignKey(PromptTemplate, on_delete=models.PROTECT, related_name="+")
-    seed = models.BigIntegerField(default=0)
-    status = models.CharField(
-        max_length=10, choices=RewriteJobStatus.choices, default=RewriteJobStatus.RUNNING
-    )
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-        related_name="+",
-    )  # fmt: skip
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        ordering = ["-created_at"]
+    class Meta(Run.Meta):
+        pass
 
     def __str__(self):
         return f"Rewrite {self.pk} by {self.model}"
@@ -409,6 +391,10 @@ class Rewrite(Leased):
     )
     text = models.TextField(blank=True)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    reserved_usd = models.DecimalField(
+        max_digits=12, decimal_places=6, null=True, blank=True,
+        help_text="The cost held against the job's budget while the call is made.",
+    )  # fmt: skip
     latency_ms = models.PositiveIntegerField(default=0)
     error_kind = models.CharField(max_length=20, choices=CallStatus.choices, blank=True)
     error = models.TextField(blank=True)

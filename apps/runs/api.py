@@ -19,14 +19,13 @@ from apps.console.api_lists import (
 )
 from apps.console.api_pages import Columns
 from apps.console.form_fields import BIGINT_MAX
-from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose
+from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose, RunStatus
 from apps.llm.params import GENERATION_PARAMS, ParamsError, params_check
 from apps.questions.models import LengthBucket, Question
-from workers.engine import scope_start
 
 from . import services
 from .errors import RunError
-from .models import Response, ResponseStatus, RunKind, RunStatus, SamplingRun
+from .models import Response, ResponseStatus, RunKind, SamplingRun
 from .selection import question_conditions, questions_select
 from .selectors import APPROVED_RUBRIC
 from .services.sampling import MAX_SAMPLES
@@ -172,14 +171,11 @@ class SamplingRunViewSet(RunControls, ReadViewSet):
     create_serializer_class = SamplingRunCreateSerializer
     domain_error = RunError
     controls = {
-        "launch": (services.sampling_run_launch, True),
-        "pause": (services.sampling_run_pause, False),
-        "resume": (services.sampling_run_resume, True),
-        "cancel": (services.sampling_run_cancel, False),
+        "launch": services.sampling_run_launch,
+        "pause": services.sampling_run_pause,
+        "resume": services.sampling_run_resume,
+        "cancel": services.sampling_run_cancel,
     }
-
-    def work_started(self, run) -> None:
-        scope_start(services.SAMPLE_WORK.name, run.pk)
 
 
 class ResponseSerializer(serializers.ModelSerializer):

@@ -1,11 +1,8 @@
-import secrets
-
-from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
 from apps.llm.leases import LeaseStates
-from apps.llm.models import CallStatus, Leased, ModelConfig, PromptTemplate
+from apps.llm.models import CallStatus, Leased, ModelConfig, Run
 from apps.questions.models import Question
 
 
@@ -16,34 +13,11 @@ class RunKind(models.TextChoices):
     REFERENCE = "reference", "Reference answers (on demand)"
 
 
-class RunStatus(models.TextChoices):
-    DRAFT = "draft", "Draft"
-    RUNNING = "running", "Running"
-    PAUSED = "paused", "Paused"
-    CANCELLED = "cancelled", "Cancelled"
-    BUDGET_REACHED = "budget_reached", "Stopped: budget reached"
-    FINISHED = "finished", "Finished"
-
-
-# A run in one of these states takes no new calls; RUNNING is the only state that does.
-STOPPED_STATES = (RunStatus.PAUSED, RunStatus.CANCELLED, RunStatus.BUDGET_REACHED)
-
-
-def run_seed() -> int:
-    """A fresh run's seed: every call's seed is derived from it and the row (`call_seed`)."""
-    return secrets.randbelow(2**31)
-
-
-class SamplingRun(models.Model):
+class SamplingRun(Run):
     """Questions x models x samples, answered with one pinned prompt version."""
 
     name = models.CharField(max_length=200)
     kind = models.CharField(max_length=20, choices=RunKind.choices, default=RunKind.BENCHMARK)
-    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.DRAFT)
-    prompt = models.ForeignKey(
-        PromptTemplate, on_delete=models.PROTECT, related_name="sampling_runs",
-        help_text="The sample prompt version every answer of this run is generated with.",
-    )  # fmt: skip
     model_configs = models.ManyToManyField(
         ModelConfig, related_name="sampling_runs", verbose_name="models",
         help_text="For the reference run: the models whose answers the rubric editor shows.",
@@ -55,21 +29,11 @@ class SamplingRun(models.Model):
         help_text="Parameters sent with every call, over the model's own; "
         "empty: the provider's defaults.",
     )  # fmt: skip
-    seed = models.BigIntegerField(default=run_seed)
-    budget_usd = models.DecimalField(max_digits=10, decimal_places=2, null=True, blank=True)
     selection = models.JSONField(
         default=dict, blank=True, help_text="How the questions were chosen (topics, strata)."
     )
-    launched_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-        related_name="+",
-    )  # fmt: skip
-    created_at = models.DateTimeField(auto_now_add=True)
 
-    class Meta:
-        ordering = ["-created_at"]
+    class Meta(Run.Meta):
         constraints = [
             models.UniqueConstraint(
                 fields=["kind"], condition=Q(kind=RunKind.REFERENCE), name="one_reference_run"

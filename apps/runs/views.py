@@ -2,9 +2,8 @@
 a new run, a run's page (the estimate before launch, live progress after), its responses
 and their CSV.
 
-Every action is a POST through one service. Whatever makes a run take calls again
-(launch, resume, retry) queues the engine's batches after its transaction commits
-(`scope_start`); the services never queue anything themselves.
+Every action is a POST through one service; one that makes a run take calls again (launch,
+resume, retry) starts its work itself (apps/llm/runs.py).
 """
 
 from django.contrib import messages
@@ -15,12 +14,12 @@ from django.views.decorators.http import require_GET, require_POST
 
 from apps.accounts.roles import Role, role_required
 from apps.console.csv_export import copy_csv_response
-from workers.engine import scope_start
+from apps.llm.models import RunStatus
 
 from . import selectors, services
 from .errors import RunError
 from .forms import BudgetForm, ResponseFilterForm, RunForm, SelectionForm, data_as_initial
-from .models import RunKind, RunStatus, SamplingRun
+from .models import RunKind, SamplingRun
 
 researcher = role_required(Role.RESEARCHER)
 RUNS_PER_PAGE = 25
@@ -124,15 +123,13 @@ def _progress_context(run: SamplingRun) -> dict:
     return {"run": run, "progress": selectors.run_progress(run=run), "urls": urls}
 
 
-def _moved(request, run_id: int, move, done: str, *, start: bool = False):
+def _moved(request, run_id: int, move, done: str):
     run = _run(run_id)
     try:
         run = move(run=run)
     except RunError as exc:
         messages.error(request, str(exc))
     else:
-        if start:
-            scope_start(services.SAMPLE_WORK.name, run.pk)
         messages.success(request, done)
     return redirect("runs:detail", run.pk)
 
@@ -141,7 +138,7 @@ def _moved(request, run_id: int, move, done: str, *, start: bool = False):
 @require_POST
 def run_launch(request, run_id: int):
     done = "Launched: the workers are asking the models."
-    return _moved(request, run_id, services.sampling_run_launch, done, start=True)
+    return _moved(request, run_id, services.sampling_run_launch, done)
 
 
 @researcher
@@ -155,7 +152,7 @@ def run_pause(request, run_id: int):
 @require_POST
 def run_resume(request, run_id: int):
     done = "Resumed: only the answers not yet done are asked for."
-    return _moved(request, run_id, services.sampling_run_resume, done, start=True)
+    return _moved(request, run_id, services.sampling_run_resume, done)
 
 
 @researcher
@@ -199,8 +196,6 @@ def run_retry(request, run_id: int):
         messages.error(request, str(exc))
         return redirect("runs:detail", run.pk)
     run.refresh_from_db(fields=["status"])
-    if count and run.status == RunStatus.RUNNING:
-        scope_start(services.SAMPLE_WORK.name, run.pk)
     waiting = "" if run.status == RunStatus.RUNNING else " They are asked for when you resume."
     messages.success(request, f"{count} failed answer{'s' * (count != 1)} to ask again.{waiting}")
     return redirect("runs:detail", run.pk)

@@ -17,8 +17,7 @@ from rest_framework import serializers
 from apps.console.api_lists import IdFilter, LongList, ReadViewSet, RunControls, distinct_ids
 from apps.console.api_pages import Columns
 from apps.console.form_fields import BIGINT_MAX
-from apps.llm.models import ModelConfig, ModelKind
-from workers.engine import scope_start
+from apps.llm.models import ModelConfig, ModelKind, RunStatus
 
 from . import services
 from .errors import SurveyError
@@ -29,7 +28,6 @@ from .models import (
     ParticipantKind,
     ParticipantStatus,
     ProxyRun,
-    ProxyRunStatus,
     Scenario,
     Study,
     StudyScenario,
@@ -247,7 +245,7 @@ class ProxyRunCreateSerializer(serializers.Serializer):
 
 class ProxyRunFilter(filters.FilterSet):
     study = IdFilter(field_name="study_id")
-    status = filters.ChoiceFilter(choices=ProxyRunStatus.choices)
+    status = filters.ChoiceFilter(choices=RunStatus.choices)
 
     class Meta:
         model = ProxyRun
@@ -268,11 +266,8 @@ class ProxyRunViewSet(RunControls, ReadViewSet):
     create_serializer_class = ProxyRunCreateSerializer
     domain_error = SurveyError
     controls = {
-        "launch": (services.proxy_run_launch, True),
-        "pause": (services.proxy_run_pause, False),
-        "resume": (services.proxy_run_resume, True),
-        "cancel": (services.proxy_run_cancel, False),
+        "launch": services.proxy_run_launch,
+        "pause": services.proxy_run_pause,
+        "resume": services.proxy_run_resume,
+        "cancel": services.proxy_run_cancel,
     }
-
-    def work_started(self, run) -> None:
-        scope_start(services.PROXY_WORK.name, run.pk)

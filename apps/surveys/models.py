@@ -14,7 +14,7 @@ from django.db import models
 from django.db.models import Q
 
 from apps.llm.leases import LeaseStates
-from apps.llm.models import Leased, ModelConfig, PromptTemplate
+from apps.llm.models import Leased, ModelConfig, PromptTemplate, Run
 
 PROLIFIC_ID = RegexValidator(r"^[0-9a-f]{24}$", "A Prolific id: 24 hexadecimal characters.")
 COMPLETION_CODE = RegexValidator(
@@ -364,16 +364,7 @@ class SurveyItem(models.Model):
         return [(str(i), label) for i, label in enumerate(self.scale_labels, start=1)]
 
 
-class ProxyRunStatus(models.TextChoices):
-    DRAFT = "draft", "Draft"
-    RUNNING = "running", "Running"
-    PAUSED = "paused", "Paused"
-    CANCELLED = "cancelled", "Cancelled"
-    BUDGET_REACHED = "budget_reached", "Stopped: budget reached"
-    FINISHED = "finished", "Finished"
-
-
-class ProxyRun(models.Model):
+class ProxyRun(Run):
     """Models answering a study's survey as participants: each (model, run index) is a proxy
     `Participant` who answers every scenario's items, one call per scenario
     (`ProxyCall`), through the bulk engine (services/proxies.py)."""
@@ -383,26 +374,14 @@ class ProxyRun(models.Model):
     runs_per_model = models.PositiveSmallIntegerField(
         default=5, validators=[MinValueValidator(1), MaxValueValidator(20)]
     )
-    prompt = models.ForeignKey(PromptTemplate, on_delete=models.PROTECT, related_name="+")
     temperature = models.DecimalField(
         max_digits=3, decimal_places=2, null=True, blank=True,
         validators=[MinValueValidator(0), MaxValueValidator(2)],
         help_text="Empty: each provider's default, as the published study left it.",
     )  # fmt: skip
-    seed = models.BigIntegerField(default=0, help_text="Each call's seed is derived from it.")
-    budget_usd = models.DecimalField(max_digits=12, decimal_places=2, null=True, blank=True)
-    status = models.CharField(
-        max_length=16, choices=ProxyRunStatus.choices, default=ProxyRunStatus.DRAFT
-    )
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    launched_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        ordering = ["-created_at"]
+    class Meta(Run.Meta):
+        pass
 
     def __str__(self):
         return f"Proxy run {self.pk} of study {self.study_id} ({self.status})"

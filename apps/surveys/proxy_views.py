@@ -2,8 +2,8 @@
 a study's proxy runs and the form for a new one, and a run's page (the estimate before
 launch, live progress after, polled by htmx).
 
-Every action is a POST through one service. Whatever makes a run take calls again (launch,
-resume, retry) queues the engine's batches after its transaction commits (`scope_start`).
+Every action is a POST through one service; one that makes a run take calls again (launch,
+resume, retry) starts its work itself (apps/llm/runs.py).
 """
 
 from django.contrib import messages
@@ -12,12 +12,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.accounts.roles import Role, role_required
-from workers.engine import scope_start
+from apps.llm.models import RunStatus
 
 from . import selectors, services
 from .errors import SurveyError
 from .forms import BudgetForm, ProxyRunForm
-from .models import ProxyRun, ProxyRunStatus, Study
+from .models import ProxyRun, Study
 
 researcher = role_required(Role.RESEARCHER)
 
@@ -67,7 +67,7 @@ def proxy_run(request, study_id: int, run_id: int):
         "budget_form": BudgetForm(initial={"budget_usd": run.budget_usd}),
         "notes": selectors.proxy_run_fidelity_notes(run=run, models=models),
     }  # fmt: skip
-    if run.status == ProxyRunStatus.DRAFT:
+    if run.status == RunStatus.DRAFT:
         context["estimate"] = services.proxy_estimate(
             study=run.study, models=models, runs_per_model=run.runs_per_model, prompt=run.prompt
         )
@@ -84,15 +84,13 @@ def _progress_context(run: ProxyRun) -> dict:
     return {"run": run, "progress": selectors.proxy_run_progress(run=run), "urls": urls}
 
 
-def _moved(request, study_id: int, run_id: int, move, done: str, *, start: bool = False):
+def _moved(request, study_id: int, run_id: int, move, done: str):
     run = _run(study_id, run_id)
     try:
         run = move(run=run)
     except SurveyError as exc:
         messages.error(request, str(exc))
     else:
-        if start:
-            scope_start(services.PROXY_WORK.name, run.pk)
         messages.success(request, done)
     return redirect("surveys:proxy_run", study_id, run.pk)
 
@@ -101,7 +99,7 @@ def _moved(request, study_id: int, run_id: int, move, done: str, *, start: bool 
 @require_POST
 def proxy_run_launch(request, study_id: int, run_id: int):
     done = "Launched: the workers are asking the proxy models."
-    return _moved(request, study_id, run_id, services.proxy_run_launch, done, start=True)
+    return _moved(request, study_id, run_id, services.proxy_run_launch, done)
 
 
 @researcher
@@ -115,7 +113,7 @@ def proxy_run_pause(request, study_id: int, run_id: int):
 @require_POST
 def proxy_run_resume(request, study_id: int, run_id: int):
     done = "Resumed: only the scenarios not yet answered are asked."
-    return _moved(request, study_id, run_id, services.proxy_run_resume, done, start=True)
+    return _moved(request, study_id, run_id, services.proxy_run_resume, done)
 
 
 @researcher
@@ -151,7 +149,5 @@ def proxy_run_retry(request, study_id: int, run_id: int):
     except SurveyError as exc:
         messages.error(request, str(exc))
     else:
-        if count:
-            scope_start(services.PROXY_WORK.name, run.pk)
         messages.success(request, f"{count} failed call{'s' if count != 1 else ''} to ask again.")
     return redirect("surveys:proxy_run", study_id, run.pk)

@@ -13,7 +13,6 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.core import signing
-from django.db import transaction
 from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -23,7 +22,6 @@ from django.views.decorators.http import require_GET, require_POST
 
 from apps.accounts.roles import Role, public, role_required
 from apps.console.csv_export import csv_rows
-from workers.surveys import generate_responses_task
 
 from . import duration, selectors, services
 from .binding import bind, held, participant_required
@@ -404,11 +402,7 @@ def study_generate(request, study_id):
     form = GenerateForm(request.POST)
     if form.is_valid():
         model = form.cleaned_data["model"]
-        generation, to_enqueue = services.scenario_responses_request(
-            study=study, model=model, user=request.user
-        )
-        if to_enqueue:
-            transaction.on_commit(lambda: generate_responses_task.delay(generation.pk))
+        services.scenario_responses_request(study=study, model=model, user=request.user)
         messages.success(
             request, f"Asked {model} for the missing responses; reload to see them arrive."
         )

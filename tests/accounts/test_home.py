@@ -7,8 +7,8 @@ import pytest
 from django.urls import resolve, reverse
 
 from apps.accounts.roles import Role
-from apps.llm.models import PromptTemplate, Purpose
-from apps.runs.models import Response, ResponseStatus, RunStatus, SamplingRun
+from apps.llm.models import PromptTemplate, Purpose, RunStatus
+from apps.runs.models import Response, ResponseStatus, SamplingRun
 from tests.accounts.test_permission_inventory import ALL
 from tests.factories import ModelConfigFactory, question_make
 

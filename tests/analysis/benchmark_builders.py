@@ -27,10 +27,10 @@ from apps.grading.models import (
     Judgment,
 )
 from apps.grading.services import scores_compute
-from apps.llm.models import ModelConfig, PromptTemplate, Purpose
+from apps.llm.models import ModelConfig, PromptTemplate, Purpose, RunStatus
 from apps.questions.models import LabelStatus, Question
 from apps.rubrics.models import Criterion, Rubric, RubricState, SharedCriterionSet
-from apps.runs.models import Response, ResponseStatus, RunStatus, SamplingRun
+from apps.runs.models import Response, ResponseStatus, SamplingRun
 from tests.factories import ModelConfigFactory, question_make
 
 SCORE_RUBRIC = [("positive", "factual", 1)] * 20

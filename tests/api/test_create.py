@@ -7,8 +7,8 @@ import pytest
 from django.conf import settings
 
 from apps.grading.models import GradingRun
-from apps.llm.models import PromptTemplate, Purpose
-from apps.runs.models import Response, RunStatus, SamplingRun
+from apps.llm.models import PromptTemplate, Purpose, RunStatus
+from apps.runs.models import Response, SamplingRun
 from apps.surveys.models import Participant, ParticipantKind, ProxyCall, ProxyRun
 from tests.factories import ModelConfigFactory
 from tests.grading.builders import queue_unread, queued

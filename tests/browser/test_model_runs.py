@@ -17,8 +17,9 @@ from scipy import stats
 from apps.accounts.roles import Role
 from apps.grading.models import GradingMode, GradingRun, Judgment, ResponseScore
 from apps.grading.services.calibration import calibration_create, calibration_set_create
+from apps.llm.models import RunStatus
 from apps.rubrics import scoring
-from apps.runs.models import Response, ResponseStatus, RunStatus, SamplingRun
+from apps.runs.models import Response, ResponseStatus, SamplingRun
 from tests.browser.sessions import signed_in
 from tests.factories import approved_rubric, offline_model, question_make, user_with_role
 from tests.grading.calibration_builders import grade

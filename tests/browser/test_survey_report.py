@@ -19,12 +19,12 @@ from playwright.sync_api import expect
 from apps.accounts.roles import Role
 from apps.analysis.survey import survey_report
 from apps.analysis.survey_data import survey_data
+from apps.llm.models import RunStatus
 from apps.surveys.models import (
     ParticipantKind,
     ProxyCall,
     ProxyCallStatus,
     ProxyRun,
-    ProxyRunStatus,
     SurveyItem,
 )
 from config.celery import app
@@ -98,7 +98,7 @@ def proxy_run_from_the_pages(page, study, model) -> ProxyRun:
     expect(estimate.get_by_test_id("calls")).to_have_text(str(calls))
     expect(estimate).to_contain_text(f"{model.display_name}: {calls} calls, $")
     run = ProxyRun.objects.get(study=study)
-    assert run.status == ProxyRunStatus.DRAFT
+    assert run.status == RunStatus.DRAFT
     assert list(run.model_configs.all()) == [model]
     assert run.runs_per_model == RUNS
 
@@ -124,7 +124,7 @@ def test_a_researcher_launches_a_proxy_run_from_the_study_and_watches_it_finish(
     run = proxy_run_from_the_pages(page, study, model)
 
     calls = SCENARIOS * RUNS
-    assert run.status == ProxyRunStatus.FINISHED
+    assert run.status == RunStatus.FINISHED
     done = ProxyCall.objects.filter(run=run, status=ProxyCallStatus.DONE).count()
     assert done == calls
     expect(page.get_by_test_id("done")).to_have_text(str(done))

@@ -15,7 +15,8 @@ from apps.grading.services import (
     work_for_run,
 )
 from apps.llm import engine
-from apps.runs.models import RunStatus, SamplingRun
+from apps.llm.models import RunStatus
+from apps.runs.models import SamplingRun
 from apps.runs.services import SAMPLE_WORK, sampling_run_create, sampling_run_launch
 from tests.factories import approved_rubric, offline_model, question_make
 

@@ -12,8 +12,8 @@ from apps.grading.models import CalibrationSample, CalibrationSet, GradingMode, 
 from apps.grading.services import CHECKLIST_WORK, grading_run_create, grading_run_launch
 from apps.grading.services.calibration import calibration_set_create, expert_grade_save
 from apps.llm import engine
-from apps.llm.models import ModelConfig
-from apps.runs.models import RunStatus, SamplingRun
+from apps.llm.models import ModelConfig, RunStatus
+from apps.runs.models import SamplingRun
 from apps.runs.services import SAMPLE_WORK, sampling_run_create, sampling_run_launch
 from tests.factories import approved_rubric, offline_model, question_make, user_with_role
 

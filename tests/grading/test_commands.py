@@ -6,7 +6,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from apps.grading.models import CallState, ChecklistCall, GradingMode, GradingRun, Judgment
-from apps.runs.models import Response, ResponseStatus, RunStatus
+from apps.llm.models import RunStatus
+from apps.runs.models import Response, ResponseStatus
 from tests.factories import offline_model
 from tests.grading.builders import (
     answered_run,

@@ -18,9 +18,8 @@ from apps.grading.models import (
     GradingRun,
     ResponseScore,
 )
-from apps.llm.models import ModelConfig
+from apps.llm.models import ModelConfig, RunStatus
 from apps.rubrics.models import Rubric, RubricState
-from apps.runs.models import RunStatus
 from tests.factories import api_base, user_with_role
 
 pytestmark = pytest.mark.django_db

@@ -12,9 +12,8 @@ from apps.grading.services import (
     grading_run_launch,
 )
 from apps.llm import engine
-from apps.llm.models import LLMCall
+from apps.llm.models import LLMCall, RunStatus
 from apps.rubrics import scoring
-from apps.runs.models import RunStatus
 from apps.runs.services import SAMPLE_WORK, sampling_run_create, sampling_run_launch
 from tests.factories import approved_rubric, offline_model, question_make
 

@@ -12,8 +12,7 @@ from apps.accounts.roles import Role
 from apps.grading.models import CallState, ChecklistCall, GradingMode, GradingRun, Judgment
 from apps.grading.services import grading_run_create, work_for_run
 from apps.llm import engine
-from apps.llm.models import PromptTemplate, Purpose
-from apps.runs.models import RunStatus
+from apps.llm.models import PromptTemplate, Purpose, RunStatus
 from apps.runs.services import sampling_run_create
 from tests.factories import offline_model, question_make
 from tests.grading.builders import (
@@ -85,7 +84,7 @@ def test_a_draft_shows_its_estimate_and_launches(client_researcher, answered, gr
     assert "Launched" in launched.content.decode()
     assert queued(quiet_queue) >= 1  # the engine's batches were queued for a worker
     again = client_researcher.post(reverse("grading:run_launch", args=[run.pk]), follow=True)
-    assert "The grading run is running." in again.content.decode()
+    assert "The grading run is running, not a draft." in again.content.decode()
 
 
 def test_checklist_estimate_is_one_call_per_answer(client_researcher, answered, grader):

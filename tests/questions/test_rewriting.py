@@ -4,9 +4,9 @@ a researcher's approval of a rewrite."""
 import pytest
 
 from apps.llm import engine
-from apps.llm.models import LLMCall
+from apps.llm.models import LLMCall, RunStatus
 from apps.questions.errors import QuestionError
-from apps.questions.models import LengthBucket, RewriteJobStatus, RewriteStatus
+from apps.questions.models import LengthBucket, RewriteStatus
 from apps.questions.selectors import questions_to_rewrite, rewrites_waiting
 from apps.questions.services import (
     REWRITE_WORK,
@@ -66,7 +66,7 @@ def rewrite_calls() -> int:
 def test_a_job_run_by_a_real_worker_rewrites_each_question_once(
     route_to_worker, offline_provider_url, researcher
 ):
-    from workers.engine import run_batch_task, scope_start
+    from workers.engine import run_batch_task
 
     prompt = rewrite_prompt_v2()
     route_to_worker(run_batch_task)
@@ -74,13 +74,10 @@ def test_a_job_run_by_a_real_worker_rewrites_each_question_once(
     questions = [question_from_post_make(body=body) for body in POSTS]
     imported = question_make()  # no original post: nothing to rewrite
     job = rewrite_job_start(questions=[*questions, imported], model=model, user=researcher)
-    assert job.prompt == prompt and job.status == RewriteJobStatus.RUNNING
-    assert job.rewrites.count() == 3
+    assert job.prompt == prompt and job.status == RunStatus.RUNNING
+    assert job.rewrites.count() == 3  # started: nothing else is queued here
 
-    scope_start(REWRITE_WORK.name, job.pk)
-    assert wait_until(
-        lambda: job.__class__.objects.get(pk=job.pk).status == RewriteJobStatus.FINISHED, 60
-    )
+    assert wait_until(lambda: job.__class__.objects.get(pk=job.pk).status == RunStatus.FINISHED, 60)
     rewrites = list(job.rewrites.select_related("question").order_by("pk"))
     assert [r.status for r in rewrites] == [RewriteStatus.DONE] * 3
     for rewrite in rewrites:
@@ -124,7 +121,7 @@ def test_a_paused_job_takes_no_calls_and_resumes_where_it_stopped(prompt, offlin
     rewrite_job_resume(job=job)
     run_all(job)
     job.refresh_from_db()
-    assert job.status == RewriteJobStatus.FINISHED
+    assert job.status == RunStatus.FINISHED
     assert job.rewrites.filter(status=RewriteStatus.DONE).count() == 3
     assert rewrite_calls() == 3
     with pytest.raises(QuestionError, match="finished"):

@@ -4,7 +4,8 @@ import pytest
 from django.urls import reverse
 
 from apps.accounts.roles import Role
-from apps.questions.models import Question, RewriteJob, RewriteJobStatus
+from apps.llm.models import RunStatus
+from apps.questions.models import Question, RewriteJob
 from tests.factories import (
     ModelConfigFactory,
     question_from_post_make,
@@ -75,7 +76,7 @@ def test_starting_a_job_creates_rewrites_for_the_questions_still_to_rewrite(role
     assert response.status_code == 302
     job = RewriteJob.objects.get(model=model)
     assert list(job.rewrites.values_list("question", flat=True)) == [waiting.pk]
-    assert job.prompt.version == 2 and job.status == RewriteJobStatus.RUNNING
+    assert job.prompt.version == 2 and job.status == RunStatus.RUNNING
     # Nothing left: refused with the reason, nothing created.
     again = web.post(reverse("questions:rewrites"), {"model": model.pk}, follow=True)
     assert "None of these questions is still to rewrite" in again.text
@@ -92,14 +93,16 @@ def test_the_jobs_poll_renders_only_the_jobs_with_counts_from_the_rows(role_clie
 
 
 def test_pausing_and_resuming_a_job_from_the_page(role_client, rewrite):
-    job = RewriteJob.objects.create(model=rewrite.job.model, prompt=rewrite.job.prompt)
+    job = RewriteJob.objects.create(
+        model=rewrite.job.model, prompt=rewrite.job.prompt, status=RunStatus.RUNNING
+    )
     web = role_client(Role.RESEARCHER)
     web.post(reverse("questions:rewrite-job-move", args=[job.pk, "pause"]))
     job.refresh_from_db()
-    assert job.status == RewriteJobStatus.PAUSED
+    assert job.status == RunStatus.PAUSED
     web.post(reverse("questions:rewrite-job-move", args=[job.pk, "resume"]))
     job.refresh_from_db()
-    assert job.status == RewriteJobStatus.RUNNING
+    assert job.status == RunStatus.RUNNING
     page = web.post(
         reverse("questions:rewrite-job-move", args=[rewrite.job.pk, "pause"]), follow=True
     )

@@ -10,7 +10,8 @@ from apps.rubrics.models import (
     Suggestion,
     SuggestionStatus,
 )
-from tests.factories import offline_model, question_assigned
+from apps.rubrics.services.drafting import DRAFT_WORK
+from tests.factories import job_run, offline_model, question_assigned
 
 pytestmark = pytest.mark.django_db
 
@@ -46,7 +47,7 @@ def test_a_job_asks_the_model_with_the_versioned_prompt_and_keeps_its_suggestion
     assert created and not created_again and again == job
     assert job.status == DraftStatus.QUEUED and job.prompt.purpose == "rubric_draft"
 
-    done = services.draft_job_run(job_id=job.pk)
+    done = job_run(DRAFT_WORK, job.pk)
 
     assert done.status == DraftStatus.DONE
     suggestions = list(job.suggestions.all())
@@ -65,9 +66,9 @@ def test_a_job_asks_the_model_with_the_versioned_prompt_and_keeps_its_suggestion
 
 def test_running_a_job_twice_calls_the_model_once(draft, expert, drafting_model):
     job, _ = services.draft_job_request(rubric=draft, user=expert)
-    services.draft_job_run(job_id=job.pk)
+    job_run(DRAFT_WORK, job.pk)
     count = job.suggestions.count()
-    assert services.draft_job_run(job_id=job.pk) is None
+    assert job_run(DRAFT_WORK, job.pk) is None
     assert job.suggestions.count() == count
     assert LLMCall.objects.filter(caller=f"draftjob:{job.pk}").count() == 1
 
@@ -81,7 +82,7 @@ def test_a_model_that_refuses_leaves_the_job_failed_with_the_reason(
     )  # fmt: skip
     AuthoringSettings.objects.update_or_create(pk=1, defaults={"draft_model": broken})
     job, _ = services.draft_job_request(rubric=draft, user=expert)
-    failed = services.draft_job_run(job_id=job.pk)
+    failed = job_run(DRAFT_WORK, job.pk)
     assert failed.status == DraftStatus.FAILED
     assert broken.display_name in failed.error
     assert not job.suggestions.exists()
@@ -152,7 +153,7 @@ def test_rejecting_a_suggestion_changes_nothing_in_the_draft(draft, expert, draf
 
 def test_suggestions_already_in_the_rubric_are_left_out(draft, expert, drafting_model):
     first, _ = services.draft_job_request(rubric=draft, user=expert)
-    services.draft_job_run(job_id=first.pk)
+    job_run(DRAFT_WORK, first.pk)
     kept = first.suggestions.order_by("order").first()
     draft.refresh_from_db()
     services.suggestion_accept(
@@ -161,7 +162,7 @@ def test_suggestions_already_in_the_rubric_are_left_out(draft, expert, drafting_
 
     # The offline model answers the same prompt the same way, so it suggests `kept` again.
     second, _ = services.draft_job_request(rubric=draft, user=expert)
-    services.draft_job_run(job_id=second.pk)
+    job_run(DRAFT_WORK, second.pk)
 
     second.refresh_from_db()
     assert second.left_out == 1

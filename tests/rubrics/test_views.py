@@ -14,13 +14,15 @@ from apps.rubrics.models import (
     RubricState,
 )
 from apps.rubrics.selectors import topic_progress
+from apps.rubrics.services.drafting import DRAFT_WORK
 from apps.runs.models import Response
-from apps.runs.services import reference_models_set, response_generate
+from apps.runs.services import REFERENCE_WORK, reference_models_set
 from tests.factories import (
     CRITERIA,
     approved_rubric,
     assign,
     draft_with_criteria,
+    job_run,
     offline_model,
     question_assigned,
     question_make,
@@ -302,7 +304,7 @@ def test_suggest_enqueues_the_task_after_commit_and_the_panel_polls(
     assert f'hx-get="{reverse("rubrics:suggestions", args=[draft.pk])}"' in response.text
     assert 'hx-trigger="every 1s"' in response.text
 
-    services.draft_job_run(job_id=job.pk)
+    job_run(DRAFT_WORK, job.pk)
     panel = client.get(reverse("rubrics:suggestions", args=[draft.pk]), **HX).text
     assert 'hx-trigger="every 1s"' not in panel
     assert panel.count('data-testid="suggestion"') == job.suggestions.count() > 0
@@ -316,7 +318,7 @@ def test_accepting_a_suggestion_with_htmx_adds_it_to_the_list(
     model = offline_model(offline_provider_url, name="offline-thorough")
     AuthoringSettings.objects.update_or_create(pk=1, defaults={"draft_model": model})
     job, _ = services.draft_job_request(rubric=draft, user=expert)
-    services.draft_job_run(job_id=job.pk)
+    job_run(DRAFT_WORK, job.pk)
     suggestion = job.suggestions.first()
     client.force_login(expert)
     draft.refresh_from_db()
@@ -343,7 +345,7 @@ def test_sample_answers_are_drawn_generated_and_labelled_offline(
     assert len(callbacks) == 2 and "Asking the model" in response.text
     assert 'hx-trigger="every 1s"' in response.text
     for answer in Response.objects.all():
-        response_generate(response_id=answer.pk)
+        job_run(REFERENCE_WORK, answer.pk)
     ids = ",".join(str(pk) for pk in Response.objects.values_list("pk", flat=True))
     shown = client.get(url, {"show": ids}, **HX).text
     assert shown.count('data-testid="sample-answer"') == 2

@@ -10,7 +10,8 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.urls import reverse
 
-from apps.runs.models import ResponseStatus, RunStatus, SamplingRun
+from apps.llm.models import RunStatus
+from apps.runs.models import ResponseStatus, SamplingRun
 from tests.factories import offline_model, question_make, questions_by_need
 from tests.runs.builders import graded_questions, offline_models
 from workers.engine import run_batch_task

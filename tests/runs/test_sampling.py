@@ -6,9 +6,9 @@ import psutil
 import pytest
 
 from apps.llm import engine
-from apps.llm.models import LLMCall
+from apps.llm.models import LLMCall, RunStatus
 from apps.runs.errors import RunError
-from apps.runs.models import ResponseStatus, RunStatus
+from apps.runs.models import ResponseStatus
 from apps.runs.services import (
     SAMPLE_WORK,
     call_seed,

@@ -8,12 +8,12 @@ from apps.runs import selectors
 from apps.runs.errors import RunError
 from apps.runs.models import Response, ResponseStatus, RunKind, SamplingRun
 from apps.runs.services import (
+    REFERENCE_WORK,
     reference_models_set,
     reference_run_get,
-    response_generate,
     sample_answers_draw,
 )
-from tests.factories import offline_model, question_make
+from tests.factories import job_run, offline_model, question_make
 
 pytestmark = pytest.mark.django_db
 
@@ -48,7 +48,7 @@ def test_two_answers_from_two_different_models_are_generated_and_kept(models):
     )
 
     for response in drawn:
-        done = response_generate(response_id=response.pk)
+        done = job_run(REFERENCE_WORK, response.pk)
         assert done.status == ResponseStatus.DONE and done.text.strip()
         assert done.output_tokens > 0 and done.cost_usd > 0 and done.attempts == 1
 
@@ -59,8 +59,8 @@ def test_two_answers_from_two_different_models_are_generated_and_kept(models):
 
 def test_generating_twice_makes_one_call(models):
     (response, _other) = sample_answers_draw(question=question_make())
-    response_generate(response_id=response.pk)
-    assert response_generate(response_id=response.pk) is None
+    job_run(REFERENCE_WORK, response.pk)
+    assert job_run(REFERENCE_WORK, response.pk) is None
     assert LLMCall.objects.filter(caller=f"response:{response.pk}").count() == 1
 
 
@@ -98,7 +98,7 @@ def test_a_failed_answer_is_tried_again_when_drawn_again(offline_provider_url):
     reference_models_set(models=[broken])
     question = question_make()
     (response,) = sample_answers_draw(question=question)
-    failed = response_generate(response_id=response.pk)
+    failed = job_run(REFERENCE_WORK, response.pk)
     assert failed.status == ResponseStatus.FAILED and broken.display_name in failed.error
     (again,) = sample_answers_draw(question=question)
     assert again.pk == response.pk and again.status == ResponseStatus.PENDING

@@ -13,11 +13,11 @@ from django.utils import timezone
 
 from apps.accounts.roles import Role
 from apps.llm import engine
-from apps.llm.models import Purpose
+from apps.llm.models import Purpose, RunStatus
 from apps.llm.selectors import prompt_current
 from apps.questions.models import Topic
 from apps.runs import selectors
-from apps.runs.models import Response, ResponseStatus, RunKind, RunStatus, SamplingRun
+from apps.runs.models import Response, ResponseStatus, RunKind, SamplingRun
 from apps.runs.services import SAMPLE_WORK, reference_run_get, sampling_run_launch
 from tests.factories import offline_model, question_make, questions_by_need
 from tests.runs.builders import HX, graded_questions, offline_models, run_made, run_worked

@@ -16,14 +16,13 @@ from apps.analysis.survey_data import PEOPLE, survey_data
 from apps.demo import simulated_people
 from apps.demo import surveys as demo
 from apps.demo.simulated_people import PEOPLE_PARAMETERS, simulated_people_add
-from apps.llm.models import ModelConfig
+from apps.llm.models import ModelConfig, RunStatus
 from apps.surveys.models import (
     Answer,
     AssignmentStatus,
     Participant,
     ParticipantKind,
     ProxyCallStatus,
-    ProxyRunStatus,
     Study,
     StudySimulation,
     StudyStatus,
@@ -84,7 +83,7 @@ def test_the_demo_study_has_its_counts_its_people_repeat_and_proxies_agree_more_
     assert len(by_scenario) == SCENARIOS and set(by_scenario.values()) == {PER_SCENARIO}
     # Three proxies x five runs, each answering every scenario once.
     run = study.proxy_runs.get()
-    assert run.status == ProxyRunStatus.FINISHED
+    assert run.status == RunStatus.FINISHED
     proxies = Participant.objects.filter(study=study, kind=ParticipantKind.PROXY)
     assert sorted(proxies.values_list("model__display_name", "run_index")) == sorted(
         (model, index) for model in demo.PROXY_MODELS for index in range(1, demo.PROXY_RUNS + 1)

@@ -6,7 +6,7 @@ from decimal import Decimal
 import pytest
 
 from apps.llm import engine
-from apps.llm.models import CallStatus, LLMCall
+from apps.llm.models import CallStatus, LLMCall, RunStatus
 from apps.surveys import selectors, services
 from apps.surveys.errors import SurveyError
 from apps.surveys.models import (
@@ -17,7 +17,6 @@ from apps.surveys.models import (
     ParticipantStatus,
     ProxyCall,
     ProxyCallStatus,
-    ProxyRunStatus,
     SurveyItem,
 )
 from apps.surveys.services.proxies import answers_check, proxy_items
@@ -69,7 +68,7 @@ def test_a_run_answers_every_item_of_every_scenario_once_as_people_answers_are_s
     work_all(run)
 
     run.refresh_from_db()
-    assert run.status == ProxyRunStatus.FINISHED
+    assert run.status == RunStatus.FINISHED
     items = proxy_items(study=study)
     answers = Answer.objects.filter(assignment__participant__proxy_run=run)
     assert answers.count() == 4 * 3 * len(items)

@@ -8,8 +8,9 @@ from django.urls import reverse
 
 from apps.accounts.roles import Role
 from apps.llm import engine
+from apps.llm.models import RunStatus
 from apps.surveys import services
-from apps.surveys.models import ProxyCall, ProxyCallStatus, ProxyRun, ProxyRunStatus
+from apps.surveys.models import ProxyCall, ProxyCallStatus, ProxyRun
 from tests.factories import offline_model
 
 pytestmark = pytest.mark.django_db
@@ -63,7 +64,7 @@ def test_launched_progress_is_polled_and_failed_calls_are_retried_by_kind(
     client = role_client(Role.RESEARCHER)
     base = reverse("surveys:proxy_run", args=[study.pk, run.pk])
     client.post(base + "launch/")
-    assert ProxyRun.objects.get(pk=run.pk).status == ProxyRunStatus.RUNNING
+    assert ProxyRun.objects.get(pk=run.pk).status == RunStatus.RUNNING
 
     engine.batch_run(work=services.PROXY_WORK.name, scope=run.pk)
 
@@ -74,7 +75,7 @@ def test_launched_progress_is_polled_and_failed_calls_are_retried_by_kind(
     assert 'hx-swap-oob="true"' in poll and "Finished" in poll
     client.post(base + "retry/", {"error_kind": "invalid_output"})
     assert ProxyCall.objects.filter(run=run, status=ProxyCallStatus.PENDING).count() == 3
-    assert ProxyRun.objects.get(pk=run.pk).status == ProxyRunStatus.RUNNING
+    assert ProxyRun.objects.get(pk=run.pk).status == RunStatus.RUNNING
 
 
 def test_a_run_of_another_study_is_not_found(role_client, study, make_study):

@@ -21,7 +21,7 @@ from apps.surveys.models import (
 from tests.conftest import wait_until
 from tests.factories import CODES, new_pid, offline_model
 from tests.surveys.flow import SESSION, answers_for, consent, finish, link
-from workers.surveys import generate_responses_task
+from workers.engine import run_batch_task
 
 PAYLOAD = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned=2">'
 
@@ -414,7 +414,7 @@ def test_researcher_marks_a_participant_returned(role_client, make_study):
 def test_generating_from_the_study_page_fills_it_with_the_models_responses(
     route_to_worker, role_client, scenarios, offline_provider
 ):
-    route_to_worker(generate_responses_task)
+    route_to_worker(run_batch_task)
     model = offline_model(offline_provider(), name="offline-thorough")
     study = services.study_create(scenarios=scenarios[:3], name="g", **DEFAULT_TEXTS, **CODES)
     client = role_client(Role.RESEARCHER)

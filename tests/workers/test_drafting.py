@@ -3,18 +3,18 @@ import pytest
 from apps.llm.models import LLMCall
 from apps.rubrics import services
 from apps.rubrics.models import AuthoringSettings, DraftJob, DraftStatus
+from apps.rubrics.services.drafting import DRAFT_WORK
 from apps.runs.models import Response, ResponseStatus
-from apps.runs.services import reference_models_set, sample_answers_draw
+from apps.runs.services import REFERENCE_WORK, reference_models_set, sample_answers_draw
 from config.celery import app
 from tests.conftest import wait_until
 from tests.factories import offline_model, question_assigned
-from workers.drafting import draft_criteria_task, sample_answer_task
+from workers.engine import run_batch_task
 
 
-def test_drafting_tasks_go_to_the_llm_queue():
-    for task in (draft_criteria_task, sample_answer_task):
-        route = app.amqp.router.route({}, task.name, (), {}, None)
-        assert route["queue"].name == "llm"
+def test_the_engine_task_goes_to_the_llm_queue():
+    route = app.amqp.router.route({}, run_batch_task.name, (), {}, None)
+    assert route["queue"].name == "llm"
 
 
 @pytest.mark.worker
@@ -32,13 +32,13 @@ def test_a_worker_makes_each_call_once_however_often_a_task_arrives(
 
     # Each message twice, as a broker redelivers after a lost acknowledgement.
     for _ in range(2):
-        draft_criteria_task.apply_async(args=[job.pk], queue=queue)
-        sample_answer_task.apply_async(args=[answer.pk], queue=queue)
+        run_batch_task.apply_async(args=[DRAFT_WORK.name, job.pk], queue=queue)
+        run_batch_task.apply_async(args=[REFERENCE_WORK.name, answer.pk], queue=queue)
     # The worker takes its queue in order: once this one is done, so are the duplicates.
     sentinel = Response.objects.create(
         run=answer.run, model=model, question=answer.question, sample_index=1
     )
-    sample_answer_task.apply_async(args=[sentinel.pk], queue=queue)
+    run_batch_task.apply_async(args=[REFERENCE_WORK.name, sentinel.pk], queue=queue)
     assert wait_until(lambda: Response.objects.get(pk=sentinel.pk).status == "done", timeout=60)
 
     job = DraftJob.objects.get(pk=job.pk)

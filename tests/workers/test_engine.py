@@ -24,9 +24,10 @@ from apps.grading.services import (
     work_for_run,
 )
 from apps.llm import engine
-from apps.llm.models import CallStatus, LLMCall
+from apps.llm.engine import scope_start
+from apps.llm.models import CallStatus, LLMCall, RunStatus
 from apps.runs.errors import RunError
-from apps.runs.models import Response, ResponseStatus, RunStatus
+from apps.runs.models import Response, ResponseStatus
 from apps.runs.services import (
     SAMPLE_WORK,
     sampling_run_cancel,
@@ -47,7 +48,7 @@ from tests.workers.engine_builders import (
     statuses,
     texts_recorded,
 )
-from workers.engine import run_batch_task, scope_start
+from workers.engine import run_batch_task
 from workers.leases import requeue_expired_task
 
 __all__ = ["engine_workers"]  # the fixture, imported to be found
@@ -62,7 +63,7 @@ DONE, RUNNING, PENDING, FAILED = (
 
 def sampling_run(url, *, questions=2, models=("offline-terse", "offline-friendly"), samples=2,
                  **fields):  # fmt: skip
-    """A launched run; its batches are not queued yet."""
+    """A launched run: its batches are queued (by the launch, when it commits)."""
     model_fields = fields.pop("model_fields", {})
     configs = [offline_model(url, name=name, **model_fields) for name in models]
     run = sampling_run_create(
@@ -97,11 +98,12 @@ def ledger_ok(run) -> dict[int, int]:
     return ok
 
 
-def test_a_run_worked_by_a_worker_makes_each_call_once(engine_workers, offline_provider):
+def test_a_launched_run_is_worked_without_its_caller_queueing_anything(
+    engine_workers, offline_provider
+):
     url = offline_provider(latency_ms=100)
     worker = engine_workers.start()
-    run = sampling_run(url, questions=3, samples=2)
-    scope_start(SAMPLE_WORK.name, run.pk)  # on commit: at once, outside a transaction
+    run = sampling_run(url, questions=3, samples=2)  # launched: nothing else is queued here
 
     ended(run)
     assert statuses(run) == {DONE: 12}
@@ -225,8 +227,7 @@ def test_pause_stops_new_calls_and_resume_repeats_no_finished_row(engine_workers
     assert set(pending.values_list("attempts", "lease_owner", "text")) == {(0, "", "")}
     recorded = texts_recorded(run)
 
-    sampling_run_resume(run=run)
-    scope_start(SAMPLE_WORK.name, run.pk)  # as the page does after resuming
+    sampling_run_resume(run=run)  # which starts the run's batches again
     ended(run)
     assert statuses(run) == {DONE: total}
     after = texts_recorded(run)

@@ -15,8 +15,9 @@ import redis
 from django.conf import settings
 
 from apps.llm import engine
-from apps.llm.models import CallStatus, LLMCall
-from apps.runs.models import ResponseStatus, RunStatus
+from apps.llm.engine import scope_start
+from apps.llm.models import CallStatus, LLMCall, RunStatus
+from apps.runs.models import ResponseStatus
 from apps.runs.services import SAMPLE_WORK, sampling_run_create, sampling_run_launch
 from tests.conftest import wait_until
 from tests.factories import offline_model, question_make
@@ -30,7 +31,7 @@ from tests.workers.engine_builders import (
     statuses,
 )
 from workers.delivery import MAX_DELIVERIES, deliveries_key
-from workers.engine import run_batch_task, scope_start
+from workers.engine import run_batch_task
 
 __all__ = ["engine_workers"]  # the fixture, imported to be found
 

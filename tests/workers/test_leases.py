@@ -21,8 +21,9 @@ from apps.llm.gateway import DEFAULT_POLICY
 from apps.llm.models import CallStatus, LLMCall
 from apps.rubrics import services as rubric_services
 from apps.rubrics.models import AuthoringSettings, DraftJob, DraftStatus
+from apps.rubrics.services.drafting import DRAFT_WORK
 from apps.runs.models import Response, ResponseStatus
-from apps.runs.services import reference_models_set, sample_answers_draw
+from apps.runs.services import REFERENCE_WORK, reference_models_set, sample_answers_draw
 from apps.surveys import services as survey_services
 from apps.surveys.forms import DEFAULT_TEXTS
 from apps.surveys.models import (
@@ -31,12 +32,12 @@ from apps.surveys.models import (
     ScenarioCallStatus,
     ScenarioResponseCall,
 )
+from apps.surveys.services.scenarios import SCENARIO_RESPONSE_WORK
 from config.celery import TASK_MODULES, app
 from tests.conftest import wait_until
-from tests.factories import CODES, offline_model, question_assigned
-from workers.drafting import draft_criteria_task, sample_answer_task
+from tests.factories import CODES, job_run, offline_model, question_assigned
+from workers.engine import run_batch_task
 from workers.leases import requeue_expired_task
-from workers.surveys import generate_responses_task
 
 LEASE_SECONDS = 6  # renewed every 2 s: room for a worker starved of CPU by a busy machine
 WORKER_ENV = {"LLM_LEASE_SECONDS": str(LEASE_SECONDS)}
@@ -46,24 +47,22 @@ LATENCY_MS = 5000  # longer than it takes to see the claim and kill its holder
 @dataclass(frozen=True)
 class Kind:
     model: type
-    task: object
+    work: object  # the engine's work; every kind runs in its one task, `run_batch`
     running: str
     done: str
-    scope_of: object = None  # the task's argument for a row, when it is not the row's pk
+    scope_of: object = None  # the scope of a row, when it is not the row's pk
 
     def scope(self, pk: int) -> int:
         return self.scope_of(pk) if self.scope_of else pk
 
 
 KINDS = {
-    "suggestions": Kind(DraftJob, draft_criteria_task, DraftStatus.RUNNING, DraftStatus.DONE),
-    "reference answer": Kind(
-        Response, sample_answer_task, ResponseStatus.RUNNING, ResponseStatus.DONE
-    ),
-    # The generation's calls are the leased rows; its task takes the generation.
+    "suggestions": Kind(DraftJob, DRAFT_WORK, DraftStatus.RUNNING, DraftStatus.DONE),
+    "reference answer": Kind(Response, REFERENCE_WORK, ResponseStatus.RUNNING, ResponseStatus.DONE),
+    # The generation's calls are the leased rows; its scope is the generation.
     "scenario responses": Kind(
         ScenarioResponseCall,
-        generate_responses_task,
+        SCENARIO_RESPONSE_WORK,
         ScenarioCallStatus.RUNNING,
         ScenarioCallStatus.DONE,
         scope_of=lambda pk: ScenarioResponseCall.objects.get(pk=pk).generation_id,
@@ -78,7 +77,7 @@ def job_make(kind: str, url: str, expert, scenarios) -> int:
         AuthoringSettings.objects.update_or_create(pk=1, defaults={"draft_model": model})
         question = question_assigned(expert, topic="scams")
         rubric = rubric_services.rubric_start(question=question, user=expert)
-        job, _to_enqueue = rubric_services.draft_job_request(rubric=rubric, user=expert)
+        job, _started = rubric_services.draft_job_request(rubric=rubric, user=expert)
         return job.pk
     if kind == "reference answer":
         reference_models_set(models=[model])
@@ -87,18 +86,18 @@ def job_make(kind: str, url: str, expert, scenarios) -> int:
     study = survey_services.study_create(
         scenarios=scenarios[:6], name="killed", **DEFAULT_TEXTS, **CODES
     )
-    generation, _to_enqueue = survey_services.scenario_responses_request(study=study, model=model)
+    generation, _started = survey_services.scenario_responses_request(study=study, model=model)
     return generation.calls.order_by("pk").first().pk
 
 
 @pytest.fixture
 def routed():
-    """`routed(task, queue)`: what this process queues for `task` (the sweep's requeue
-    among it) goes to the test's worker."""
+    """`routed(queue)`: the engine's batches this process queues (the services' and the
+    sweep's) go to the test's worker."""
     saved = app.conf.task_routes
 
-    def route(task, queue: str) -> None:
-        app.conf.update(task_routes={**app.conf.task_routes, task.name: {"queue": queue}})
+    def route(queue: str) -> None:
+        app.conf.update(task_routes={**app.conf.task_routes, run_batch_task.name: {"queue": queue}})
 
     yield route
     app.conf.update(task_routes=saved)
@@ -126,8 +125,8 @@ def test_a_job_whose_worker_was_killed_is_taken_over_and_finishes(
     pk = job_make(name, offline_provider(latency_ms=LATENCY_MS), expert, scenarios)
     pool = "prefork" if killed == "pool child" else "solo"
     queue, worker = start_worker(env=WORKER_ENV, pool=pool)
-    routed(kind.task, queue)
-    kind.task.delay(kind.scope(pk))
+    routed(queue)
+    run_batch_task.delay(kind.work.name, kind.scope(pk))
 
     pid = wait_until(lambda: holder_pid(kind, pk), timeout=60)
     assert pid is not None
@@ -163,8 +162,8 @@ def test_the_study_page_shows_a_stalled_generation_its_takeover_and_a_late_messa
     page_url = f"/studies/{generation.study_id}/"
     client.force_login(researcher)
     queue, worker = start_worker(env=WORKER_ENV)
-    routed(generate_responses_task, queue)
-    generate_responses_task.delay(pk)
+    routed(queue)
+    run_batch_task.delay(kind.work.name, pk)
     assert wait_until(lambda: holder_pid(kind, call), timeout=60) == worker.pid
     worker.kill()
     worker.wait()
@@ -178,7 +177,7 @@ def test_the_study_page_shows_a_stalled_generation_its_takeover_and_a_late_messa
     assert "6 of 6 scenario(s) without a response" in page
 
     start_worker(queue=queue, env=WORKER_ENV)
-    assert requeue_expired_task.run()["response generation"] == 1
+    assert requeue_expired_task.run()[kind.work.name] == 1
     assert wait_until(
         lambda: ResponseGeneration.objects.get(pk=pk).status == GenerationStatus.DONE, timeout=90
     )
@@ -187,8 +186,8 @@ def test_the_study_page_shows_a_stalled_generation_its_takeover_and_a_late_messa
     calls = LLMCall.objects.filter(status=CallStatus.OK).count()
     assert calls == 6
     # The dead worker's message, should the broker hand it back after its visibility timeout.
-    assert generate_responses_task.run(pk) == "skipped"
-    assert requeue_expired_task.run()["response generation"] == 0
+    assert run_batch_task.run(kind.work.name, pk)["claimed"] == 0
+    assert requeue_expired_task.run()[kind.work.name] == 0
     assert LLMCall.objects.filter(status=CallStatus.OK).count() == calls
 
 
@@ -203,8 +202,8 @@ def test_calls_that_keep_failing_keep_their_reason_and_the_page_shows_the_failur
     )
     pk = KINDS["scenario responses"].scope(call)
     queue, _worker = start_worker(env=WORKER_ENV)
-    routed(generate_responses_task, queue)
-    generate_responses_task.delay(pk)
+    routed(queue)
+    run_batch_task.delay(SCENARIO_RESPONSE_WORK.name, pk)
 
     failed = lambda: ResponseGeneration.objects.get(pk=pk).status == GenerationStatus.FAILED  # noqa: E731
     assert wait_until(failed, timeout=180, interval=0.5)
@@ -231,12 +230,12 @@ def test_a_job_whose_worker_keeps_dying_fails_with_a_message_after_its_attempts(
         # A worker claims it and dies at once: its lease is left to run out.
         assert leases.lease_claim(rows, states=states, owner=f"dead:{attempt}")
         rows.update(lease_expires_at=timezone.now() - dt.timedelta(seconds=1))
-        requeued = rubric_services.draft_jobs_expired_requeue()
+        requeued = DRAFT_WORK.expired()
         assert requeued == ([pk] if attempt < leases.MAX_ATTEMPTS else [])
     job = rows.get()
     assert job.status == DraftStatus.FAILED and job.attempts == leases.MAX_ATTEMPTS
     assert "stopped 3 times" in job.error
-    assert rubric_services.draft_job_run(job_id=pk) is None  # a late message does nothing
+    assert job_run(DRAFT_WORK, pk) is None  # a late message does nothing
 
 
 def test_asking_again_for_suggestions_resumes_the_job_a_dead_worker_held(
@@ -248,11 +247,11 @@ def test_asking_again_for_suggestions_resumes_the_job_a_dead_worker_held(
     assert leases.lease_claim(rows, states=states, owner="dead:1")
     job = rows.get()
     assert rubric_services.draft_job_request(rubric=job.rubric, user=expert) == (job, False)
-    assert rubric_services.draft_job_run(job_id=pk) is None  # held by a live-looking worker
+    assert job_run(DRAFT_WORK, pk) is None  # held by a live-looking worker
 
     rows.update(lease_expires_at=timezone.now() - dt.timedelta(seconds=1))  # it died
     assert rubric_services.draft_job_request(rubric=job.rubric, user=expert) == (job, True)
-    resumed = rubric_services.draft_job_run(job_id=pk)
+    resumed = job_run(DRAFT_WORK, pk)
     assert resumed.status == DraftStatus.DONE and resumed.attempts == 2
     assert resumed.suggestions.exists()
 

@@ -14,7 +14,8 @@ from collections import Counter
 
 import pytest
 
-from apps.llm.models import CallStatus, LLMCall
+from apps.llm.engine import scope_start
+from apps.llm.models import CallStatus, LLMCall, RunStatus
 from apps.surveys import services
 from apps.surveys.models import (
     Answer,
@@ -23,13 +24,12 @@ from apps.surveys.models import (
     Participant,
     ParticipantStatus,
     ProxyCallStatus,
-    ProxyRunStatus,
 )
 from apps.surveys.services.proxies import proxy_items
 from tests.conftest import wait_until
 from tests.factories import offline_model
 from tests.workers.engine_builders import dead, engine_workers, provider_requests, quiet
-from workers.engine import run_batch_task, scope_start
+from workers.engine import run_batch_task
 from workers.leases import requeue_expired_task
 
 __all__ = ["engine_workers"]  # the fixture, imported to be found
@@ -71,7 +71,7 @@ def holders(run) -> Counter:
 def ended(run, timeout=180):
     """Wait until the run has finished and no call is held."""
     reached = wait_until(
-        lambda: run_status(run) == ProxyRunStatus.FINISHED
+        lambda: run_status(run) == RunStatus.FINISHED
         and not run.calls.filter(status=RUNNING).exists(),
         timeout=timeout, interval=0.2,
     )  # fmt: skip
@@ -158,7 +158,7 @@ def test_a_proxy_run_worked_by_a_worker_answers_every_scenario_once(
     assert provider_requests(url) == requests
     assert LLMCall.objects.count() == requests
     assert Answer.objects.count() == answers
-    assert run_status(run) == ProxyRunStatus.FINISHED
+    assert run_status(run) == RunStatus.FINISHED
 
 
 def test_a_worker_killed_mid_run_loses_no_answer_and_repeats_none_recorded(
@@ -196,7 +196,7 @@ def test_a_worker_killed_mid_run_loses_no_answer_and_repeats_none_recorded(
 
     def finished() -> bool:
         requeue_expired_task.run()  # as beat runs it, every quarter of a lease
-        return run_status(run) == ProxyRunStatus.FINISHED
+        return run_status(run) == RunStatus.FINISHED
 
     assert wait_until(finished, timeout=240, interval=0.5), statuses(run)
     assert statuses(run) == {DONE: TOTAL}

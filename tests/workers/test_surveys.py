@@ -21,9 +21,11 @@ from apps.surveys.models import (
     ScenarioResponseCall,
     StudyStatus,
 )
+from apps.surveys.services.scenarios import SCENARIO_RESPONSE_WORK
 from tests.conftest import ROOT, live_database_url, wait_until
 from tests.factories import CODES, offline_model
-from workers.surveys import expire_reservations_task, generate_responses_task
+from workers.engine import run_batch_task
+from workers.surveys import expire_reservations_task
 
 
 def draft_study(scenarios, count=6):
@@ -31,10 +33,15 @@ def draft_study(scenarios, count=6):
 
 
 def generation_of(study, model, go_live=False) -> int:
-    generation, _to_enqueue = services.scenario_responses_request(
+    generation, _started = services.scenario_responses_request(
         study=study, model=model, go_live=go_live
     )
     return generation.pk
+
+
+def generate(generation: int) -> dict:
+    """A batch of the generation's calls, worked here as a worker works it."""
+    return run_batch_task.run(SCENARIO_RESPONSE_WORK.name, generation)
 
 
 @pytest.fixture(scope="module")
@@ -68,8 +75,9 @@ def test_worker_generates_responses_with_provenance_and_the_study_goes_live(
     model = offline_model(offline_provider(), name="offline-thorough")
     study = draft_study(scenarios)
 
-    generate_responses_task.apply_async(
-        args=[generation_of(study, model, go_live=True)], queue=worker_queue
+    run_batch_task.apply_async(
+        args=[SCENARIO_RESPONSE_WORK.name, generation_of(study, model, go_live=True)],
+        queue=worker_queue,
     )
 
     assert wait_until(
@@ -100,16 +108,14 @@ def test_generating_twice_makes_no_call_twice(
     model = offline_model(offline_provider(), name="offline-thorough")
     study = draft_study(scenarios, count=3)
     generation = generation_of(study, model)
-    first = generate_responses_task.run(generation)
+    first = generate(generation)
     calls = LLMCall.objects.count()
-    again = generate_responses_task.run(generation)  # a redelivered message: does nothing
-    second = generate_responses_task.run(
-        generation_of(study, model)
-    )  # asked again: nothing missing
+    again = generate(generation)  # a redelivered message: does nothing
+    second = generate(generation_of(study, model))  # asked again: nothing missing
     other = draft_study(scenarios, count=3)  # same scenarios in a new study: reused, not re-asked
-    third = generate_responses_task.run(generation_of(other, model))
+    third = generate(generation_of(other, model))
     assert first["done"] == 3
-    assert again == second == third == "skipped"  # nothing left to call
+    assert again["claimed"] == second["claimed"] == third["claimed"] == 0  # nothing to call
     assert other.study_scenarios.filter(response__isnull=True).count() == 0  # reused
     assert LLMCall.objects.count() == calls == 3
 
@@ -125,7 +131,7 @@ def test_a_failed_generation_is_recorded_and_the_study_stays_a_draft(
     model.save()
     study = draft_study(scenarios, count=2)
     generation = generation_of(study, model, go_live=True)
-    outcome = generate_responses_task.run(generation)
+    outcome = generate(generation)
     assert outcome["failed"] == 2
     study.refresh_from_db()
     assert study.status == StudyStatus.DRAFT
@@ -161,5 +167,5 @@ def test_worker_expires_overdue_reservations_and_running_twice_is_harmless(
 def test_response_generation_is_routed_to_the_llm_queue():
     from config.celery import app
 
-    route = app.amqp.router.route({}, generate_responses_task.name, (), {}, None)
+    route = app.amqp.router.route({}, run_batch_task.name, (), {}, None)
     assert route["queue"].name == "llm"

@@ -12,14 +12,12 @@ every web process imports through the URLconf.
 from django.contrib import messages
 from django.core.cache import cache
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.accounts.roles import Role, role_required
 from apps.surveys.models import Study
-from workers.analysis import survey_bootstrap_task
 
 from .. import selectors, services
 from ..benchmark_data import grading_runs_with_scores
@@ -120,9 +118,8 @@ def survey_figure_svg(request, study_id: int, name: str):
 @require_POST
 def survey_bootstrap(request, study_id: int):
     study = get_object_or_404(Study, pk=study_id)
-    bootstrap, to_enqueue = services.survey_bootstrap_request(study=study, user=request.user)
-    if to_enqueue:
-        transaction.on_commit(lambda: survey_bootstrap_task.delay(bootstrap.pk))
+    _bootstrap, started = services.survey_bootstrap_request(study=study, user=request.user)
+    if started:
         messages.success(request, "Computing the confidence intervals: this page shows progress.")
     return redirect("analysis:survey_report", study.pk)
 

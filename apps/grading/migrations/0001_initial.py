@@ -4,6 +4,7 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
+import apps.llm.models
 import apps.runs.models
 
 
@@ -29,7 +30,7 @@ class Migration(migrations.Migration):
                     ),
                 ),
                 ("name", models.CharField(max_length=200)),
-                ("seed", models.BigIntegerField(default=apps.runs.models.run_seed)),
+                ("seed", models.BigIntegerField(default=apps.llm.models.run_seed)),
                 ("created_at", models.DateTimeField(auto_now_add=True)),
                 (
                     "created_by",
@@ -228,7 +229,7 @@ class Migration(migrations.Migration):
                         help_text="Parameters sent with every grader call; temperature 0 unless set otherwise.",
                     ),
                 ),
-                ("seed", models.BigIntegerField(default=apps.runs.models.run_seed)),
+                ("seed", models.BigIntegerField(default=apps.llm.models.run_seed)),
                 (
                     "status",
                     models.CharField(

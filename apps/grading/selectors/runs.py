@@ -24,9 +24,9 @@ from django.db.models.functions import Length
 from django.utils import timezone
 
 from apps.llm import costs
-from apps.llm.models import ModelConfig, PromptTemplate
+from apps.llm.models import ModelConfig, PromptTemplate, RunStatus
 from apps.rubrics.models import Criterion, Rubric, RubricState
-from apps.runs.models import Response, ResponseStatus, RunStatus, SamplingRun
+from apps.runs.models import Response, ResponseStatus, SamplingRun
 
 from ..models import CallState, ChecklistCall, GradingMode, GradingRun, Judgment
 from .calibration import blind_to_rater, rater_rows_shown

@@ -12,10 +12,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.accounts.roles import Role, user_has_role
-from apps.llm.models import ModelConfig
+from apps.llm.models import ModelConfig, run_seed
 from apps.questions.models import Question
 from apps.rubrics.models import QuestionAssignment
-from apps.runs.models import Response, ResponseStatus, SamplingRun, run_seed
+from apps.runs.models import Response, ResponseStatus, SamplingRun
 
 from ..errors import GradingError
 from ..models import (
@@ -25,7 +25,7 @@ from ..models import (
     ExpertJudgment,
     GradingRun,
 )
-from .runs import approved_rubrics, criteria_of
+from .rows import approved_rubrics, criteria_of
 
 FIRST, SECOND = "first", "second"
 

@@ -16,23 +16,25 @@ from django.db.models import Exists, OuterRef
 from django.db.models.functions import Length
 from django.utils import timezone
 
-from apps.llm import costs, engine, leases
+from apps.llm import costs, engine, leases, runs
 from apps.llm.errors import PromptError
+from apps.llm.models import RunStatus
 from apps.llm.selectors import prompt_render
-from apps.runs.models import RunStatus
-from apps.runs.services import RunWork, call_seed
 
+from ..errors import GradingError
 from ..models import CallState, ChecklistCall, GradingMode, GradingRun, Judgment
-from .runs import (
+from .rows import (
     PURPOSE,
+    answers_due,
     criteria_of,
     criteria_specs,
     grading_rows_make,
     scores_compute,
     scores_record,
-)  # fmt: skip
+)
 
-MAX_ERROR_CHARS = 2000
+call_seed = engine.call_seed
+MAX_ERROR_CHARS = runs.MAX_ERROR_CHARS
 MAX_RAW_CHARS = 20_000
 STATES = leases.LeaseStates(
     waiting=CallState.PENDING, running=CallState.RUNNING, failed=CallState.ERROR
@@ -87,7 +89,9 @@ def checklist_check(count: int):
     return check
 
 
-class _GradingWork(RunWork):
+class _GradingWork(runs.RunWork):
+    noun = "grading run"
+    error = GradingError
     states = STATES
     mode: str
     estimate_fields = ("pk", "grading_run_id")
@@ -134,17 +138,25 @@ class _GradingWork(RunWork):
         run = GradingRun.objects.select_related("sampling_run").get(pk=scope)
         if run.status != RunStatus.RUNNING:
             return None
-        from .runs import answers_due
-
         if answers_due(run).exists():
             return 0
         if run.sampling_run.status in (RunStatus.RUNNING, RunStatus.PAUSED, RunStatus.DRAFT,
                                        RunStatus.BUDGET_REACHED):  # fmt: skip
             return WAIT_FOR_ANSWERS_SECONDS  # more answers may come
-        GradingRun.objects.filter(pk=scope, status=RunStatus.RUNNING).update(
-            status=RunStatus.FINISHED, finished_at=timezone.now()
-        )
+        self.finish(scope)
         return None
+
+    def failed_requeue(self, scope, *, error_kind=""):
+        """Errored calls back to pending, their last output gone (and a checklist's error
+        judgments with it)."""
+        failed = engine.failed_rows(self.rows(scope), states=self.states, error_kind=error_kind)
+        ids = list(failed.values_list("pk", flat=True))
+        self._before_requeue(ids)
+        return engine.rows_requeue(self.model.objects.filter(pk__in=ids), states=self.states,
+                                   raw_output="")  # fmt: skip
+
+    def _before_requeue(self, ids):
+        """Hook: what else goes when errored calls are asked again."""
 
     def refuse(self, failures, *, owner):
         super().refuse(failures, owner=owner)
@@ -359,6 +371,9 @@ class ChecklistWork(_GradingWork):
         orphans = orphans.exclude(Exists(Judgment.objects.filter(checklist=OuterRef("pk"))))
         self._after_errors(list(orphans.values_list("pk", flat=True)))
         return super().settle(scope)
+
+    def _before_requeue(self, ids):
+        Judgment.objects.filter(checklist_id__in=ids).delete()
 
     def _after_errors(self, ids):
         if not ids:

@@ -13,10 +13,10 @@ from django.views.decorators.http import require_POST
 
 from apps.accounts.roles import Role, role_required
 from apps.console.csv_export import copy_csv_response, csv_rows
+from apps.llm.models import RunStatus
 from apps.questions.models import Question
 from apps.rubrics.models import Kind, Polarity
-from apps.runs.models import Response, RunStatus
-from workers.engine import scope_start
+from apps.runs.models import Response
 
 from .. import services
 from ..errors import GradingError
@@ -84,10 +84,10 @@ def run_detail(request, pk: int):
 
 
 ACTIONS = {
-    "launch": (services.grading_run_launch, "Launched: grading has started.", True),
-    "pause": (services.grading_run_pause, "Paused: no new calls until you resume.", False),
-    "resume": (services.grading_run_resume, "Resumed: finished calls are not repeated.", True),
-    "cancel": (services.grading_run_cancel, "Cancelled: no further calls are made.", False),
+    "launch": (services.grading_run_launch, "Launched: grading has started."),
+    "pause": (services.grading_run_pause, "Paused: no new calls until you resume."),
+    "resume": (services.grading_run_resume, "Resumed: finished calls are not repeated."),
+    "cancel": (services.grading_run_cancel, "Cancelled: no further calls are made."),
 }
 
 
@@ -95,11 +95,9 @@ ACTIONS = {
 @require_POST
 def run_action(request, pk: int, action: str):
     run = _run(pk)
-    service, done, start = ACTIONS[action]
+    service, done = ACTIONS[action]
     try:
         run = service(run=run)
-        if start:
-            scope_start(services.work_for_run(run).name, run.pk)
         messages.success(request, done)
     except GradingError as exc:
         messages.error(request, str(exc))
@@ -132,9 +130,6 @@ def errors_retry(request, pk: int):
         return redirect(reverse("grading:run_detail", args=[run.pk]) + "#progress")
     try:
         count = services.grading_errors_retry(run=run, error_kind=form.cleaned_data["error_kind"])
-        run.refresh_from_db()
-        if count and run.status == RunStatus.RUNNING:
-            scope_start(services.work_for_run(run).name, run.pk)
         messages.success(request, f"{count} call(s) will be made again.")
     except GradingError as exc:
         messages.error(request, str(exc))

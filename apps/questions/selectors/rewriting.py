@@ -7,7 +7,9 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
-from ..models import Question, Rewrite, RewriteJob, RewriteJobStatus, RewriteStatus
+from apps.llm.models import RunStatus
+
+from ..models import Question, Rewrite, RewriteJob, RewriteStatus
 
 REJECTED_PREFIX = "Rejected by "
 
@@ -19,7 +21,7 @@ def _waiting_rewrites() -> QuerySet:
         Q(status=RewriteStatus.DONE)
         | Q(
             status__in=[RewriteStatus.PENDING, RewriteStatus.RUNNING],
-            job__status__in=[RewriteJobStatus.RUNNING, RewriteJobStatus.PAUSED],
+            job__status__in=[RunStatus.RUNNING, RunStatus.PAUSED],
         )
     )
 
@@ -61,7 +63,7 @@ def rewrite_jobs(*, limit: int = 20) -> list[RewriteJob]:
 
 
 def rewrite_jobs_running() -> bool:
-    return RewriteJob.objects.filter(status=RewriteJobStatus.RUNNING).exists()
+    return RewriteJob.objects.filter(status=RunStatus.RUNNING).exists()
 
 
 def rewrites_waiting() -> QuerySet:

@@ -20,6 +20,7 @@ from django.db.models import F
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from apps.llm import dispatch
 from apps.llm.embeddings import texts_embed
 from apps.llm.errors import LLMError
 from apps.llm.models import CallStatus, ModelConfig
@@ -71,6 +72,7 @@ def embedding_cosine_job_start(*, model: ModelConfig, user=None) -> EmbeddingCos
             [EmbeddingCosine(question_id=pk, model=model, job=job) for pk in questions],
             update_conflicts=True, unique_fields=["question", "model"], update_fields=RESET,
         )  # fmt: skip
+        dispatch.start("questions.embedding_cosines", job.pk)
     return job
 
 

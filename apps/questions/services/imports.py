@@ -28,6 +28,8 @@ from django.core.cache import cache
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from apps.llm import dispatch
+
 from ..errors import QuestionError
 from ..models import ImportBatch, ImportStatus, SourcePost, SourcePostTopic, Topic
 from ..pool import (
@@ -88,15 +90,19 @@ def import_batch_create(
     *, path: Path, filename: str, user=None, upload: bool = False, sha256: str = "",
     size: int | None = None,
 ) -> ImportBatch:  # fmt: skip
-    """A batch waiting to import the file at `path` (`upload`: a copy that is deleted once
-    the batch is finished)."""
+    """A batch waiting to import the file at `path`. An `upload` (a copy that is deleted
+    once the batch is finished) is imported by a worker, started once the transaction
+    commits; the import_posts command imports its file itself."""
     if not sha256 or size is None:
         sha256, size = file_digest(path)
-    return ImportBatch.objects.create(
+    batch = ImportBatch.objects.create(
         filename=Path(filename).name[:255], sha256=sha256, size_bytes=size,
         file_format=file_format_for(path, filename), imported_by=user,
         upload_path=str(path) if upload else "",
     )  # fmt: skip
+    if upload:
+        dispatch.start("questions.import_posts", batch.pk)
+    return batch
 
 
 def who(batch: ImportBatch) -> str:

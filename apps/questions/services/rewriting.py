@@ -8,24 +8,23 @@ only when a researcher approves it, possibly edited, and then the bank's two sim
 measures are refitted (apps/questions/similarity.py).
 """
 
-import random
 from collections.abc import Iterable
 
 from django.db import transaction
 from django.utils import timezone
 
-from apps.llm import engine, leases
+from apps.llm import engine, leases, runs
 from apps.llm.errors import PromptError
 from apps.llm.models import CallStatus, ModelConfig, PromptTemplate, Purpose
 from apps.llm.selectors import prompt_current, prompt_render
 
 from ..errors import QuestionError
-from ..models import Question, Rewrite, RewriteJob, RewriteJobStatus, RewriteStatus
+from ..models import Question, Rewrite, RewriteJob, RewriteStatus
 from ..selectors.rewriting import questions_to_rewrite
 from ..similarity import tfidf_cosines, trigram_jaccard
 from .bank import question_update
 
-MAX_ERROR_CHARS = 2000
+MAX_ERROR_CHARS = runs.MAX_ERROR_CHARS
 REJECTED = "Rejected by {user} on {when:%Y-%m-%d %H:%M}"
 LEASE_STATES = leases.LeaseStates(
     waiting=RewriteStatus.PENDING, running=RewriteStatus.RUNNING, failed=RewriteStatus.FAILED
@@ -37,8 +36,8 @@ def rewrite_job_start(
     user=None, seed: int | None = None,
 ) -> RewriteJob:  # fmt: skip
     """A running job with a pending rewrite for each of `questions` that is still to
-    rewrite (it has an original post, no approved rewrite and none waiting). The caller
-    queues the engine's batches (workers.engine.scope_start)."""
+    rewrite (it has an original post, no approved rewrite and none waiting); the engine
+    starts on it when the caller's transaction commits."""
     if not model.active:
         raise QuestionError(f"{model.display_name} is switched off.")
     try:
@@ -63,44 +62,29 @@ def rewrite_job_start(
             )
         job = RewriteJob.objects.create(
             model=model, prompt=prompt, created_by=user,
-            seed=random.randrange(2**31) if seed is None else seed,
+            **({} if seed is None else {"seed": seed}),
         )  # fmt: skip
         Rewrite.objects.bulk_create(Rewrite(job=job, question_id=pk) for pk in sorted(todo))
-    return job
-
-
-def _job_move(job: RewriteJob, sources: set, target: str) -> RewriteJob:
-    with transaction.atomic():
-        job = RewriteJob.objects.select_for_update().get(pk=job.pk)
-        if job.status not in sources:
-            raise QuestionError(
-                f"The job is {job.get_status_display().lower()}: it cannot be "
-                f"{RewriteJobStatus(target).label.lower()} now."
-            )
-        job.status = target
-        fields = ["status"]
-        if target == RewriteJobStatus.CANCELLED:
-            job.finished_at = timezone.now()
-            fields.append("finished_at")
-        job.save(update_fields=fields)
+        job = runs.run_launch(REWRITE_WORK, run=job)
     return job
 
 
 def rewrite_job_pause(*, job: RewriteJob) -> RewriteJob:
-    """No new calls; the calls in flight finish and are kept."""
-    return _job_move(job, {RewriteJobStatus.RUNNING}, RewriteJobStatus.PAUSED)
+    return runs.run_pause(REWRITE_WORK, run=job)
 
 
 def rewrite_job_resume(*, job: RewriteJob) -> RewriteJob:
-    """Go on from where it stopped: only rewrites not done are asked for."""
-    return _job_move(job, {RewriteJobStatus.PAUSED}, RewriteJobStatus.RUNNING)
+    return runs.run_resume(REWRITE_WORK, run=job)
 
 
 def rewrite_job_cancel(*, job: RewriteJob) -> RewriteJob:
     """For good: nothing more is asked for; the rewrites made stay, to review."""
-    return _job_move(
-        job, {RewriteJobStatus.RUNNING, RewriteJobStatus.PAUSED}, RewriteJobStatus.CANCELLED
-    )
+    return runs.run_cancel(REWRITE_WORK, run=job)
+
+
+def rewrite_job_retry(*, job: RewriteJob, error_kind: str = "") -> int:
+    """Failed rewrites (all, or those that failed with `error_kind`) asked for again."""
+    return runs.run_failed_retry(REWRITE_WORK, run=job, error_kind=error_kind)
 
 
 def rewrite_approve(*, rewrite: Rewrite, text: str, user) -> Question:
@@ -161,24 +145,20 @@ def rewrite_metrics_refresh() -> int:
 # --- the engine's work --------------------------------------------------------------------
 
 
-class RewriteWork(engine.Work):
+class RewriteWork(runs.RunWork):
     """The engine's view of a rewrite job's rows."""
 
     name = "questions.rewrite"
+    noun = "job"
+    error = QuestionError
     model = Rewrite
     states = LEASE_STATES
 
     def rows(self, scope):
         return Rewrite.objects.filter(job_id=scope)
 
-    def scope_lock(self, scope):
-        job = RewriteJob.objects.select_for_update().filter(pk=scope).only("status").first()
-        return job is not None and job.status == RewriteJobStatus.RUNNING
-
-    def active_scopes(self):
-        return RewriteJob.objects.filter(status=RewriteJobStatus.RUNNING).values_list(
-            "pk", flat=True
-        )
+    def runs(self):
+        return RewriteJob.objects.all()
 
     def calls(self, ids):
         calls, refused = [], []
@@ -215,8 +195,9 @@ class RewriteWork(engine.Work):
                 if result.call.row_id not in mine:
                     continue  # presumed dead and taken over: the successor records it
                 row = Rewrite(
-                    pk=result.call.row_id, lease_owner="", lease_expires_at=None, completed_at=now
-                )
+                    pk=result.call.row_id, lease_owner="", lease_expires_at=None,
+                    reserved_usd=None, completed_at=now,
+                )  # fmt: skip
                 completion = result.completion
                 text = completion.text.strip() if completion is not None else ""
                 if text:
@@ -239,32 +220,10 @@ class RewriteWork(engine.Work):
                 rows.append(row)
             engine.rows_write(rows, RECORDED_FIELDS)
 
-    def refuse(self, failures, *, owner):
-        for pk, reason in failures:
-            leases.lease_end(
-                Rewrite.objects.filter(pk=pk), states=self.states, owner=owner,
-                status=RewriteStatus.FAILED, error=reason[:MAX_ERROR_CHARS],
-                error_kind=CallStatus.BAD_REQUEST, completed_at=timezone.now(),
-            )  # fmt: skip
-
-    def gave_up(self):
-        return {**super().gave_up(), "error_kind": "", "completed_at": timezone.now()}
-
-    def settle(self, scope):
-        rows = self.rows(scope)
-        if rows.filter(engine.claimable(self.states, timezone.now())).exists():
-            return 0
-        if rows.filter(status=self.states.running).exists():
-            return None  # their holders settle the job when they finish
-        RewriteJob.objects.filter(pk=scope, status=RewriteJobStatus.RUNNING).exclude(
-            rewrites__status__in=[RewriteStatus.PENDING, RewriteStatus.RUNNING]
-        ).update(status=RewriteJobStatus.FINISHED, finished_at=timezone.now())
-        return None
-
 
 RECORDED_FIELDS = [
     "status", "text", "error", "error_kind", "cost_usd", "latency_ms", "lease_owner",
-    "lease_expires_at", "completed_at",
+    "lease_expires_at", "reserved_usd", "completed_at",
 ]  # fmt: skip
 
 REWRITE_WORK = engine.register(RewriteWork())

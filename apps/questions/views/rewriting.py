@@ -5,14 +5,11 @@ its work after its transaction commits; the services never queue anything."""
 
 from django import forms
 from django.contrib import messages
-from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from apps.accounts.roles import Role, role_required
 from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose
-from workers.engine import scope_start
-from workers.questions import embedding_cosines_task
 
 from .. import selectors, services
 from ..errors import QuestionError
@@ -96,7 +93,6 @@ def rewrites(request):
         return render(request, "questions/rewrites.html#jobs", _jobs_context())
     form = StartForm(request.POST or None)
     if request.method == "POST" and form.is_valid() and (job := _start(request, form.cleaned_data)):
-        scope_start(services.REWRITE_WORK.name, job.pk)
         messages.success(request, f"Started: {job.rewrites.count()} question(s) to rewrite.")
         return redirect("questions:rewrites")
     approved = selectors.questions_rewritten()
@@ -126,9 +122,9 @@ def _jobs_context() -> dict:
 
 
 JOB_MOVES = {
-    "pause": (services.rewrite_job_pause, "Paused: no new rewrites are asked for.", False),
-    "resume": (services.rewrite_job_resume, "Resumed: only rewrites not done are asked for.", True),
-    "cancel": (services.rewrite_job_cancel, "Cancelled: the rewrites made are kept.", False),
+    "pause": (services.rewrite_job_pause, "Paused: no new rewrites are asked for."),
+    "resume": (services.rewrite_job_resume, "Resumed: only rewrites not done are asked for."),
+    "cancel": (services.rewrite_job_cancel, "Cancelled: the rewrites made are kept."),
 }
 
 
@@ -136,7 +132,7 @@ JOB_MOVES = {
 @require_POST
 def job_move(request, pk: int, action: str):
     job = get_object_or_404(RewriteJob, pk=pk)
-    move, done, start = JOB_MOVES.get(action) or (None, "", False)
+    move, done = JOB_MOVES.get(action) or (None, "")
     if move is None:
         return redirect("questions:rewrites")
     try:
@@ -144,8 +140,6 @@ def job_move(request, pk: int, action: str):
     except QuestionError as exc:
         messages.error(request, str(exc))
     else:
-        if start:
-            scope_start(services.REWRITE_WORK.name, job.pk)
         messages.success(request, done)
     return redirect("questions:rewrites")
 
@@ -229,7 +223,6 @@ def embedding_cosines(request):
         except QuestionError as exc:
             messages.error(request, str(exc))
         else:
-            transaction.on_commit(lambda: embedding_cosines_task.delay(job.pk))
             count = job.cosines.count()
             messages.success(request, f"Started: the cosine of {count} approved rewrite(s).")
             return redirect("questions:embedding-cosines")

@@ -3,8 +3,6 @@
 from .assignments import assignment_set, question_claim, review_claim, topic_claiming_set
 from .drafting import (
     draft_job_request,
-    draft_job_run,
-    draft_jobs_expired_requeue,
     suggestion_accept,
     suggestion_reject,
 )
@@ -32,8 +30,6 @@ __all__ = [
     "criterion_move",
     "criterion_update",
     "draft_job_request",
-    "draft_job_run",
-    "draft_jobs_expired_requeue",
     "question_claim",
     "review_claim",
     "review_comment_add",

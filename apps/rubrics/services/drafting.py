@@ -9,7 +9,7 @@ worker died is taken over once its lease runs out.
 from django.db import transaction
 from django.utils import timezone
 
-from apps.llm import engine, gateway, leases
+from apps.llm import engine, gateway, leases, runs
 from apps.llm.errors import PromptError
 from apps.llm.models import Purpose
 from apps.llm.selectors import prompt_current, prompt_render
@@ -64,9 +64,9 @@ GAVE_UP = (
 
 
 def draft_job_request(*, rubric: Rubric, user) -> tuple[DraftJob, bool]:
-    """(job, to_enqueue): a new job, or the one still queued or running for the draft;
-    `to_enqueue` when the caller should queue its task (new, or its worker's lease ran out,
-    so that asking again resumes a job that a dead worker held)."""
+    """(job, started): a new job, or the one still queued or running for the draft;
+    `started` when this call started its work (new, or its worker's lease ran out, so that
+    asking again resumes a job that a dead worker held), once the transaction commits."""
     config = AuthoringSettings.objects.select_related("draft_model").first()
     model = config.draft_model if config else None
     if model is None or not model.active:
@@ -85,6 +85,8 @@ def draft_job_request(*, rubric: Rubric, user) -> tuple[DraftJob, bool]:
             status__in=[DraftStatus.QUEUED, DraftStatus.RUNNING]
         ).first()
         if active is not None:
+            if active.lease_ran_out:
+                engine.scope_start(DRAFT_WORK, active.pk)
             return active, active.lease_ran_out
         job = DraftJob.objects.create(
             rubric=rubric, requested_by=user, model=model, prompt=prompt,
@@ -94,12 +96,13 @@ def draft_job_request(*, rubric: Rubric, user) -> tuple[DraftJob, bool]:
             rubric, user=user, action=EventAction.SUGGESTIONS_REQUESTED, summary=str(model),
             detail={"job": job.pk, "prompt_version": prompt.version},
         )  # fmt: skip
+        engine.scope_start(DRAFT_WORK, job.pk)
     return job, True
 
 
-class DraftWork(engine.Work):
-    """The engine's view of one suggestion job: its scope is the job itself (an expert
-    waits for it). The per-kind sweep below requeues it (`draft_criteria_task`)."""
+class DraftWork(runs.RowWork):
+    """The engine's view of one suggestion job: a run of one row, the job itself (an
+    expert waits for it)."""
 
     name = "rubrics.draft"
     caller = "draftjob"
@@ -107,8 +110,14 @@ class DraftWork(engine.Work):
     states = LEASE_STATES
     policy = INTERACTIVE_POLICY
 
-    def rows(self, scope):
-        return DraftJob.objects.filter(pk=scope)
+    def jobs(self):
+        return DraftJob.objects.all()
+
+    def gave_up(self):
+        return {
+            "error": GAVE_UP.format(attempts=leases.MAX_ATTEMPTS),
+            "finished_at": timezone.now(),
+        }
 
     def calls(self, ids):
         calls, refused = [], []
@@ -151,24 +160,6 @@ class DraftWork(engine.Work):
 
 
 DRAFT_WORK = engine.register(DraftWork())
-
-
-def draft_job_run(*, job_id: int) -> DraftJob | None:
-    """Make the job's model call through the engine and keep its suggestions. None: not
-    ours to run (done, failed, held by a live worker, or out of attempts)."""
-    if not engine.batch_run(work=DRAFT_WORK.name, scope=job_id).claimed:
-        return None
-    return DraftJob.objects.get(pk=job_id)
-
-
-def draft_jobs_expired_requeue() -> list[int]:
-    """The jobs whose worker died or never came (their lease ran out), back to queued: the
-    caller queues their task. A job out of attempts fails instead, saying so."""
-    return leases.leases_expire(
-        DraftJob.objects.all(), states=LEASE_STATES,
-        gave_up={"error": GAVE_UP.format(attempts=leases.MAX_ATTEMPTS),
-                 "finished_at": timezone.now()},
-    )  # fmt: skip
 
 
 def _store(job: DraftJob, items: list[dict], owner: str) -> None:

@@ -1,16 +1,13 @@
 """LLM suggestions and sample answers in the editor."""
 
 from django.contrib import messages
-from django.db import transaction
 from django.http import HttpResponseBadRequest
 from django.shortcuts import redirect
 
 from apps.accounts.roles import Role, role_required
 from apps.runs import selectors as run_selectors
 from apps.runs.errors import RunError
-from apps.runs.models import ResponseStatus
 from apps.runs.services import sample_answers_draw
-from workers.drafting import draft_criteria_task, sample_answer_task
 
 from .. import services
 from ..errors import RubricConflict, RubricError, RubricForbidden
@@ -27,9 +24,7 @@ def suggest(request, pk: int):
     rubric = rubric_for(pk)
     if request.method == "POST":
         try:
-            job, created = services.draft_job_request(rubric=rubric, user=request.user)
-            if created:
-                transaction.on_commit(lambda: draft_criteria_task.delay(job.pk))
+            services.draft_job_request(rubric=rubric, user=request.user)
         except RubricForbidden as exc:
             return forbidden(request, rubric, exc)
         except RubricError as exc:
@@ -122,9 +117,6 @@ def samples(request, pk: int):
             answers = sample_answers_draw(question=question, exclude_model_ids=exclude)
         except RunError as exc:
             answers, error = [], str(exc)
-        for answer in answers:
-            if answer.status == ResponseStatus.PENDING:
-                transaction.on_commit(lambda pk=answer.pk: sample_answer_task.delay(pk))
     else:  # a filter: an unreadable one shows no answers and says why
         show, error = SampleIdsForm(request.GET).ids("show")
         answers = run_selectors.answers_by_ids(question=question, ids=show)

@@ -2,6 +2,7 @@
 
 from django.db import migrations, models
 
+import apps.llm.models
 import apps.runs.models
 
 
@@ -70,7 +71,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="samplingrun",
             name="seed",
-            field=models.BigIntegerField(default=apps.runs.models.run_seed),
+            field=models.BigIntegerField(default=apps.llm.models.run_seed),
         ),
         migrations.AddField(
             model_name="samplingrun",

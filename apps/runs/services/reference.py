@@ -9,15 +9,15 @@ from collections.abc import Iterable
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from apps.llm import engine, gateway, leases
+from apps.llm import engine, gateway, leases, runs
 from apps.llm.errors import PromptError
-from apps.llm.models import ModelConfig, Purpose
+from apps.llm.models import ModelConfig, Purpose, RunStatus
 from apps.llm.selectors import prompt_current
 from apps.questions.models import Question
 
 from ..errors import RunError
-from ..models import Response, ResponseStatus, RunKind, RunStatus, SamplingRun
-from .sampling import LEASE_STATES, SampleWork, call_seed
+from ..models import Response, ResponseStatus, RunKind, SamplingRun
+from .sampling import SampleWork, call_seed
 
 REFERENCE_RUN_NAME = "Reference answers (on demand)"
 # An expert is waiting for these answers: give up sooner than a batch run would.
@@ -56,8 +56,8 @@ def sample_answers_draw(
 ) -> list[Response]:  # fmt: skip
     """`count` answers to `question` from reference models drawn at random, preferring models
     not in `exclude_model_ids` ("show two others"). An answer comes from a sampling run when
-    one has it; otherwise a pending response is kept in the reference run, for the caller to
-    have generated (`sample_answer_task`)."""
+    one has it; otherwise a pending response is kept in the reference run, and generated once
+    the caller's transaction commits."""
     rng = rng or random.Random()
     run = reference_run_get()
     models = list(run.model_configs.filter(active=True))
@@ -95,50 +95,32 @@ def _answer_for(run: SamplingRun, model: ModelConfig, question: Question, rng) -
             status=ResponseStatus.PENDING, error="", attempts=0, **leases.lease_waiting_fields()
         )
         response.refresh_from_db()
+    if response.status == ResponseStatus.PENDING:
+        engine.scope_start(REFERENCE_WORK, response.pk)
     return response
 
 
-class ReferenceWork(SampleWork):
-    """The engine's view of one on-demand reference answer: its scope is the response
-    itself, because an expert waits for that one answer. The same calls and records as a
-    benchmark run's, with the interactive retry policy; the per-kind sweep below requeues
-    it (`sample_answer_task`), not the engine's."""
+class ReferenceWork(runs.RowWork, SampleWork):
+    """The engine's view of one on-demand reference answer, a run of one row: an expert
+    waits for that one answer. The same calls and records as a benchmark run's, with the
+    interactive retry policy."""
 
     name = "runs.reference"
     caller = "response"
     policy = INTERACTIVE_POLICY
 
-    def rows(self, scope):
-        return Response.objects.filter(pk=scope, run__kind=RunKind.REFERENCE)
+    def jobs(self):
+        return Response.objects.filter(run__kind=RunKind.REFERENCE)
 
     def scope_lock(self, scope):
         return True
 
-    def active_scopes(self):
-        return ()
-
     def settle(self, scope):
         return None
 
+    def gave_up(self):
+        return {"error": GAVE_UP.format(attempts=leases.MAX_ATTEMPTS), "error_kind": "",
+                "reserved_usd": None, "completed_at": timezone.now()}  # fmt: skip
+
 
 REFERENCE_WORK = engine.register(ReferenceWork())
-
-
-def response_generate(*, response_id: int) -> Response | None:
-    """Claim a pending reference answer, ask its model through the engine, and record the
-    answer. None when it was not ours to work on (done, failed, held by a live worker, or
-    out of attempts), so running this twice makes one call."""
-    if not engine.batch_run(work=REFERENCE_WORK.name, scope=response_id).claimed:
-        return None
-    return Response.objects.select_related("model", "question").get(pk=response_id)
-
-
-def responses_expired_requeue() -> list[int]:
-    """The reference answers whose worker died or never came (their lease ran out), back to
-    pending: the caller queues their task (`sample_answer_task`). One out of attempts fails
-    instead, saying so. Benchmark runs' responses are the sampling engine's to requeue."""
-    return leases.leases_expire(
-        Response.objects.filter(run__kind=RunKind.REFERENCE), states=LEASE_STATES,
-        gave_up={"error": GAVE_UP.format(attempts=leases.MAX_ATTEMPTS),
-                 "completed_at": timezone.now()},
-    )  # fmt: skip

@@ -3,9 +3,9 @@
 A run is made whole at creation: one `Response` per (run, model, question, sample index),
 unique, each with the seed its call carries (`call_seed`), so that what a run will do is
 in the database before it does any of it, progress is counted from those rows, and a rerun
-with the same seed asks each provider exactly the same things. Launching, pausing,
-resuming and cancelling only move the run's status; the engine (apps/llm/engine.py,
-`SampleWork` below) takes calls only while the run is running.
+with the same seed asks each provider exactly the same things. Its lifecycle
+(launch, pause, resume, cancel, retry) is every run's (apps/llm/runs.py); the engine
+(apps/llm/engine.py, `SampleWork` below) takes calls only while the run is running.
 """
 
 from collections.abc import Iterable
@@ -16,7 +16,7 @@ from django.db import transaction
 from django.db.models.functions import Length
 from django.utils import timezone
 
-from apps.llm import costs, engine
+from apps.llm import costs, engine, runs
 from apps.llm.errors import PromptError
 from apps.llm.models import ModelConfig, PromptTemplate, Purpose
 from apps.llm.params import ParamsError
@@ -25,18 +25,10 @@ from apps.llm.selectors import prompt_current, prompt_render
 from apps.questions.models import Question
 
 from ..errors import RunError
-from ..models import (
-    LEASE_STATES,
-    STOPPED_STATES,
-    Response,
-    ResponseStatus,
-    RunKind,
-    RunStatus,
-    SamplingRun,
-)
+from ..models import LEASE_STATES, Response, ResponseStatus, RunKind, SamplingRun
 
 MAX_SAMPLES = 20
-MAX_ERROR_CHARS = 2000
+MAX_ERROR_CHARS = runs.MAX_ERROR_CHARS
 CREATE_BATCH = 5000
 
 
@@ -156,123 +148,37 @@ def sampling_run_create(
     return run
 
 
-def _benchmark_run(run_id: int) -> SamplingRun:
-    run = SamplingRun.objects.select_for_update().filter(pk=run_id, kind=RunKind.BENCHMARK).first()
-    if run is None:
-        raise RunError("There is no such sampling run.")
-    return run
-
-
 def sampling_run_launch(*, run: SamplingRun) -> SamplingRun:
-    """Draft -> running. The caller queues the engine's batches (workers.engine)."""
-    with transaction.atomic():
-        run = _benchmark_run(run.pk)
-        if run.status != RunStatus.DRAFT:
-            raise RunError(f"The run is {run.get_status_display().lower()}, not a draft.")
-        run.status, run.launched_at = RunStatus.RUNNING, timezone.now()
-        run.save(update_fields=["status", "launched_at"])
-    return run
+    """Draft -> running; the engine starts on it when the caller's transaction commits."""
+    return runs.run_launch(SAMPLE_WORK, run=run)
 
 
 def sampling_run_pause(*, run: SamplingRun) -> SamplingRun:
-    """No new calls; the calls in flight finish and are kept."""
-    return _move(run, {RunStatus.RUNNING}, RunStatus.PAUSED)
+    return runs.run_pause(SAMPLE_WORK, run=run)
 
 
 def sampling_run_resume(*, run: SamplingRun) -> SamplingRun:
-    """Go on from where it stopped: only rows not done are called. After the budget was
-    reached, raise the budget first."""
-    with transaction.atomic():
-        run_budget_check(_benchmark_run(run.pk), work=SAMPLE_WORK, error=RunError)
-    return _move(run, {RunStatus.PAUSED, RunStatus.BUDGET_REACHED}, RunStatus.RUNNING)
+    return runs.run_resume(SAMPLE_WORK, run=run)
 
 
 def sampling_run_cancel(*, run: SamplingRun) -> SamplingRun:
-    """For good: nothing more is called. What was answered stays."""
-    return _move(
-        run, {RunStatus.DRAFT, RunStatus.RUNNING, *STOPPED_STATES} - {RunStatus.CANCELLED},
-        RunStatus.CANCELLED,
-    )  # fmt: skip
+    return runs.run_cancel(SAMPLE_WORK, run=run)
 
 
 def sampling_run_budget_set(*, run: SamplingRun, budget_usd: Decimal | None) -> SamplingRun:
-    if budget_usd is not None and budget_usd <= 0:
-        raise RunError("A budget must be more than $0, or left empty for none.")
-    with transaction.atomic():
-        run = _benchmark_run(run.pk)
-        run.budget_usd = budget_usd
-        run.save(update_fields=["budget_usd"])
-    return run
-
-
-def _move(run: SamplingRun, sources: set, target: str) -> SamplingRun:
-    with transaction.atomic():
-        return run_status_move(
-            _benchmark_run(run.pk), sources=sources, target=target, error=RunError
-        )
+    return runs.run_budget_set(SAMPLE_WORK, run=run, budget_usd=budget_usd)
 
 
 def responses_retry(*, run: SamplingRun, error_kind: str = "") -> int:
-    """Failed responses (all, or those that failed with `error_kind`) back to pending with
-    a fresh budget of attempts; a finished run runs again. How many."""
-    with transaction.atomic():
-        run = _benchmark_run(run.pk)
-        if run.status == RunStatus.CANCELLED:
-            raise RunError("The run was cancelled: nothing in it is called again.")
-        try:
-            failed = engine.failed_rows(run.responses, states=LEASE_STATES, error_kind=error_kind)
-        except ValueError as exc:
-            raise RunError(str(exc)) from exc
-        count = engine.rows_requeue(failed, states=LEASE_STATES)
-        if count and run.status == RunStatus.FINISHED:
-            run.status, run.finished_at = RunStatus.RUNNING, None
-            run.save(update_fields=["status", "finished_at"])
-    return count
+    """Failed responses (all, or those that failed with `error_kind`) called again."""
+    return runs.run_failed_retry(SAMPLE_WORK, run=run, error_kind=error_kind)
 
 
-class RunWork(engine.RunWork):
-    """The engine's view of rows whose scope is a run with a `RunStatus` and an optional
-    budget: a sampling run's responses here, a grading run's calls in apps/grading."""
-
-    running_status = RunStatus.RUNNING
-    budget_reached_status = RunStatus.BUDGET_REACHED
-    max_error_chars = MAX_ERROR_CHARS
-
-
-def run_status_move(run, *, sources, target: str, error: type[Exception], noun: str = "run"):
-    """Move a run (sampling or grading, locked by the caller's transaction) from one of
-    `sources` to `target`, or raise `error` saying why it cannot."""
-    if run.status not in set(sources):
-        raise error(
-            f"The {noun} is {run.get_status_display().lower()}: it cannot be "
-            f"{RunStatus(target).label.lower()} now."
-        )
-    run.status = target
-    fields = ["status"]
-    if target == RunStatus.CANCELLED:
-        run.finished_at = timezone.now()
-        fields.append("finished_at")
-    run.save(update_fields=fields)
-    return run
-
-
-def run_budget_check(run, *, work: engine.Work, error: type[Exception], noun: str = "run"):
-    """Before a run stopped by its budget resumes: refuse, with `error`, while what is left
-    would not cover its next call (it would stop again at once)."""
-    if run.status != RunStatus.BUDGET_REACHED or run.budget_usd is None:
-        return
-    spent = engine.budget_short(work, run.pk, limit=run.budget_usd)
-    if spent is not None:
-        raise error(
-            f"The {noun} has spent ${spent:.2f} of its ${run.budget_usd:.2f} budget, too "
-            "little is left for its next call: raise the budget before resuming."
-        )
-
-
-class SampleWork(RunWork):
+class SampleWork(runs.RunWork):
     """The engine's view of a benchmark run's responses."""
 
     name = "runs.sample"
+    error = RunError
     model = Response
     states = LEASE_STATES
     estimate_fields = ("pk", "model_id", "question_id", "run__prompt_id")
@@ -363,16 +269,6 @@ class SampleWork(RunWork):
                     row.cost_usd = error.cost_usd
                 rows.append(row)
             engine.rows_write(rows, RECORDED_FIELDS)
-
-    def settle(self, scope):
-        working = self.still_working(scope)
-        if working is not False:
-            return working
-        with transaction.atomic():
-            SamplingRun.objects.filter(pk=scope, status=RunStatus.RUNNING).exclude(
-                responses__status__in=[ResponseStatus.PENDING, ResponseStatus.RUNNING]
-            ).update(status=RunStatus.FINISHED, finished_at=timezone.now())
-        return None
 
 
 RECORDED_FIELDS = [

@@ -43,7 +43,6 @@ from .scenarios import (
     response_import_csv,
     scenario_import_json,
     scenario_response_record,
-    scenario_responses_generate,
     scenario_responses_request,
     study_scenario_record_error,
 )
@@ -84,7 +83,6 @@ __all__ = [
     "response_import_csv",
     "scenario_import_json",
     "scenario_response_record",
-    "scenario_responses_generate",
     "scenario_responses_request",
     "study_create",
     "study_scenario_record_error",

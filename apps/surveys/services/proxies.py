@@ -26,7 +26,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from apps.llm import costs, engine
+from apps.llm import costs, engine, runs
 from apps.llm.errors import PromptError
 from apps.llm.models import ModelConfig, PromptTemplate, Purpose
 from apps.llm.selectors import prompt_render
@@ -44,7 +44,6 @@ from ..models import (
     ProxyCall,
     ProxyCallStatus,
     ProxyRun,
-    ProxyRunStatus,
     Study,
     StudyScenario,
     SurveyItem,
@@ -57,7 +56,6 @@ MAX_RUNS_PER_MODEL = 20
 MAX_ERROR_CHARS = 2000
 CREATE_BATCH = 5000
 STATES = PROXY_CALL_STATES
-STOPPED = {ProxyRunStatus.PAUSED, ProxyRunStatus.BUDGET_REACHED}
 
 ANSWERS_SCHEMA = {
     "type": "object",
@@ -254,86 +252,30 @@ def proxy_run_create(
     return run
 
 
-def _locked(run: ProxyRun) -> ProxyRun:
-    return ProxyRun.objects.select_for_update().get(pk=run.pk)
-
-
-def _move(run: ProxyRun, sources: set, target: str) -> ProxyRun:
-    with transaction.atomic():
-        run = _locked(run)
-        if run.status not in sources:
-            raise SurveyError(
-                f"The proxy run is {run.get_status_display().lower()}: it cannot be "
-                f"{ProxyRunStatus(target).label.lower()} now."
-            )
-        run.status = target
-        fields = ["status"]
-        if target == ProxyRunStatus.RUNNING and run.launched_at is None:
-            run.launched_at = timezone.now()
-            fields.append("launched_at")
-        if target == ProxyRunStatus.CANCELLED:
-            run.finished_at = timezone.now()
-            fields.append("finished_at")
-        run.save(update_fields=fields)
-    return run
-
-
 def proxy_run_launch(*, run: ProxyRun) -> ProxyRun:
-    """Draft -> running. The caller queues the engine's batches (workers.engine)."""
-    return _move(run, {ProxyRunStatus.DRAFT}, ProxyRunStatus.RUNNING)
+    """Draft -> running; the engine starts on it when the caller's transaction commits."""
+    return runs.run_launch(PROXY_WORK, run=run)
 
 
 def proxy_run_pause(*, run: ProxyRun) -> ProxyRun:
-    return _move(run, {ProxyRunStatus.RUNNING}, ProxyRunStatus.PAUSED)
+    return runs.run_pause(PROXY_WORK, run=run)
 
 
 def proxy_run_resume(*, run: ProxyRun) -> ProxyRun:
-    """Go on from where it stopped: only calls not done are made."""
-    with transaction.atomic():
-        locked = _locked(run)
-        if locked.status == ProxyRunStatus.BUDGET_REACHED and locked.budget_usd is not None:
-            spent = engine.budget_short(PROXY_WORK, locked.pk, limit=locked.budget_usd)
-            if spent is not None:
-                raise SurveyError(
-                    f"The proxy run has spent ${spent:.2f} of its ${locked.budget_usd:.2f} "
-                    "budget, too little is left for its next call: raise the budget first."
-                )
-    return _move(run, STOPPED, ProxyRunStatus.RUNNING)
+    return runs.run_resume(PROXY_WORK, run=run)
 
 
 def proxy_run_cancel(*, run: ProxyRun) -> ProxyRun:
-    """For good: nothing more is called. What was answered stays."""
-    return _move(
-        run, {ProxyRunStatus.DRAFT, ProxyRunStatus.RUNNING, *STOPPED}, ProxyRunStatus.CANCELLED
-    )
+    return runs.run_cancel(PROXY_WORK, run=run)
 
 
 def proxy_run_budget_set(*, run: ProxyRun, budget_usd: Decimal | None) -> ProxyRun:
-    if budget_usd is not None and budget_usd <= 0:
-        raise SurveyError("A budget must be more than $0, or left empty for none.")
-    with transaction.atomic():
-        run = _locked(run)
-        run.budget_usd = budget_usd
-        run.save(update_fields=["budget_usd"])
-    return run
+    return runs.run_budget_set(PROXY_WORK, run=run, budget_usd=budget_usd)
 
 
 def proxy_calls_retry(*, run: ProxyRun, error_kind: str = "") -> int:
-    """Failed calls (all, or those that failed with `error_kind`) back to pending with a
-    fresh budget of attempts; a finished run runs again. How many."""
-    with transaction.atomic():
-        run = _locked(run)
-        if run.status == ProxyRunStatus.CANCELLED:
-            raise SurveyError("The proxy run was cancelled: nothing in it is called again.")
-        try:
-            failed = engine.failed_rows(run.calls, states=STATES, error_kind=error_kind)
-        except ValueError as exc:
-            raise SurveyError(str(exc)) from exc
-        count = engine.rows_requeue(failed, states=STATES)
-        if count and run.status == ProxyRunStatus.FINISHED:
-            run.status, run.finished_at = ProxyRunStatus.RUNNING, None
-            run.save(update_fields=["status", "finished_at"])
-    return count
+    """Failed calls (all, or those that failed with `error_kind`) made again."""
+    return runs.run_failed_retry(PROXY_WORK, run=run, error_kind=error_kind)
 
 
 def proxy_estimate(
@@ -365,18 +307,16 @@ def proxy_estimate(
     return {"calls": calls, "cost_usd": total, "models": per_model}
 
 
-class ProxyWork(engine.RunWork):
+class ProxyWork(runs.RunWork):
     """The engine's view of a proxy run's calls (scope: the run)."""
 
     name = "surveys.proxy"
+    noun = "proxy run"
+    error = SurveyError
     caller = "proxy_call"
     model = ProxyCall
     states = STATES
     estimate_fields = ("pk", "participant__model_id", "study_scenario_id")
-
-    running_status = ProxyRunStatus.RUNNING
-    budget_reached_status = ProxyRunStatus.BUDGET_REACHED
-    max_error_chars = MAX_ERROR_CHARS
 
     def rows(self, scope):
         return ProxyCall.objects.filter(run_id=scope)
@@ -518,24 +458,12 @@ class ProxyWork(engine.RunWork):
             )
             engine.rows_write(rows, RECORDED_FIELDS)
 
-    def settle(self, scope):
-        """When no call is left: each proxy whose every call is done has finished, and so
-        has the run."""
-        working = self.still_working(scope)
-        if working is not False:
-            return working
-        now = timezone.now()
-        with transaction.atomic():
-            unfinished = (
-                self.rows(scope).exclude(status=ProxyCallStatus.DONE).values("participant_id")
-            )
-            Participant.objects.filter(proxy_run_id=scope, status=ParticipantStatus.ACTIVE).exclude(
-                pk__in=unfinished
-            ).update(status=ParticipantStatus.FINISHED, finished_at=now)
-            ProxyRun.objects.filter(pk=scope, status=ProxyRunStatus.RUNNING).update(
-                status=ProxyRunStatus.FINISHED, finished_at=now
-            )
-        return None
+    def finished(self, scope):
+        """Each proxy whose every call is done has finished too."""
+        unfinished = self.rows(scope).exclude(status=ProxyCallStatus.DONE).values("participant_id")
+        Participant.objects.filter(proxy_run_id=scope, status=ParticipantStatus.ACTIVE).exclude(
+            pk__in=unfinished
+        ).update(status=ParticipantStatus.FINISHED, finished_at=timezone.now())
 
 
 RECORDED_FIELDS = [

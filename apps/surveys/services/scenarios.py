@@ -235,10 +235,10 @@ MAX_ERROR_CHARS = 2000
 def scenario_responses_request(
     *, study: Study, model: ModelConfig, go_live: bool = False, user=None
 ) -> tuple[ResponseGeneration, bool]:
-    """(generation, to_enqueue): a new request for `model`'s responses to the study's
-    scenarios that have none, or the one still queued or running; `to_enqueue` when the
-    caller should queue its task (new; asking again while one runs queues nothing, since
-    the lease sweep resumes a generation whose worker died).
+    """(generation, started): a new request for `model`'s responses to the study's
+    scenarios that have none, started once the transaction commits, or the one still
+    queued or running (asking again while one runs starts nothing: the lease sweep resumes
+    a generation whose worker died).
 
     A scenario that already has a response from this model and prompt version gets it at
     once; each other one becomes a call for the engine, with a seed of its own."""
@@ -276,6 +276,7 @@ def scenario_responses_request(
                         ScenarioResponseCall(generation=generation, study_scenario=ss, seed=seed)
                     )
             ScenarioResponseCall.objects.bulk_create(calls)
+            engine.scope_start(SCENARIO_RESPONSE_WORK, generation.pk)
     except IntegrityError:  # a concurrent request made it first
         return active.get(), False
     return generation, True
@@ -286,6 +287,7 @@ class ScenarioResponseWork(engine.Work):
 
     name = "surveys.scenario_response"
     caller = "scenario_response_call"
+    chains = 1
     model = ScenarioResponseCall
     states = CALL_STATES
 
@@ -392,10 +394,3 @@ class ScenarioResponseWork(engine.Work):
 
 
 SCENARIO_RESPONSE_WORK = engine.register(ScenarioResponseWork())
-
-
-def scenario_responses_generate(*, generation_id: int) -> engine.BatchOutcome | None:
-    """Work a batch of the generation's calls; None when none was ours to work on (the
-    generation ended, or every call is held by a live worker or done)."""
-    outcome = engine.batch_run(work=SCENARIO_RESPONSE_WORK.name, scope=generation_id)
-    return outcome if outcome.claimed else None

@@ -8,7 +8,6 @@ from django.core.management.base import BaseCommand, CommandError
 
 from apps.llm.models import ModelConfig, PromptTemplate
 from apps.runs.models import SamplingRun
-from workers.engine import scope_start
 
 from ... import services
 from ...errors import GradingError
@@ -48,7 +47,6 @@ class Command(BaseCommand):
             run = services.grading_run_launch(run=run)
         except GradingError as exc:
             raise CommandError(str(exc)) from exc
-        scope_start(services.work_for_run(run).name, run.pk)
         self.stdout.write(f"Launched. Follow it with: manage.py run_status grading:{run.pk}")
         if options["wait"]:
             progress_wait(self.stdout, run)

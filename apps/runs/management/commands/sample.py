@@ -10,13 +10,11 @@ from django.db.models import Q
 from django.urls import reverse
 
 from apps.accounts.models import User
-from apps.llm.models import ModelConfig, PromptTemplate, Purpose
+from apps.llm.models import ModelConfig, PromptTemplate, Purpose, RunStatus
 from apps.questions.models import LengthBucket, Topic
 from apps.runs import selectors, services
 from apps.runs.errors import RunError
-from apps.runs.models import RunStatus
 from apps.runs.selection import questions_select
-from workers.engine import scope_start
 
 BAR_WIDTH = 30
 REDRAW_SECONDS = 1.0
@@ -94,7 +92,6 @@ class Command(BaseCommand):
             run = services.sampling_run_launch(run=run)
         except RunError as exc:
             raise CommandError(str(exc)) from exc
-        scope_start(services.SAMPLE_WORK.name, run.pk)
         self.stdout.write("Launched: the workers are asking the models.")
         if options["wait"]:
             self._watch(run)

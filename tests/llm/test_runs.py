@@ -1,0 +1,151 @@
+"""The run lifecycle (apps/llm/runs.py), once for every kind of run: each action is allowed
+from the statuses `MOVES` gives and refused, with the kind's own error, from every other;
+launching and resuming start the run's work when their transaction commits, and nothing
+else does."""
+
+from decimal import Decimal
+
+import pytest
+
+from apps.grading.models import GradingMode, GradingRun
+from apps.grading.services import CHECKLIST_WORK, CRITERION_WORK
+from apps.llm import runs
+from apps.llm.models import Purpose, RunStatus
+from apps.llm.selectors import prompt_current
+from apps.questions.models import RewriteJob
+from apps.questions.services.rewriting import REWRITE_WORK
+from apps.runs.models import Response, ResponseStatus, SamplingRun
+from apps.runs.services import SAMPLE_WORK
+from apps.surveys.models import ProxyRun
+from apps.surveys.services.proxies import PROXY_WORK
+from tests.factories import ModelConfigFactory, question_make
+
+ACTIONS = {
+    "launch": runs.run_launch,
+    "pause": runs.run_pause,
+    "resume": runs.run_resume,
+    "cancel": runs.run_cancel,
+}
+# What the engine does to a run, not a person: by the work, on the run's id.
+ENGINE_ACTIONS = {
+    "budget_reached": lambda work, run: work.budget_reached(run.pk),
+    "finish": lambda work, run: work.finish(run.pk),
+}
+STARTS = {"launch", "resume"}
+
+
+def sampling_run() -> SamplingRun:
+    return SamplingRun.objects.create(name="S", prompt=prompt_current(purpose=Purpose.SAMPLE))
+
+
+def grading_run(mode: str) -> GradingRun:
+    purpose = Purpose.GRADE_CHECKLIST if mode == GradingMode.CHECKLIST else Purpose.GRADE_CRITERION
+    return GradingRun.objects.create(
+        name="G", sampling_run=sampling_run(), grader=ModelConfigFactory(), mode=mode,
+        prompt=prompt_current(purpose=purpose),
+    )  # fmt: skip
+
+
+def proxy_run(make_study) -> ProxyRun:
+    study = make_study(count=2)
+    return ProxyRun.objects.create(study=study, prompt=prompt_current(purpose=Purpose.SURVEY_PROXY))
+
+
+def rewrite_job() -> RewriteJob:
+    return RewriteJob.objects.create(
+        model=ModelConfigFactory(), prompt=prompt_current(purpose=Purpose.REWRITE)
+    )
+
+
+KINDS = {
+    "sampling run": (SAMPLE_WORK, lambda make_study: sampling_run()),
+    "grading run (checklist)": (CHECKLIST_WORK, lambda _: grading_run(GradingMode.CHECKLIST)),
+    "grading run (per criterion)": (
+        CRITERION_WORK,
+        lambda _: grading_run(GradingMode.PER_CRITERION),
+    ),
+    "proxy run": (PROXY_WORK, proxy_run),
+    "rewrite job": (REWRITE_WORK, lambda make_study: rewrite_job()),
+}
+
+
+@pytest.fixture(params=sorted(KINDS))
+def kind(request, make_study):
+    """(the kind's work, a new run of it, in draft)."""
+    work, make = KINDS[request.param]
+    return work, make(make_study)
+
+
+def test_every_action_moves_a_run_only_from_the_statuses_it_allows(
+    kind, django_capture_on_commit_callbacks
+):
+    work, run = kind
+    model = type(run)
+    for action, sources_target in runs.MOVES.items():
+        if action == "rerun":
+            continue  # retrying failed rows: below
+        sources, target = sources_target
+        for status in RunStatus.values:
+            model.objects.filter(pk=run.pk).update(status=status, budget_usd=None)
+            run.refresh_from_db()
+            allowed = status in sources
+            with django_capture_on_commit_callbacks() as started:
+                if action in ENGINE_ACTIONS:
+                    ENGINE_ACTIONS[action](work, run)
+                elif allowed:
+                    ACTIONS[action](work, run=run)
+                else:
+                    with pytest.raises(work.error, match=f"The {work.noun} is "):
+                        ACTIONS[action](work, run=run)
+            run.refresh_from_db()
+            assert run.status == (target if allowed else status), (action, status)
+            starts = allowed and action in STARTS
+            assert bool(started) == starts, (action, status)
+            if starts:
+                assert run.launched_at is not None
+            if allowed and target in (RunStatus.CANCELLED, RunStatus.FINISHED):
+                assert run.finished_at is not None
+
+
+def test_a_run_out_of_budget_resumes_only_once_its_budget_is_raised(kind):
+    work, run = kind
+    type(run).objects.filter(pk=run.pk).update(
+        status=RunStatus.BUDGET_REACHED, budget_usd=Decimal("1.00")
+    )
+    run.refresh_from_db()
+    # Nothing spent and nothing left to call: resuming is allowed.
+    assert runs.run_resume(work, run=run).status == RunStatus.RUNNING
+    with pytest.raises(work.error, match="more than \\$0"):
+        runs.run_budget_set(work, run=run, budget_usd=Decimal(0))
+    assert runs.run_budget_set(work, run=run, budget_usd=None).budget_usd is None
+
+
+def test_a_cancelled_run_calls_nothing_again(kind):
+    work, run = kind
+    runs.run_cancel(work, run=run)
+    with pytest.raises(work.error, match="was cancelled"):
+        runs.run_failed_retry(work, run=run)
+
+
+def test_retrying_failed_rows_runs_a_finished_run_again_and_starts_its_work(
+    django_capture_on_commit_callbacks,
+):
+    run = sampling_run()
+    model = ModelConfigFactory()
+    failed = Response.objects.create(
+        run=run, model=model, question=question_make(), status=ResponseStatus.FAILED,
+        error="boom", error_kind="rate_limited", attempts=3,
+    )  # fmt: skip
+    SamplingRun.objects.filter(pk=run.pk).update(status=RunStatus.FINISHED)
+    run.refresh_from_db()
+    with pytest.raises(Exception, match="Unknown kind of error"):
+        runs.run_failed_retry(SAMPLE_WORK, run=run, error_kind="nonsense")
+    assert runs.run_failed_retry(SAMPLE_WORK, run=run, error_kind="timeout") == 0
+
+    with django_capture_on_commit_callbacks() as started:
+        assert runs.run_failed_retry(SAMPLE_WORK, run=run, error_kind="rate_limited") == 1
+    run.refresh_from_db()
+    assert (run.status, run.finished_at) == (RunStatus.RUNNING, None)
+    assert started, "a running run's retried rows are called"
+    failed.refresh_from_db()
+    assert (failed.status, failed.attempts, failed.error) == (ResponseStatus.PENDING, 0, "")
