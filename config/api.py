@@ -1,4 +1,4 @@
-"""The API's URLs, /api/v1/ (README "The API"): a router over every app's viewsets (each
+"""The API's URLs, /api/v1/ (docs/api.md): a router over every app's viewsets (each
 app's `api.py` holds its serializers, filters and viewsets) and the reports' views.
 Researchers only, with a token or a session; every error in one shape
 (apps/accounts/api_errors.py)."""

@@ -212,7 +212,7 @@ STORAGES = {
 # Serve from the finders in development so `make run` needs no collectstatic step.
 WHITENOISE_USE_FINDERS = not PRODUCTION
 
-# The API (/api/v1/, config/api.py; README "The API"): researchers only, with a token
+# The API (/api/v1/, config/api.py; docs/api.md): researchers only, with a token
 # (`Authorization: Bearer <key>`, apps/accounts/api_auth.py) or the browser's session (the
 # docs page); JSON only, nested at most api_parsers.MAX_DEPTH deep (apps/accounts/api_parsers.py);
 # cursor pagination; every error in one shape (apps/accounts/api_errors.py).

@@ -1,4 +1,4 @@
-"""The layering rules of DESIGN.md are checked by a machine (`make lint`): import-linter's
+"""The layering of docs/architecture.md is checked by a machine (`make lint`): import-linter's
 contracts in .importlinter, and config/lint_templates.py for templates. These tests show that
 each rule can fail: a violation added on purpose, to a copy of the tree, breaks it."""
 

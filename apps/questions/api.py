@@ -1,4 +1,4 @@
-"""The question bank in the API: topics and questions, read only (README "The API")."""
+"""The question bank in the API: topics and questions, read only (docs/api.md)."""
 
 from django.db.models import Prefetch
 from django_filters import rest_framework as filters

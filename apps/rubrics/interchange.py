@@ -3,7 +3,7 @@
 HealthBench's points mean something else than Assay's. There, a criterion with negative
 points subtracts them when it is *met*, the denominator is the sum of the positive points
 only, and an example's score may fall below 0 or above 1: only the aggregate (the mean over
-examples) is clipped to [0, 1]. In Assay (DESIGN.md, "Scoring") a negative criterion earns its
+examples) is clipped to [0, 1]. In Assay (docs/rubrics.md, "Scoring") a negative criterion earns its
 points when the answer *avoids* it, the maximum is the sum of all points, and every response's
 score is already in [0, 1]. So a HealthBench criterion worth -6 becomes an Assay "should avoid"
 criterion worth 6 (points in 5, 3, 2, 1 only, which may need a mapping the researcher

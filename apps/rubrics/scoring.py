@@ -1,6 +1,6 @@
 """Scoring a response against one rubric version: pure, no database, no I/O.
 
-The rule (DESIGN.md, from the rubric benchmark's published design): a response earns a
+The rule (docs/rubrics.md, "Scoring"; the rubric benchmark's published design): a response earns a
 positive criterion's points when the criterion is met, and a negative criterion's points
 when it is avoided (not met). Score = earned / the sum of all points, so it lies in [0, 1].
 Published worked example: a rubric worth 43 points, a response earning 24 of them: 55.8%.

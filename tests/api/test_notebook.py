@@ -1,5 +1,5 @@
-"""The README's notebook path: its ten lines of Python (httpx and pandas), run as they are
-written against a live server, with only the base URL, the key and the grading run's id
+"""The notebook path of docs/api.md: its ten lines of Python (httpx and pandas), run as they
+are written against a live server, with only the base URL, the key and the grading run's id
 filled in, read every score of the run into a DataFrame."""
 
 import contextlib
@@ -13,16 +13,16 @@ import pytest
 from apps.grading.models import ResponseScore
 from tests.api.builders import token_for, world_make
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-BLOCK = re.compile(r"## The API\n.*?```python\n(.*?)```", re.S)
+API_PAGE = Path(__file__).resolve().parents[2] / "docs" / "api.md"
+BLOCK = re.compile(r"## From a notebook\n.*?```python\n(.*?)```", re.S)
 
 
-def readme_snippet() -> str:
-    return BLOCK.search(README.read_text()).group(1)
+def notebook_snippet() -> str:
+    return BLOCK.search(API_PAGE.read_text()).group(1)
 
 
 def test_the_snippet_is_ten_lines_of_httpx_and_pandas():
-    snippet = readme_snippet()
+    snippet = notebook_snippet()
     assert len(snippet.rstrip("\n").split("\n")) == 10
     assert snippet.startswith("import httpx, pandas as pd\n")
     for placeholder in ("http://127.0.0.1:8000/api/v1/", "assay_YOUR_KEY", "grading_run=1&"):
@@ -30,13 +30,13 @@ def test_the_snippet_is_ten_lines_of_httpx_and_pandas():
 
 
 @pytest.mark.parametrize("page_size", [10000, 3])  # one page, and several followed by `next`
-def test_the_readme_snippet_reads_a_grading_runs_scores(
+def test_the_snippet_reads_a_grading_runs_scores(
     live_server, offline_provider_url, make_study, page_size
 ):
     world = world_make(offline_provider_url, make_study)
     key = token_for(world.researcher)
     code = (
-        readme_snippet()
+        notebook_snippet()
         .replace("http://127.0.0.1:8000/api/v1/", f"{live_server.url}/api/v1/")
         .replace("assay_YOUR_KEY", key)
         .replace(
@@ -47,7 +47,7 @@ def test_the_readme_snippet_reads_a_grading_runs_scores(
     namespace: dict = {}
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102 - the README's own code
+        exec(compile(code, "docs/api.md", "exec"), namespace)  # noqa: S102 - the page's own code
     scores = namespace["scores"]
     assert isinstance(scores, pd.DataFrame)
     stored = ResponseScore.objects.filter(grading_run=world.grading_run).order_by("pk")

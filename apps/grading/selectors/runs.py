@@ -32,7 +32,7 @@ from ..models import CallState, ChecklistCall, GradingMode, GradingRun, Judgment
 from .calibration import blind_to_rater, rater_rows_shown
 
 RATE_WINDOW_SECONDS = 60
-# What the published auto-rater did (DESIGN.md, "Fidelity to the published designs").
+# What the published auto-rater did (docs/architecture.md, "Fidelity to the published designs").
 PUBLISHED_TEMPERATURE = 0
 # Checklist prompts list every criterion: about this many characters each, as the engine's
 # own reservation reckons (apps/grading/services/work.py).

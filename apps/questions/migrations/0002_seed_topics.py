@@ -1,6 +1,6 @@
 from django.db import migrations
 
-# The nine topics of the question bank (DESIGN.md; questions.json's "topics").
+# The nine topics of the question bank (docs/question-bank.md, "Topics"; questions.json's "topics").
 TOPICS = [
     ("accounts", "accounts"),
     ("moderation-tools", "moderation tools"),

@@ -1,7 +1,7 @@
 """Reservations: handing a participant a bundle of scenarios, completing the bundle when they
 finish, and expiring reservations that ran out.
 
-Counting rule (DESIGN.md, "Surveys under load"): a scenario is full when its completed
+Counting rule (docs/surveys.md, "Assignment"): a scenario is full when its completed
 assignments plus its reserved assignments whose `reserved_until` is still ahead reach the
 study's k. Anything that can *add* to that count (reserving, completing an expired
 reservation) first locks the scenario's `StudyScenario` row and then counts in a new
