@@ -47,7 +47,7 @@ def grading_run(mode: str) -> GradingRun:
 
 
 def proxy_run(make_study) -> ProxyRun:
-    study = make_study(count=2)
+    study = make_study(count=2, live=False)
     return ProxyRun.objects.create(study=study, prompt=prompt_current(purpose=Purpose.SURVEY_PROXY))
 
 
@@ -128,7 +128,7 @@ def test_a_cancelled_run_calls_nothing_again(kind):
 
 
 def test_retrying_failed_rows_runs_a_finished_run_again_and_starts_its_work(
-    django_capture_on_commit_callbacks,
+    db, django_capture_on_commit_callbacks
 ):
     run = sampling_run()
     model = ModelConfigFactory()
