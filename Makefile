@@ -18,6 +18,7 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m config.lint_templates
+	$(BIN)/python -m config.lint_dead_code
 	$(BIN)/python manage.py makemigrations --check --dry-run
 
 format: install

@@ -6,7 +6,7 @@
 Against a database of its own (assay_bench_import, created, migrated and dropped on the
 server of DATABASE_URL; the embedded one when unset):
 
-1. /work/shared/tools/make_candidate_posts.py writes N posts to a temporary CSV file;
+1. benchmarks/make_candidate_posts.py writes N posts to a temporary CSV file;
 2. the baseline: the same file loaded by a bare `COPY ... FROM STDIN (FORMAT csv)` into an
    unindexed scratch table of text columns (PostgreSQL's own parser, no checks), in the
    same run;
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 DB_NAME = "assay_bench_import"
-GENERATOR = ROOT.parent / "shared" / "tools" / "make_candidate_posts.py"
+GENERATOR = ROOT / "benchmarks" / "make_candidate_posts.py"
 TIME_RATIO_MAX, RSS_MAX_MB, DRAWS_MAX_S = 2.0, 300, 5.0
 SCRATCH = "bench_raw_posts"
 

@@ -23,7 +23,6 @@ from tests.llm.offline_fixture import offline_provider, offline_provider_url
 __all__ = ["offline_provider", "offline_provider_url"]
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
 ARTIFACTS = ROOT / "test-artifacts"
 
 # Playwright's sync API runs an event loop in the test thread; Django's ORM refuses to run

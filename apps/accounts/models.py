@@ -36,7 +36,3 @@ class ApiToken(models.Model):
 
     def __str__(self):
         return f"{self.name} ({self.prefix}…)"
-
-    @property
-    def is_revoked(self) -> bool:
-        return self.revoked_at is not None

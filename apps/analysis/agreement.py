@@ -328,11 +328,6 @@ def spearman_resamples(x, y, *, draws) -> np.ndarray:
         return np.where(defined, np.nansum(x_dev * y_dev, axis=1) / np.sqrt(x_ss * y_ss), np.nan)
 
 
-def spearman_bootstrap(x, y, *, draws) -> Interval:
-    """Rho with its percentile interval over the resamples of `spearman_resamples`."""
-    return percentile_interval(spearman(x, y)[0], spearman_resamples(x, y, draws=draws))
-
-
 # --- Spread of the ratings of each unit ------------------------------------------------------
 
 
@@ -358,8 +353,8 @@ def unit_sds(data, *, ddof: int = 0) -> np.ndarray:
     """The standard deviation of each unit's ratings (numpy's, with `ddof`: 0 the population
     SD, 1 the sample SD); nan for a unit with fewer than two ratings.
 
-    The paper's Figure 5 maps the answers to -1..1 first (`scale_to_unit`; the caller does
-    that) and does not say which SD it plots: the caller chooses, and says so.
+    The paper's Figure 5 maps the answers to -1..1 first (the caller does that: SurveyData's
+    "unit" column) and does not say which SD it plots: the caller chooses, and says so.
     """
     matrix = _as_matrix(data)
     rated = (~np.isnan(matrix)).sum(axis=0)
@@ -375,17 +370,3 @@ def ecdf(values) -> tuple[np.ndarray, np.ndarray]:
     values = values[~np.isnan(values)]
     x, counts = np.unique(values, return_counts=True)
     return x, np.cumsum(counts) / values.size
-
-
-def scale_to_unit(values, *, points: int) -> np.ndarray:
-    """Map answers 1..points linearly onto -1..1 (1 -> -1, points -> 1); nan stays nan.
-
-    Yes/no items are not on a scale: the caller maps them.
-    """
-    if points < 2:
-        raise ValueError("A scale has at least two points.")
-    values = np.asarray(values, dtype=float)
-    given = values[~np.isnan(values)]
-    if ((given < 1) | (given > points)).any():
-        raise ValueError(f"Answers on a {points}-point scale lie in 1..{points}.")
-    return -1 + 2 * (values - 1) / (points - 1)

@@ -105,13 +105,6 @@ def report_entries(
     return entries
 
 
-def unexplained(*, tables: dict[str, Table], figures: dict) -> list[str]:
-    """Names of the tables and figures that carry no method: a report must have none."""
-    found = [name for name, t in tables.items() if name != METHOD_TABLE and not t.methods]
-    found += [name for name, f in figures.items() if not f.table.methods]
-    return found
-
-
 def method_sheet_lines(run) -> Iterator[str]:
     """A grading run's benchmark report's method panel as CSV lines (formula-safe), for the
     run's everything-archive."""

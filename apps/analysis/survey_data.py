@@ -36,7 +36,6 @@ from apps.surveys.models import (
 from apps.surveys.selectors import proxy_run_fidelity_notes, proxy_run_parameters
 
 if TYPE_CHECKING:
-    import numpy as np
     import pandas as pd
 
 PEOPLE = "people"
@@ -71,14 +70,6 @@ class Item:
         """The group whose rho takes this item, as the published study grouped them: the
         helpfulness scale items, the privacy scale items (a yes/no item is in none)."""
         return (self.measures or None) if self.ordinal else None
-
-    def unit_value(self, values: np.ndarray) -> np.ndarray:
-        """Answers mapped onto -1..1, as the paper's Figure 5 maps them (yes 1, no -1)."""
-        import numpy as np
-
-        if not self.ordinal:
-            return np.where(np.isnan(values), np.nan, 2 * values - 1)
-        return -1 + 2 * (values - 1) / (self.points - 1)
 
 
 @dataclass(frozen=True)
@@ -120,8 +111,9 @@ class SurveyData:
     by_group: dict[str, pd.DataFrame] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self):
-        # Computed once for every table: each answer on -1..1 (Item.unit_value), and the
-        # answers of each group apart (a report filters by group some hundred times).
+        # Computed once for every table: each answer on -1..1 (a scale's ends and yes/no at
+        # -1 and 1, as the paper's Figure 5 maps them), and the answers of each group apart (a
+        # report filters by group some hundred times).
         import numpy as np
 
         answers = self.answers

@@ -83,10 +83,8 @@ class Table:
     def formatted_cells(self) -> list[list[tuple[str, bool]]]:
         """`formatted_rows` with whether each cell is a number: the page sets numbers
         right, so that their digits line up down a column."""
-        return [
-            [(column.format(row[column.key]), column.numeric) for column in self.columns]
-            for row in self.rows
-        ]
+        numeric = [column.numeric for column in self.columns]
+        return [list(zip(row, numeric, strict=True)) for row in self.formatted_rows()]
 
     def raw_rows(self) -> Iterator[list]:
         for row in self.rows:

@@ -10,10 +10,8 @@ Kept apart from the viewsets (apps/console/api_lists.py): DRF reads the default 
 class from here while it defines its own generic views.
 """
 
-import base64
 import json
 from dataclasses import dataclass
-from urllib import parse
 
 from django.db import connections, models
 from django.db.models import F, Func, TextField
@@ -165,12 +163,6 @@ class LongPage(CursorPage):
             },
         }
         return {"oneOf": [objects, arrays]}
-
-
-def cursor_after(pk: int) -> str:
-    """The `cursor` value of the page that starts after row `pk` (as `next` links carry)."""
-    query = parse.urlencode({"p": str(pk)}, doseq=True)
-    return base64.b64encode(query.encode("ascii")).decode("ascii")
 
 
 # Types whose JSON is their text in PostgreSQL (`to_json(5)` is `5`, `to_json(true)` is

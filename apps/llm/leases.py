@@ -1,11 +1,11 @@
 """Claim leases: how a row that stands for work outlives the worker holding it.
 
 A worker claims a row (waiting -> running) with a conditional update that stamps it with
-the worker's name and an expiry, renews the expiry from a background thread while it
-works (`lease_kept`), and records the outcome only while it still holds the row
+the worker's name and an expiry, renews the expiry every third of a lease while it
+works (`lease_renew`), and records the outcome only while it still holds the row
 (`lease_end`). When the worker dies, with SIGKILL, the OOM killer or a lost machine,
 nothing renews the lease. Once it has run out, a task that finds the row takes it over
-(`lease_claim` claims an expired running row as it claims a waiting one), and the periodic
+(apps/llm/engine.py claims an expired running row as it claims a waiting one), and the periodic
 sweep (`leases_expire`, run by workers/leases.py) puts the row back to waiting and
 returns it to be requeued, because the dead worker's message may be unacknowledged until
 the broker's visibility timeout (hours). So a death costs about one lease.
@@ -24,14 +24,11 @@ of `models.Leased` and a `status`) and the names of its states.
 import datetime as dt
 import os
 import socket
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import connections, transaction
-from django.db.models import F, Q, QuerySet
+from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 MAX_ATTEMPTS = 3
@@ -63,18 +60,6 @@ def lease_waiting_fields(*, delay_seconds: float = 0) -> dict:
     return {"lease_owner": "", "lease_expires_at": deadline}
 
 
-def lease_claim(rows: QuerySet, *, states: LeaseStates, owner: str, **changes) -> int:
-    """Claim the waiting rows of `rows`, and the running ones whose lease ran out, for
-    `owner`, applying `changes` too; how many were claimed (0: not ours to work on).
-    A row that has had MAX_ATTEMPTS claims is not claimed again (the sweep fails it)."""
-    now = timezone.now()
-    claimable = Q(status=states.waiting) | Q(status=states.running, lease_expires_at__lt=now)
-    return rows.filter(claimable, attempts__lt=MAX_ATTEMPTS).update(
-        status=states.running, lease_owner=owner, lease_expires_at=now + lease_duration(),
-        attempts=F("attempts") + 1, **changes,
-    )  # fmt: skip
-
-
 def lease_held(rows: QuerySet, *, states: LeaseStates, owner: str) -> QuerySet:
     """`rows` as long as `owner` still holds them: write a result through this, so that a
     holder that was presumed dead and replaced cannot overwrite its successor's work."""
@@ -91,42 +76,6 @@ def lease_end(rows: QuerySet, *, states: LeaseStates, owner: str, **changes) -> 
     `owner` still holds the rows; how many it did."""
     held = lease_held(rows, states=states, owner=owner)
     return held.update(lease_owner="", lease_expires_at=None, **changes)
-
-
-def lease_release(
-    rows: QuerySet, *, states: LeaseStates, owner: str, delay_seconds: float = 0, **changes
-) -> int:
-    """Put held rows back to waiting, to be claimed again (a retry) after `delay_seconds`."""
-    held = lease_held(rows, states=states, owner=owner)
-    return held.update(
-        status=states.waiting, **lease_waiting_fields(delay_seconds=delay_seconds), **changes
-    )
-
-
-@contextmanager
-def lease_kept(rows: QuerySet, *, states: LeaseStates, owner: str) -> Iterator[None]:
-    """Renew the lease on `rows` every third of a lease while the block runs.
-
-    From a thread, because the block may be one blocking model call that lasts longer than
-    a lease. When the process dies the thread dies with it, which is the point."""
-    stop = threading.Event()
-    interval = lease_duration().total_seconds() / 3
-
-    def renew() -> None:
-        try:
-            while not stop.wait(interval):
-                if not lease_renew(rows, states=states, owner=owner):
-                    return  # finished, or taken over: nothing of ours left to renew
-        finally:
-            connections.close_all()  # this thread's own connection
-
-    thread = threading.Thread(target=renew, name="lease-renewal", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
 
 
 def leases_expire(rows: QuerySet, *, states: LeaseStates, gave_up: dict) -> list[int]:

@@ -50,10 +50,6 @@ class CriterionForm(forms.Form):
         return {name: " ".join(errors) for name, errors in self.errors.items()}
 
 
-class RevisionForm(forms.Form):
-    revision = forms.IntegerField(min_value=0)
-
-
 COMMENT_TOO_LONG = (
     f"A comment is at most {COMMENT_MAX_CHARS:,} characters (this one has %(show_value)s)."
 )

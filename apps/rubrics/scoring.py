@@ -11,7 +11,6 @@ form the maximum). Rubrics imported from HealthBench are converted before they g
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from fractions import Fraction
 
 from .errors import ScoringError
 
@@ -48,10 +47,6 @@ class ScoreBreakdown:
     negative_factual_avoided: Rate
     positive_presentation_met: Rate
     negative_presentation_avoided: Rate
-
-    @property
-    def fraction(self) -> Fraction:
-        return Fraction(self.earned_points, self.max_points)
 
     @property
     def score(self) -> float:

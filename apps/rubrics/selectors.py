@@ -13,7 +13,6 @@ from apps.accounts.models import User
 from apps.accounts.roles import Role
 from apps.questions.models import Question, Topic
 
-from . import scoring
 from .models import (
     OPEN_STATES,
     Criterion,
@@ -86,18 +85,6 @@ def rubric_criteria(*, rubric: Rubric) -> tuple[list[Criterion], list[Criterion]
     for criterion in rubric.criteria.order_by("order", "pk"):
         (shared if criterion.origin == Origin.SHARED else own).append(criterion)
     return own, shared
-
-
-def criteria_specs(*, rubric: Rubric) -> list[scoring.ScoredCriterion]:
-    return [
-        scoring.ScoredCriterion(id=c.pk, polarity=c.polarity, kind=c.kind, points=c.points)
-        for c in rubric.criteria.all()
-    ]
-
-
-def rubric_score(*, rubric: Rubric, verdicts: dict[int, bool]) -> scoring.ScoreBreakdown:
-    """Score verdicts keyed by criterion id against exactly this rubric version."""
-    return scoring.score(criteria_specs(rubric=rubric), verdicts)
 
 
 def latest_draft_job(*, rubric: Rubric) -> DraftJob | None:

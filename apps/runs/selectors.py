@@ -17,11 +17,9 @@ from django.db.models.functions import Coalesce
 
 from apps.llm.models import OFFLINE_PREFIX, PromptTemplate
 from apps.llm.progress import (
-    ErrorKind,
     RunCounts,
     RunProgress,
     counted,
-    rows_errors,
     rows_progress,
 )
 from apps.llm.selectors import model_params_notes, params_text, prompt_additions
@@ -120,11 +118,6 @@ def run_progress(*, run: SamplingRun, now: dt.datetime | None = None) -> RunProg
         Response.objects.filter(run=run), states=LEASE_STATES, done=ResponseStatus.DONE,
         model_field="model_id", launched_at=run.launched_at, now=now,
     )  # fmt: skip
-
-
-def run_errors(*, run: SamplingRun) -> list[ErrorKind]:
-    """Failed responses by kind of error, most first."""
-    return rows_errors(Response.objects.filter(run=run), failed=ResponseStatus.FAILED)
 
 
 def run_responses(

@@ -1,6 +1,5 @@
 import json
 import re
-from collections import defaultdict
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -158,11 +157,6 @@ def scenario_prompt_variables(*, scenario: Scenario) -> dict[str, str]:
 def scenario_response_messages(*, scenario: Scenario, prompt: PromptTemplate) -> list[dict]:
     """The messages that ask a model for the response to `scenario`'s task."""
     return prompt_render(template=prompt, variables=scenario_prompt_variables(scenario=scenario))
-
-
-def completed_per_scenario(*, study: Study) -> dict[str, int]:
-    """Scenario name -> completed, counted ratings (what analysis will use)."""
-    return dict(study_scenarios_with_counts(study=study).values_list("scenario__name", "completed"))
 
 
 @lru_cache(maxsize=1)
@@ -408,14 +402,6 @@ def review(*, study: Study, status: str | None = None) -> Review:
         rows=rows, estimate=estimate, too_fast_rule=rule, attention_checks=checks,
         attention_needed=quality.attention_failures_needed(minutes=estimate.minutes),
     )  # fmt: skip
-
-
-def page_seconds(*, participant: Participant) -> dict[str, float | None]:
-    out: dict[str, float | None] = defaultdict(lambda: None)
-    for t in participant.page_times.select_related("assignment"):
-        label = t.page if t.assignment is None else f"{t.page} {t.assignment.position}"
-        out[label] = t.seconds
-    return dict(out)
 
 
 def approvals(*, study: Study):

@@ -242,6 +242,13 @@ def test_spearman_drops_pairs_with_a_missing_side():
     assert (rho, p) == pytest.approx((expected.statistic, expected.pvalue))
 
 
+def spearman_bootstrap(x, y, *, draws) -> agreement.Interval:
+    """Rho with its percentile interval over the resamples, as a survey report makes it."""
+    return agreement.percentile_interval(
+        agreement.spearman(x, y)[0], agreement.spearman_resamples(x, y, draws=draws)
+    )
+
+
 def test_the_spearman_bootstrap_equals_spearmanr_on_explicit_resamples_with_ties():
     rng = np.random.default_rng(7)
     x = rng.integers(1, 5, size=30).astype(float)  # few values: many ties
@@ -249,7 +256,7 @@ def test_the_spearman_bootstrap_equals_spearmanr_on_explicit_resamples_with_ties
     draws = agreement.resample_draws(30, resamples=300, seed=3)
     explicit = [stats.spearmanr(x[d], y[d]).statistic for d in draws]
 
-    interval = agreement.spearman_bootstrap(x, y, draws=draws)
+    interval = spearman_bootstrap(x, y, draws=draws)
 
     assert interval.estimate == pytest.approx(stats.spearmanr(x, y).statistic)
     assert interval.low == pytest.approx(np.percentile(explicit, 2.5), abs=1e-9)
@@ -264,7 +271,7 @@ def test_the_spearman_bootstrap_leaves_out_missing_pairs_and_constant_resamples(
     y = np.array([1.0, 3.0, 2.0, 4.0, 4.0])
     draws = np.array([[0, 1, 2, 3, 4], [0, 0, 0, 3, 3], [4, 2, 1, 1, 3]])
 
-    interval = agreement.spearman_bootstrap(x, y, draws=draws)
+    interval = spearman_bootstrap(x, y, draws=draws)
 
     # Row 1 holds only x = 1 once the pair with nan is out: constant, rho undefined.
     assert (interval.resamples_used, interval.resamples_undefined) == (2, 1)
@@ -317,12 +324,3 @@ def test_ecdf_gives_the_share_of_values_at_or_below_each_value():
 
     np.testing.assert_array_equal(x, [0, 0.5, 1])
     np.testing.assert_allclose(y, [0.2, 0.8, 1.0])
-
-
-def test_scale_to_unit_maps_the_scale_ends_to_minus_one_and_one():
-    np.testing.assert_allclose(
-        agreement.scale_to_unit([1, 2, 3, 4, 5, NAN], points=5), [-1, -0.5, 0, 0.5, 1, NAN]
-    )
-    np.testing.assert_allclose(agreement.scale_to_unit([1, 4, 7], points=7), [-1, 0, 1])
-    with pytest.raises(ValueError, match=r"lie in 1\.\.5"):
-        agreement.scale_to_unit([0, 3], points=5)

@@ -17,7 +17,6 @@ from apps.analysis.method import (
     METHOD_TABLE,
     Fidelity,
     Method,
-    unexplained,
 )
 from apps.analysis.selectors import survey_report_current
 from apps.analysis.tables import Column, Table
@@ -50,6 +49,13 @@ def bench():
 def rows_of(table: Table, statistic: str) -> list[dict]:
     found = [row for row in table.rows if row["statistic"] == statistic]
     assert found, f"no row for {statistic!r}"
+    return found
+
+
+def unexplained(*, tables: dict[str, Table], figures: dict) -> list[str]:
+    """Names of the tables and figures that carry no method: a report must have none."""
+    found = [name for name, t in tables.items() if name != METHOD_TABLE and not t.methods]
+    found += [name for name, f in figures.items() if not f.table.methods]
     return found
 
 

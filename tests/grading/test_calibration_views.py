@@ -5,13 +5,10 @@ import re
 from html import unescape
 
 import pytest
-from django.template.loader import render_to_string
-from django.test import RequestFactory
 from django.urls import reverse
 
 from apps.grading.models import CalibrationSet, ExpertJudgment
 from apps.grading.services.calibration import calibration_create
-from apps.grading.views.calibration import home_panel_context
 from apps.llm.models import PromptTemplate
 from apps.rubrics.models import Kind
 from tests.grading.calibration_builders import (  # noqa: F401  (fixtures)
@@ -273,11 +270,8 @@ def test_the_queue_and_the_home_panel_list_the_answers_to_grade(client, site):
     client.force_login(site.author)
     html = client.get(reverse("grading:calibration_queue")).content.decode()
     assert 'data-testid="to-grade-count">3<' in html
-    request = RequestFactory().get("/")
-    request.user = site.author
-    panel = render_to_string("grading/calibration_home_panel.html", home_panel_context(request))
-    assert "3 answers to grade for calibration" in panel
-    request.user = site.other_expert
-    assert not render_to_string(
-        "grading/calibration_home_panel.html", home_panel_context(request)
-    ).strip()
+    home = client.get(reverse("home")).content.decode()
+    assert "3 answers to grade for calibration" in home
+    client.force_login(site.other_expert)
+    home = client.get(reverse("home")).content.decode()
+    assert 'id="calibration-work"' not in home  # nothing to grade: no panel

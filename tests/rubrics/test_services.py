@@ -7,7 +7,6 @@ from django.utils import timezone
 from apps.rubrics import selectors, services
 from apps.rubrics.errors import RubricConflict, RubricError, RubricForbidden
 from apps.rubrics.models import (
-    Criterion,
     EventAction,
     Origin,
     Rubric,
@@ -426,14 +425,6 @@ def test_similar_questions_come_from_the_same_topic_with_approved_criteria(exper
     assert similar[0]["similarity"] > similar[1]["similarity"]
     assert similar[0]["criteria"][0].text.startswith("Recommends turning on")
     assert similar[1]["rubric"] is None
-
-
-def test_scoring_a_rubric_version_counts_its_shared_criteria(expert):
-    rubric = draft_with_criteria(question_make(), expert)
-    verdicts = {c.pk: c.polarity == "positive" for c in Criterion.objects.filter(rubric=rubric)}
-    result = selectors.rubric_score(rubric=rubric, verdicts=verdicts)
-    assert result.score == 1
-    assert result.max_points == 13 + 12  # own criteria 5+3+5, shared 3+2+2+2+3
 
 
 def every_change(rubric, criterion, user) -> list:

@@ -2,6 +2,7 @@
 
 import re
 
+from apps.surveys import selectors
 from apps.surveys.models import Participant
 from tests.factories import new_pid
 
@@ -47,3 +48,10 @@ def finish(client, study, pid: str | None = None, session: str = SESSION) -> Par
     assert response["Location"] == f"/s/{study.slug}/done/"
     participant.refresh_from_db()
     return participant
+
+
+def completed_per_scenario(study) -> dict[str, int]:
+    """Scenario name -> completed ratings (what analysis will use), as the study page counts
+    them."""
+    rows = selectors.study_scenarios_with_counts(study=study)
+    return dict(rows.values_list("scenario__name", "completed"))

@@ -11,9 +11,9 @@ import httpx
 import pytest
 from django.test import override_settings
 
-from apps.surveys import selectors
 from apps.surveys.models import Assignment, AssignmentStatus, Participant, ParticipantStatus
 from tests.factories import new_pid
+from tests.surveys.flow import completed_per_scenario
 
 PARTICIPANTS = 200
 # The live server runs a thread, with a database connection, per HTTP connection: keep
@@ -86,7 +86,7 @@ def test_200_arrivals_at_once_leave_exactly_k_ratings_per_scenario(
         ]
         outcomes = Counter(f.result() for f in futures)
 
-    counts = selectors.completed_per_scenario(study=study)
+    counts = completed_per_scenario(study)
     assert len(counts) == 40 and set(counts.values()) == {5}
     per_person = Counter(
         Assignment.objects.filter(participant__study=study).values_list(

@@ -21,6 +21,7 @@ from apps.surveys.models import (
 )
 from apps.surveys.services.proxies import answers_check, proxy_items
 from tests.factories import offline_model
+from tests.surveys.flow import completed_per_scenario
 
 pytestmark = pytest.mark.django_db
 
@@ -103,7 +104,7 @@ def test_proxy_ratings_never_count_towards_the_ratings_people_give(make_study, m
     services.proxy_run_launch(run=run)
     work_all(run)
 
-    assert set(selectors.completed_per_scenario(study=study).values()) == {0}
+    assert set(completed_per_scenario(study).values()) == {0}
     assert selectors.study_progress(study=study).full == 0
 
 

@@ -16,6 +16,7 @@ from apps.surveys.models import (
     SurveyItem,
 )
 from tests.factories import new_pid
+from tests.surveys.flow import completed_per_scenario
 
 DEMOGRAPHICS = {"age": "no_say", "gender": "no_say", "education": "no_say", "income": "no_say"}
 LONG_MESSAGE = (
@@ -39,7 +40,7 @@ def complete(participant, value="4", explanation="It leaves out the medical deta
 
 
 def completed(study):
-    return selectors.completed_per_scenario(study=study)
+    return completed_per_scenario(study)
 
 
 def test_bundle_is_n_distinct_scenarios_least_rated_first(make_study):

@@ -180,10 +180,6 @@ class Progress:
     running: bool = False
 
     @property
-    def calls_left(self) -> int:
-        return self.calls["pending"] + self.calls["running"]
-
-    @property
     def eta_text(self) -> str:
         if self.eta_seconds is None:
             return ""
@@ -450,12 +446,6 @@ def missing_reason(*, has_error: bool, answer_status: str) -> str:
     if answer_status != ResponseStatus.DONE:
         return f"the answer is {ResponseStatus(answer_status).label.lower()} in the sampling run"
     return "not graded yet"
-
-
-def sampling_runs_to_grade() -> QuerySet[SamplingRun]:
-    from apps.runs.models import RunKind
-
-    return SamplingRun.objects.filter(kind=RunKind.BENCHMARK).order_by("-created_at")
 
 
 def sampling_counts(*, run: SamplingRun) -> dict:

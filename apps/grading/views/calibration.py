@@ -49,11 +49,6 @@ class CalibrationSetForm(forms.Form):
     )
 
 
-def home_panel_context(request) -> dict:
-    """The context of grading/calibration_home_panel.html."""
-    return {"calibration": selectors.expert_queue(user=request.user)}
-
-
 @role_required(Role.RESEARCHER)
 def calibration_sets(request):
     form = CalibrationSetForm(request.POST or None)

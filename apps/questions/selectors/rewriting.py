@@ -62,10 +62,6 @@ def rewrite_jobs(*, limit: int = 20) -> list[RewriteJob]:
     return jobs
 
 
-def rewrite_jobs_running() -> bool:
-    return RewriteJob.objects.filter(status=RunStatus.RUNNING).exists()
-
-
 def rewrites_waiting() -> QuerySet:
     """Done rewrites of questions with no approved rewrite, oldest job first."""
     return (

@@ -82,11 +82,6 @@ def rewrite_job_cancel(*, job: RewriteJob) -> RewriteJob:
     return runs.run_cancel(REWRITE_WORK, run=job)
 
 
-def rewrite_job_retry(*, job: RewriteJob, error_kind: str = "") -> int:
-    """Failed rewrites (all, or those that failed with `error_kind`) asked for again."""
-    return runs.run_failed_retry(REWRITE_WORK, run=job, error_kind=error_kind)
-
-
 def rewrite_approve(*, rewrite: Rewrite, text: str, user) -> Question:
     """The (possibly edited) `text` becomes the question's text, by `question_update`'s rules
     (refused with the reason once the text is frozen; the length bucket stays the post's),
