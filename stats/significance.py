@@ -43,7 +43,7 @@ class Undefined(StrEnum):
 
 
 @dataclass(frozen=True)
-class Test:
+class Outcome:
     """A test's statistic and p over n observations (pairs, or values in all), or the reason
     it has none. p is None where scipy gives none (NaN), as with rho over two pairs."""
 
@@ -75,63 +75,63 @@ def _number(value) -> float | None:
     return None if np.isnan(value) else value
 
 
-def wilcoxon(x, y, *, minimum: int = 1) -> Test:
+def wilcoxon(x, y, *, minimum: int = 1) -> Outcome:
     """Wilcoxon signed-rank test of the pairs (x[i], y[i]), two-sided; undefined under
     `minimum` pairs or where every difference is zero."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     n = len(x)
     if n < max(minimum, 1):
-        return Test(n, undefined=Undefined.TOO_FEW)
+        return Outcome(n, undefined=Undefined.TOO_FEW)
     if np.all(x == y):
-        return Test(n, undefined=Undefined.NO_DIFFERENCE)
+        return Outcome(n, undefined=Undefined.NO_DIFFERENCE)
     with warnings.catch_warnings():
         # scipy warns of ties and small samples, where it switches method as documented.
         warnings.simplefilter("ignore")
         result = stats.wilcoxon(x, y)
-    return Test(n, float(result.statistic), _number(result.pvalue))
+    return Outcome(n, float(result.statistic), _number(result.pvalue))
 
 
-def kruskal(groups: Sequence) -> Test:
+def kruskal(groups: Sequence) -> Outcome:
     """Kruskal-Wallis H test across `groups` (each a sequence of values); undefined with
     fewer than two groups or where every value is the same. n counts the values in all."""
     groups = [np.asarray(g, dtype=float) for g in groups]
     n = sum(len(g) for g in groups)
     if len(groups) < 2:
-        return Test(n, undefined=Undefined.TOO_FEW)
+        return Outcome(n, undefined=Undefined.TOO_FEW)
     if np.ptp(np.concatenate(groups)) == 0:
-        return Test(n, undefined=Undefined.CONSTANT)
+        return Outcome(n, undefined=Undefined.CONSTANT)
     result = stats.kruskal(*groups)
-    return Test(n, float(result.statistic), _number(result.pvalue))
+    return Outcome(n, float(result.statistic), _number(result.pvalue))
 
 
-def kolmogorov_smirnov(first, second) -> Test:
+def kolmogorov_smirnov(first, second) -> Outcome:
     """Two-sample Kolmogorov-Smirnov test (D), two-sided; undefined where a sample is empty.
     n counts the values of both."""
     first, second = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
     n = len(first) + len(second)
     if len(first) == 0:
-        return Test(n, undefined=Undefined.FIRST_EMPTY)
+        return Outcome(n, undefined=Undefined.FIRST_EMPTY)
     if len(second) == 0:
-        return Test(n, undefined=Undefined.SECOND_EMPTY)
+        return Outcome(n, undefined=Undefined.SECOND_EMPTY)
     result = stats.ks_2samp(first, second)
-    return Test(n, float(result.statistic), _number(result.pvalue))
+    return Outcome(n, float(result.statistic), _number(result.pvalue))
 
 
-def spearman(x, y, *, minimum: int = 2) -> Test:
+def spearman(x, y, *, minimum: int = 2) -> Outcome:
     """Spearman's rho of the pairs (x[i], y[i]) with its two-sided p, pairs with a nan left
     out; undefined under `minimum` pairs or where a side is constant."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     both = ~(np.isnan(x) | np.isnan(y))
     x, y, n = x[both], y[both], int(both.sum())
     if n < max(minimum, 2):
-        return Test(n, undefined=Undefined.TOO_FEW)
+        return Outcome(n, undefined=Undefined.TOO_FEW)
     # A constant side has no rho: scipy says so with nan and a warning in every request's log.
     if np.ptp(x) == 0:
-        return Test(n, undefined=Undefined.FIRST_CONSTANT)
+        return Outcome(n, undefined=Undefined.FIRST_CONSTANT)
     if np.ptp(y) == 0:
-        return Test(n, undefined=Undefined.SECOND_CONSTANT)
+        return Outcome(n, undefined=Undefined.SECOND_CONSTANT)
     result = stats.spearmanr(x, y)
-    return Test(n, float(result.statistic), _number(result.pvalue))
+    return Outcome(n, float(result.statistic), _number(result.pvalue))
 
 
 def _shape(values, measure, minimum: int, test) -> Shape:

@@ -794,7 +794,7 @@ def _undefined(reason: str) -> dict:
     return {"statistic": None, "p": None, "note": NOT_ENOUGH + reason}
 
 
-def _tested(result: significance.Test, note: str = "") -> dict:
+def _tested(result: significance.Outcome, note: str = "") -> dict:
     return {"statistic": result.statistic, "p": result.p, "note": note}
 
 

@@ -39,7 +39,7 @@ def test_wilcoxon_of_five_pairs_by_hand():
 
 
 def test_wilcoxon_is_undefined_under_its_minimum_and_when_every_difference_is_zero():
-    assert significance.wilcoxon([0.5, 0.6], [0.4, 0.7], minimum=3) == significance.Test(
+    assert significance.wilcoxon([0.5, 0.6], [0.4, 0.7], minimum=3) == significance.Outcome(
         2, undefined=Undefined.TOO_FEW
     )
     same = significance.wilcoxon([0.5, 0.6, 0.7], [0.5, 0.6, 0.7])
