@@ -8,6 +8,7 @@ shows it.
 - `significance`: Wilcoxon, Kruskal-Wallis, Kolmogorov-Smirnov, Spearman, skewness and
   kurtosis with their tests, and the Benjamini-Hochberg correction.
 - `calibration`: an auto-rater's labels against the experts' (accuracy, kappa, macro F1).
+- `descriptive`: groups' mean, median and interquartile range, and the lower median.
 
 The package knows nothing of Django, the database or any app: it takes numbers (lists, numpy
 arrays, pandas frames) and returns numbers, with undefined values as None or NaN and a

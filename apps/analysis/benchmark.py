@@ -43,7 +43,7 @@ from django.core.cache import cache
 from apps.grading.models import GradingMode, GradingRun
 from apps.grading.selectors.runs import SCORING_RULE, missing_reason
 from apps.runs.models import ResponseStatus
-from stats import significance
+from stats import descriptive, significance
 from stats.significance import Undefined
 
 from . import plots
@@ -1005,15 +1005,8 @@ def _ks(data: BenchmarkData, means: pd.DataFrame, *, by: str) -> Table:
 def _spread(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Per group of per-question means: their mean, median, interquartile range (75th minus
     25th percentile, linear interpolation) and number."""
-    grouped = frame.groupby(by)["mean"]
-    return pd.DataFrame(
-        {
-            "mean": grouped.mean(),
-            "median": grouped.median(),
-            "iqr": grouped.quantile(0.75) - grouped.quantile(0.25),
-            "questions": grouped.size(),
-        }
-    )
+    found = descriptive.spread(frame, by=by, value="mean")
+    return found.rename(columns={"count": "questions"})
 
 
 def _count(n: int, unit: tuple[str, str]) -> str:

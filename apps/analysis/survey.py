@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from apps.surveys.models import AgeBand, Education, Gender, Income
-from stats import agreement, bootstrap, correlation
+from stats import agreement, bootstrap, correlation, descriptive
 
 from .figures import Figure
 from .method import METHOD_TABLE, NOT_REPORTED, Fidelity, Method, method_table, report_entries
@@ -175,12 +175,8 @@ def item_groups(items: list[Item]) -> dict[str, list[str]]:
 
 def proxy_consensus(frame: pd.DataFrame) -> pd.DataFrame:
     """One rating per (proxy, scenario, item): the lower median of the proxy's runs."""
-    keys = ["group", "scenario", "item"]
-    ordered = frame.sort_values([*keys, "value"], kind="stable")
-    grouped = ordered.groupby(keys, sort=False)
-    middle = grouped.cumcount() == (grouped["value"].transform("size") - 1) // 2
-    lower = ordered.loc[middle, [*keys, "value"]]
-    return lower.assign(rater=lower["group"]).reset_index(drop=True)
+    lower = descriptive.lower_median(frame, by=["group", "scenario", "item"], value="value")
+    return lower.assign(rater=lower["group"])
 
 
 def _scenario_means(frame: pd.DataFrame, items: list[Item], scenarios: int) -> np.ndarray:
