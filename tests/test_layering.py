@@ -14,7 +14,7 @@ from config import lint_templates
 
 ROOT = Path(__file__).resolve().parent.parent
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
-PACKAGES = ("apps", "config", "workers", "offline_llm")
+PACKAGES = ("apps", "config", "workers", "offline_llm", "stats")
 
 # contract id -> (module of the copy to change, the import that breaks the contract)
 VIOLATIONS = {
@@ -30,6 +30,7 @@ VIOLATIONS = {
     "no-cycles": ("apps/grading/services/rows.py", "from apps.grading.services import work"),
     "offline-provider-apart": ("config/stack.py", "import offline_llm"),
     "offline-provider-standalone": ("offline_llm/server.py", "import django.conf"),
+    "stats-standalone": ("stats/agreement.py", "import apps.grading.models"),
 }
 
 

@@ -81,4 +81,4 @@ def test_the_check_names_the_module_that_imports_a_package():
 
     assert "pandas" in state["loaded"]
     assert found["pandas"][0] == "apps.analysis.survey"
-    assert found["scipy"][:2] == ["apps.analysis.agreement", "apps.analysis.survey"]
+    assert found["scipy"][:2] == ["stats.correlation", "apps.analysis.survey"]

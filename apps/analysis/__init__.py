@@ -1,4 +1,3 @@
-"""Statistics, reports, plots and report exports over every other app (docs/architecture.md,
-"Layout"). It reads every app and no app imports it. It holds no code yet and is not an
-installed app; the package exists so that `.importlinter`'s contract that nothing imports
-it is checked from the start."""
+"""Reports, plots and report exports over every other app (docs/architecture.md, "Layout").
+It reads every app and no app imports it; the statistics it reports are computed by the
+pure `stats` package, so the reports here hold tables, figures and their wording."""

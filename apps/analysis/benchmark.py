@@ -1,6 +1,6 @@
 """The benchmark report of a grading run: the published rubric benchmark's tables, tests and
-figures, computed from `BenchmarkData` (apps/analysis/benchmark_data.py) with pandas and
-scipy.stats.
+figures, computed from `BenchmarkData` (apps/analysis/benchmark_data.py) with pandas; the
+tests are stats/significance.py's (scipy.stats), the report words them.
 
 - A model's mean: its samples of a question are averaged first, then its questions, so that
   each question weighs the same whatever its number of samples (Table 3, overall and per
@@ -34,7 +34,6 @@ import dataclasses
 import datetime
 import functools
 import itertools
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -44,6 +43,8 @@ from django.core.cache import cache
 from apps.grading.models import GradingMode, GradingRun
 from apps.grading.selectors.runs import SCORING_RULE, missing_reason
 from apps.runs.models import ResponseStatus
+from stats import descriptive, significance
+from stats.significance import Undefined
 
 from . import plots
 from .benchmark_data import (
@@ -68,8 +69,6 @@ SD_BINS = [i / 20 for i in range(16)]
 MIN_PAIRS = 3  # Wilcoxon: questions both models answered
 MIN_TOPICS = 3  # Spearman across topics, or over (model, topic) cells
 MEANINGFUL_POINTS = 10  # a rho over fewer points keeps its p, said not meaningful
-MIN_SKEWTEST = 8  # scipy.stats.skewtest needs 8 observations
-MIN_KURTOSISTEST = 5  # scipy.stats.kurtosistest needs 5 (and is approximate under 20)
 CACHE_SECONDS = 3600
 MEAN_DIGITS = 12
 NOT_ENOUGH = "Not enough data: "
@@ -180,13 +179,6 @@ def per_question(data: BenchmarkData) -> pd.DataFrame:
 
 def _percent(value) -> float | None:
     return None if value is None or pd.isna(value) else 100 * float(value)
-
-
-def _number(value) -> float | None:
-    if value is None:
-        return None
-    value = float(value)
-    return None if np.isnan(value) else value
 
 
 def _models_n(data: BenchmarkData) -> str:
@@ -775,15 +767,9 @@ def _low_responses(data: BenchmarkData) -> Table:
 
 def _adjusted(rows: list[dict]) -> None:
     """The Benjamini-Hochberg adjusted p of each row with a p, over those rows (in place)."""
-    from scipy import stats
-
-    found = [i for i, r in enumerate(rows) if r["p"] is not None]
-    for row in rows:
-        row["p_bh"] = None
-    if found:
-        adjusted = stats.false_discovery_control([rows[i]["p"] for i in found], method="bh")
-        for i, value in zip(found, adjusted, strict=True):
-            rows[i]["p_bh"] = float(value)
+    adjusted = significance.benjamini_hochberg([row["p"] for row in rows])
+    for row, value in zip(rows, adjusted, strict=True):
+        row["p_bh"] = value
 
 
 def _family_note(rows: list[dict]) -> str:
@@ -808,21 +794,21 @@ def _undefined(reason: str) -> dict:
     return {"statistic": None, "p": None, "note": NOT_ENOUGH + reason}
 
 
-def wilcoxon_pair(x: np.ndarray, y: np.ndarray) -> dict:
-    from scipy import stats
+def _tested(result: significance.Outcome, note: str = "") -> dict:
+    return {"statistic": result.statistic, "p": result.p, "note": note}
 
-    n = len(x)
-    if n < MIN_PAIRS:
+
+def wilcoxon_pair(x: np.ndarray, y: np.ndarray) -> dict:
+    result = significance.wilcoxon(x, y, minimum=MIN_PAIRS)
+    n = result.n
+    if result.undefined is Undefined.TOO_FEW:
         return _undefined(
             f"{n} question{'s' if n != 1 else ''} both models answered "
             f"(at least {MIN_PAIRS} needed)."
         )
-    if np.all(x == y):
+    if result.undefined is Undefined.NO_DIFFERENCE:
         return _undefined(f"every one of the {n} differences is zero.")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        result = stats.wilcoxon(x, y)
-    return {"statistic": float(result.statistic), "p": _number(result.pvalue), "note": ""}
+    return _tested(result)
 
 
 def default_pairs(models: list[Model]) -> list[tuple[int, int]]:
@@ -895,23 +881,21 @@ def _wilcoxon(data: BenchmarkData, means: pd.DataFrame, pairs, *, default: bool)
 
 
 def _kruskal(data: BenchmarkData, means: pd.DataFrame) -> Table:
-    from scipy import stats
-
     rows = []
     for model in data.models:
         mine = means[means["model"] == model.id]
         groups = [g["mean"].to_numpy() for _t, g in mine.groupby("topic")]
         row = {"model": model.label, "topics": len(groups), "n": len(mine)}
-        if len(groups) < 2:
+        result = significance.kruskal(groups)
+        if result.undefined is Undefined.TOO_FEW:
             row |= _undefined(
                 f"{len(groups)} topic{'s' if len(groups) != 1 else ''} with "
                 "scored questions (at least 2 needed)."
             )
-        elif np.ptp(mine["mean"].to_numpy()) == 0:
+        elif result.undefined is Undefined.CONSTANT:
             row |= _undefined("every per-question mean is the same.")
         else:
-            result = stats.kruskal(*groups)
-            row |= {"statistic": float(result.statistic), "p": _number(result.pvalue), "note": ""}
+            row |= _tested(result)
         rows.append(row)
     _adjusted(rows)
     return Table(
@@ -947,8 +931,6 @@ def _kruskal(data: BenchmarkData, means: pd.DataFrame) -> Table:
 def _ks(data: BenchmarkData, means: pd.DataFrame, *, by: str) -> Table:
     """Per model, the questions with a label (`by`: prior, sensemaking or guidance) against
     those without it: each label against its absence, as the paper compares them."""
-    from scipy import stats
-
     name, title, first = {
         "prior": ("ks-prior", "Kolmogorov-Smirnov test: prior attempt mentioned or not",
                   "Mentions a prior attempt"),
@@ -969,12 +951,12 @@ def _ks(data: BenchmarkData, means: pd.DataFrame, *, by: str) -> Table:
             "n2": len(b),
             "left_out": len(mine) - len(labelled),
         }
-        if len(a) == 0 or len(b) == 0:
-            empty = first if len(a) == 0 else second
+        result = significance.kolmogorov_smirnov(a["mean"].to_numpy(), b["mean"].to_numpy())
+        if result.undefined is not None:
+            empty = first if result.undefined is Undefined.FIRST_EMPTY else second
             row |= _undefined(f"no question in the group “{empty}”.")
         else:
-            result = stats.ks_2samp(a["mean"].to_numpy(), b["mean"].to_numpy())
-            row |= {"statistic": float(result.statistic), "p": _number(result.pvalue), "note": ""}
+            row |= _tested(result)
         rows.append(row)
     _adjusted(rows)
     left_out = int(data.questions["verified"].eq(False).sum())
@@ -1023,15 +1005,8 @@ def _ks(data: BenchmarkData, means: pd.DataFrame, *, by: str) -> Table:
 def _spread(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Per group of per-question means: their mean, median, interquartile range (75th minus
     25th percentile, linear interpolation) and number."""
-    grouped = frame.groupby(by)["mean"]
-    return pd.DataFrame(
-        {
-            "mean": grouped.mean(),
-            "median": grouped.median(),
-            "iqr": grouped.quantile(0.75) - grouped.quantile(0.25),
-            "questions": grouped.size(),
-        }
-    )
+    found = descriptive.spread(frame, by=by, value="mean")
+    return found.rename(columns={"count": "questions"})
 
 
 def _count(n: int, unit: tuple[str, str]) -> str:
@@ -1041,24 +1016,22 @@ def _count(n: int, unit: tuple[str, str]) -> str:
 def spearman_across(x: np.ndarray, y: np.ndarray, *, what: str, unit=TOPICS) -> dict:
     """Spearman's rho of x with y over n points (topics, or (model, topic) cells): with its p,
     which over fewer than MEANINGFUL_POINTS points is kept but said not to be meaningful."""
-    from scipy import stats
-
-    n = len(x)
-    if n < MIN_TOPICS:
+    result = significance.spearman(x, y, minimum=MIN_TOPICS)
+    n = result.n
+    if result.undefined is Undefined.TOO_FEW:
         return _undefined(
             f"{_count(n, unit)} with scored questions (at least {MIN_TOPICS} needed)."
         )
-    if np.ptp(x) == 0 or np.ptp(y) == 0:
-        side = "mean" if np.ptp(x) == 0 else what
+    if result.undefined is not None:
+        side = "mean" if result.undefined is Undefined.FIRST_CONSTANT else what
         return _undefined(f"every {unit[0]} has the same {side}.")
-    result = stats.spearmanr(x, y)
     note = ""
     if n < MEANINGFUL_POINTS:
         note = (
             f"Over {_count(n, unit)}, fewer than {MEANINGFUL_POINTS}: the p is not meaningful "
             "(kept as data); read rho alone."
         )
-    return {"statistic": float(result.statistic), "p": _number(result.pvalue), "note": note}
+    return _tested(result, note)
 
 
 def _spearman_columns(first: list[Column]) -> list[Column]:
@@ -1182,35 +1155,21 @@ def _spearman_topics(data: BenchmarkData, means: pd.DataFrame) -> Table:
 
 def shape(values: np.ndarray, *, measure: str) -> dict:
     """Skewness (Fisher-Pearson g1) or excess kurtosis of `values`, with D'Agostino's test."""
-    from scipy import stats
-
-    n = len(values)
-    if n < 2 or np.ptp(values) == 0:
-        reason = f"{n} answer{'s' if n != 1 else ''}" if n < 2 else "every score is the same"
+    if measure == "skewness":
+        found, minimum = significance.skewness(values), significance.MIN_SKEWTEST
+    else:
+        found, minimum = significance.kurtosis(values), significance.MIN_KURTOSISTEST
+    n = found.n
+    if found.value is None:
+        too_few = found.undefined is Undefined.TOO_FEW
+        reason = f"{n} answer{'s' if n != 1 else ''}" if too_few else "every score is the same"
         return {**_undefined(reason + "."), "z": None}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        if measure == "skewness":
-            value = float(stats.skew(values, bias=True))
-            minimum, test = MIN_SKEWTEST, stats.skewtest
-        else:
-            value = float(stats.kurtosis(values, fisher=True, bias=True))
-            minimum, test = MIN_KURTOSISTEST, stats.kurtosistest
-        if n < minimum:
-            return {
-                "statistic": value,
-                "z": None,
-                "p": None,
-                "note": f"No p: the test needs at least {minimum} answers.",
-            }
-        result = test(values)
-    note = "The test is approximate under 20 answers." if measure != "skewness" and n < 20 else ""
-    return {
-        "statistic": value,
-        "z": float(result.statistic),
-        "p": _number(result.pvalue),
-        "note": note,
-    }
+    if found.undefined is Undefined.TOO_FEW:
+        note = f"No p: the test needs at least {minimum} answers."
+        return {"statistic": found.value, "z": None, "p": None, "note": note}
+    under = significance.KURTOSISTEST_APPROXIMATE_UNDER
+    note = f"The test is approximate under {under} answers." if found.approximate else ""
+    return {"statistic": found.value, "z": found.z, "p": found.p, "note": note}
 
 
 def _shape(data: BenchmarkData, *, measure: str) -> Table:

@@ -1,6 +1,6 @@
 """Two grading runs side by side: Table 3's overall means and Table 4's rates of both with
 their differences, the answers without a score in each, and, for the models in both, how
-far their per-question means agree across the two runs (Pearson and Spearman, scipy.stats).
+far their per-question means agree across the two runs (Pearson and Spearman, from stats/).
 Models are matched by their configuration and questions by their id, so that two graders of
 one sampling run, or two sampling runs of one bank, compare alike.
 """
@@ -13,6 +13,8 @@ import pandas as pd
 from django.core.cache import cache
 
 from apps.grading.models import GradingRun
+from stats import significance
+from stats.correlation import pearson
 
 from .benchmark import CACHE_SECONDS, CATEGORIES, NOT_ENOUGH, benchmark_data_cached, per_question
 from .benchmark_data import BenchmarkData, RunInfo, benchmark_fingerprint
@@ -199,8 +201,6 @@ def _missing(first: BenchmarkData, second: BenchmarkData) -> Table:
 
 
 def correlation(x: np.ndarray, y: np.ndarray) -> dict:
-    from scipy import stats
-
     n = len(x)
     empty = {"pearson": None, "pearson_p": None, "spearman": None, "spearman_p": None}
     if n < MIN_QUESTIONS:
@@ -208,16 +208,17 @@ def correlation(x: np.ndarray, y: np.ndarray) -> dict:
             **empty,
             "note": f"{NOT_ENOUGH}{n} questions in both runs (at least {MIN_QUESTIONS} needed).",
         }
-    if np.ptp(x) == 0 or np.ptp(y) == 0:
-        return {**empty, "note": f"{NOT_ENOUGH}every per-question mean of one run is the same."}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        pearson, spearman = stats.pearsonr(x, y), stats.spearmanr(x, y)
+        r = pearson(x, y)
+        rho = significance.spearman(x, y, minimum=MIN_QUESTIONS)
+    if r is None or rho.undefined is not None:
+        return {**empty, "note": f"{NOT_ENOUGH}every per-question mean of one run is the same."}
     return {
-        "pearson": float(pearson.statistic),
-        "pearson_p": float(pearson.pvalue),
-        "spearman": float(spearman.statistic),
-        "spearman_p": float(spearman.pvalue),
+        "pearson": r.r,
+        "pearson_p": r.p,
+        "spearman": rho.statistic,
+        "spearman_p": rho.p,
         "note": "",
     }
 

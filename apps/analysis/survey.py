@@ -1,7 +1,7 @@
 """The survey report of a user-perception study: people (after exclusions) and each proxy
 model apart, as the published PrivacyLens user study reported them.
 
-- Krippendorff's alpha (apps/analysis/agreement.py, equal to the `krippendorff` package):
+- Krippendorff's alpha (stats/agreement.py, equal to the `krippendorff` package):
   ordinal for the labelled scales, nominal for yes/no. Between people; within each proxy
   across its runs; across proxies. Units are (scenario, item) pairs: per item, and pooled over
   the scale items as one reliability matrix (the paper's pooled figure).
@@ -29,8 +29,8 @@ import numpy as np
 import pandas as pd
 
 from apps.surveys.models import AgeBand, Education, Gender, Income
+from stats import agreement, bootstrap, correlation, descriptive
 
-from . import agreement
 from .figures import Figure
 from .method import METHOD_TABLE, NOT_REPORTED, Fidelity, Method, method_table, report_entries
 from .models import RESAMPLES, SEED
@@ -98,7 +98,7 @@ class RhoSpec:
     per_scenario: int
 
     def estimate(self) -> tuple[float, float, int]:
-        return agreement.spearman(self.x, self.y)
+        return correlation.spearman(self.x, self.y)
 
     @property
     def scenarios(self) -> int:
@@ -108,7 +108,7 @@ class RhoSpec:
     def resamples(self, draws: np.ndarray) -> np.ndarray:
         k = self.per_scenario
         pairs = (draws[:, :, None] * k + np.arange(k)).reshape(draws.shape[0], -1)
-        return agreement.spearman_resamples(self.x, self.y, draws=pairs)
+        return correlation.spearman_resamples(self.x, self.y, draws=pairs)
 
 
 def _matrix(
@@ -175,12 +175,8 @@ def item_groups(items: list[Item]) -> dict[str, list[str]]:
 
 def proxy_consensus(frame: pd.DataFrame) -> pd.DataFrame:
     """One rating per (proxy, scenario, item): the lower median of the proxy's runs."""
-    keys = ["group", "scenario", "item"]
-    ordered = frame.sort_values([*keys, "value"], kind="stable")
-    grouped = ordered.groupby(keys, sort=False)
-    middle = grouped.cumcount() == (grouped["value"].transform("size") - 1) // 2
-    lower = ordered.loc[middle, [*keys, "value"]]
-    return lower.assign(rater=lower["group"]).reset_index(drop=True)
+    lower = descriptive.lower_median(frame, by=["group", "scenario", "item"], value="value")
+    return lower.assign(rater=lower["group"])
 
 
 def _scenario_means(frame: pd.DataFrame, items: list[Item], scenarios: int) -> np.ndarray:
@@ -284,11 +280,11 @@ def survey_intervals(
     specs = survey_statistics(data)
     if not data.scenarios or not specs:
         return {}
-    draws = agreement.resample_draws(len(data.scenarios), resamples=resamples, seed=seed)
+    draws = bootstrap.resample_draws(len(data.scenarios), resamples=resamples, seed=seed)
     out = {}
     for done, spec in enumerate(specs, start=1):
         estimate = spec.estimate()
-        interval = agreement.percentile_interval(
+        interval = bootstrap.percentile_interval(
             estimate if isinstance(spec, AlphaSpec) else estimate[0], spec.resamples(draws)
         )
         out[spec.key] = [

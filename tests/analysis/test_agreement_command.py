@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
-from apps.analysis import agreement
-from tests.analysis.test_agreement import KRIPPENDORFF_2011
+from stats import agreement
+from stats.bootstrap import resample_draws
+from tests.stats.test_agreement import KRIPPENDORFF_2011
 
 OBSERVERS = "ABCD"
 COLUMNS = ["--unit", "unit", "--rater", "observer", "--value", "score"]
@@ -74,7 +75,7 @@ def test_the_bootstrap_resamples_units_with_the_seed_given(worked_example):
 
     # Units are numbered as they first appear in the file: A rates u1-u9, then B u10 and u12.
     in_file_order = KRIPPENDORFF_2011[:, [*range(10), 11, 10]]
-    draws = agreement.resample_draws(12, resamples=300, seed=0)
+    draws = resample_draws(12, resamples=300, seed=0)
     expected = agreement.alpha_bootstrap(
         in_file_order, level="interval", clusters=np.arange(12), draws=draws
     )
@@ -92,7 +93,7 @@ def test_the_bootstrap_resamples_the_clusters_of_a_column(worked_example):
     )
 
     # units u1-u3 are g0, u4-u6 g1, ...: four clusters, in the order they first appear
-    draws = agreement.resample_draws(4, resamples=200, seed=0)
+    draws = resample_draws(4, resamples=200, seed=0)
     expected = agreement.alpha_bootstrap(
         KRIPPENDORFF_2011, level="ordinal", clusters=np.arange(12) // 3, draws=draws
     )
@@ -106,7 +107,7 @@ def test_resamples_where_alpha_is_undefined_are_counted(tmp_path):
 
     output = run(path, *COLUMNS, "--level", "interval", "--bootstrap", "100")
 
-    draws = agreement.resample_draws(2, resamples=100, seed=0)
+    draws = resample_draws(2, resamples=100, seed=0)
     only_first = int((draws == 0).all(axis=1).sum())
     assert only_first > 0
     assert f"{only_first} resample(s) left out: alpha is undefined" in output

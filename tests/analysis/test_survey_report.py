@@ -10,15 +10,18 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from apps.analysis import agreement, services
+from apps.analysis import services
 from apps.analysis.method import Fidelity
 from apps.analysis.models import BootstrapStatus, SurveyBootstrap
 from apps.analysis.survey import RESAMPLES, SEED, proxy_consensus, survey_report
 from apps.analysis.survey_data import survey_data, survey_fingerprint
 from apps.surveys.models import Answer, ParticipantKind, ReviewStatus, SurveyItem
+from stats import agreement
+from stats.bootstrap import resample_draws
 from tests.analysis.builders import person, proxy, rate
 from tests.analysis.conftest import ITEMS, SCALES
 from tests.factories import ModelConfigFactory
+from tests.stats.test_correlation import spearman_bootstrap
 
 pytestmark = [
     pytest.mark.django_db,
@@ -590,7 +593,7 @@ def test_the_intervals_equal_the_agreement_bootstrap_on_the_same_draws(rated_stu
     study = rated_study.study
     intervals = computed(study).intervals
     records = stored(study)
-    draws = agreement.resample_draws(8, resamples=RESAMPLES, seed=SEED)
+    draws = resample_draws(8, resamples=RESAMPLES, seed=SEED)
 
     matrix = reliability(records, who="people", codes=SCALES, scenarios=8)
     expected = agreement.alpha_bootstrap(
@@ -603,9 +606,8 @@ def test_the_intervals_equal_the_agreement_bootstrap_on_the_same_draws(rated_stu
 
     model = rated_study.models[0]
     people, proxy = means(records, "people", 8), means(records, model.pk, 8)
-    x, y = [proxy[s, "P1"] for s in range(8)], [people[s, "P1"] for s in range(8)]
-    expected = agreement.percentile_interval(
-        agreement.spearman(x, y)[0], agreement.spearman_resamples(x, y, draws=draws)
+    expected = spearman_bootstrap(
+        [proxy[s, "P1"] for s in range(8)], [people[s, "P1"] for s in range(8)], draws=draws
     )
     low, high, used, undefined = intervals[f"rho:model:{model.pk}:P1"]
     assert (low, high) == pytest.approx((expected.low, expected.high), abs=1e-12)

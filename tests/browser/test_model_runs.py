@@ -29,7 +29,7 @@ __all__ = ["engine_workers"]  # the fixture, imported to be found
 
 pytestmark = pytest.mark.worker
 
-QUESTIONS = 3  # the fewest for which Pearson's r says anything (statistics.MIN_N)
+QUESTIONS = 3  # the fewest for which Pearson's r says anything (stats.correlation.MIN_PAIRS)
 SAMPLES = 2
 MODEL_NAMES = ("offline-terse", "offline-friendly")
 RUN_TIMEOUT_MS = 180_000  # generous: the machine may be busy; this is no bound on speed

@@ -16,11 +16,12 @@ from apps.grading.services.calibration import (
     disagreement_resolve,
     expert_grade_save,
 )
-from apps.grading.statistics import label_agreement, score_correlation
 from apps.llm.models import PromptTemplate
 from apps.rubrics import scoring
 from apps.rubrics import services as rubric_services
 from apps.rubrics.models import Kind
+from stats.calibration import label_agreement
+from stats.correlation import pearson
 from tests.grading.calibration_builders import (  # noqa: F401  (fixtures)
     grade,
     graded,
@@ -230,7 +231,7 @@ def test_the_score_correlation_is_scipy_on_scores_by_the_scoring_rule(calibrated
     found = selectors.run_statistics(calibration_set=calibration.calibration_set, grading_run=run)
     overall = found.scores[0]
     assert overall.n == 3
-    assert overall.correlation == score_correlation(xs, ys)
+    assert overall.correlation == pearson(xs, ys)
     # Presentation labels all agree: both scores are the same, r is 1 or undefined.
     presentation = found.scores[2]
     assert presentation.correlation is None or presentation.correlation.r == pytest.approx(1.0)

@@ -8,8 +8,11 @@ error; a score is compared only for an answer whose criteria (of the subset meas
 have both labels, computed by the scoring rule on exactly those criteria.
 """
 
+from __future__ import annotations
+
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
@@ -18,7 +21,6 @@ from apps.llm.selectors import prompt_current
 from apps.rubrics import scoring
 from apps.rubrics.models import Kind, Polarity, Rubric, RubricState
 
-from .. import statistics
 from ..models import (
     Calibration,
     CalibrationSample,
@@ -28,6 +30,12 @@ from ..models import (
     GradingRun,
     Judgment,
 )
+
+if TYPE_CHECKING:
+    # The statistics bring numpy and scipy: imported where a report is computed, not in every
+    # process that loads grading.
+    from stats.calibration import Agreement
+    from stats.correlation import Correlation
 
 NOT_SETTLED = "the experts' final label is not settled yet"
 NO_JUDGMENT = (
@@ -263,7 +271,7 @@ class Pair:
 @dataclass(frozen=True)
 class ScoreRow:
     label: str
-    correlation: statistics.Correlation | None
+    correlation: Correlation | None
     n: int
     excluded: int  # answers left out: a criterion of theirs lacks one of the labels
 
@@ -271,7 +279,7 @@ class ScoreRow:
 @dataclass(frozen=True)
 class AgreementRow:
     label: str
-    agreement: statistics.Agreement | None
+    agreement: Agreement | None
     n: int
 
 
@@ -339,6 +347,8 @@ def _score(pairs: list[Pair], verdict) -> float:
 def score_rows(pairs: list[Pair]) -> list[ScoreRow]:
     """Pearson r of answer scores, auto-rater against expert-final, over all criteria and
     over each kind alone (the score computed over that subset)."""
+    from stats.correlation import pearson
+
     by_sample: dict[int, list[Pair]] = {}
     for pair in pairs:
         by_sample.setdefault(pair.sample.pk, []).append(pair)
@@ -357,7 +367,7 @@ def score_rows(pairs: list[Pair]) -> list[ScoreRow]:
         result.append(
             ScoreRow(
                 label=label,
-                correlation=statistics.score_correlation(rater, expert),
+                correlation=pearson(rater, expert),
                 n=len(rater),
                 excluded=excluded,
             )
@@ -367,6 +377,8 @@ def score_rows(pairs: list[Pair]) -> list[ScoreRow]:
 
 def agreement_rows(pairs: list[Pair]) -> list[AgreementRow]:
     """Per-criterion label agreement, overall, by kind and by polarity."""
+    from stats.calibration import label_agreement
+
     used = [p for p in pairs if not p.excluded]
     result = []
     for label, kind, polarity in GROUPS:
@@ -376,7 +388,7 @@ def agreement_rows(pairs: list[Pair]) -> list[AgreementRow]:
             if (kind is None or p.criterion.kind == kind)
             and (polarity is None or p.criterion.polarity == polarity)
         ]
-        agreement = statistics.label_agreement(
+        agreement = label_agreement(
             [p.rater_met for p in chosen], [p.row.final_met for p in chosen]
         )
         result.append(AgreementRow(label=label, agreement=agreement, n=len(chosen)))

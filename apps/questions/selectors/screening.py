@@ -4,8 +4,6 @@ Nothing here shows an open post's decisions: what a screener sees of a post befo
 deciding is the post alone, and the dashboard counts only completed pairs' decisions. The
 console follows the same rule (`decisions_shown_to`)."""
 
-import math
-import warnings
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -80,35 +78,29 @@ class Agreement:
 
     pairs: int
     agreed: int
+    percent: float | None
     kappa: float | None
     kappa_note: str
-
-    @property
-    def percent(self) -> float | None:
-        return 100 * self.agreed / self.pairs if self.pairs else None
 
 
 def agreement(first: list[bool], second: list[bool]) -> Agreement:
     """Percent agreement and Cohen's kappa (scikit-learn) of two lists of include (True) /
     exclude (False) decisions, pair by pair. Kappa is undefined when chance agreement is
     certain: both screenings put every post in one and the same class."""
-    pairs = len(first)
-    agreed = sum(a == b for a, b in zip(first, second, strict=True))
-    if not pairs:
-        return Agreement(0, 0, None, "no pair of decisions is complete yet")
+    # Imported here: the statistics bring numpy and scikit-learn, and only this page needs them.
+    from stats.agreement import agreed, cohen_kappa, percent_agreement
+
+    counts = (len(first), agreed(first, second), percent_agreement(first, second))
+    if not first:
+        return Agreement(*counts, None, "no pair of decisions is complete yet")
     classes = set(first) | set(second)
     if len(classes) < 2:
         only = "include" if classes == {True} else "exclude"
-        return Agreement(pairs, agreed, None, f"every decision is “{only}”")
-    # Imported here: scikit-learn takes a second to load, and only this page needs it.
-    from sklearn.metrics import cohen_kappa_score
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        kappa = float(cohen_kappa_score(first, second))
-    if math.isnan(kappa):
-        return Agreement(pairs, agreed, None, "chance agreement is certain")
-    return Agreement(pairs, agreed, kappa, "")
+        return Agreement(*counts, None, f"every decision is “{only}”")
+    kappa = cohen_kappa(first, second)
+    if kappa is None:
+        return Agreement(*counts, None, "chance agreement is certain")
+    return Agreement(*counts, kappa, "")
 
 
 def _pairs() -> dict[int, list]:

@@ -4,7 +4,8 @@ import numpy as np
 import pandas as pd
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.analysis.agreement import LEVELS, alpha, alpha_bootstrap, long_to_matrix, resample_draws
+from stats.agreement import LEVELS, alpha, alpha_bootstrap, long_to_matrix
+from stats.bootstrap import resample_draws
 
 FIRST_ROW_LINE = 2  # line 1 is the header
 

@@ -1,11 +1,16 @@
+"""Agreement: Krippendorff's alpha and its cluster bootstrap equal the `krippendorff` package
+and the published worked example; Cohen's kappa equals scikit-learn; the spread of each
+unit's ratings by hand."""
+
 import krippendorff
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import stats
+from sklearn.metrics import cohen_kappa_score
 
-from apps.analysis import agreement
-from apps.analysis.agreement import LEVELS
+from stats import agreement
+from stats.agreement import LEVELS
+from stats.bootstrap import resample_draws
 
 NAN = np.nan
 
@@ -143,12 +148,12 @@ def test_long_to_matrix_refuses_a_rater_who_rated_a_unit_twice():
 
 
 def test_resample_draws_are_seeded_and_in_range():
-    draws = agreement.resample_draws(7, resamples=50, seed=11)
+    draws = resample_draws(7, resamples=50, seed=11)
 
     assert draws.shape == (50, 7)
     assert draws.min() >= 0 and draws.max() <= 6
-    np.testing.assert_array_equal(draws, agreement.resample_draws(7, resamples=50, seed=11))
-    assert not np.array_equal(draws, agreement.resample_draws(7, resamples=50, seed=12))
+    np.testing.assert_array_equal(draws, resample_draws(7, resamples=50, seed=11))
+    assert not np.array_equal(draws, resample_draws(7, resamples=50, seed=12))
 
 
 def explicit_resample(data, clusters, drawn):
@@ -162,7 +167,7 @@ def test_the_vectorised_bootstrap_equals_alpha_on_explicitly_resampled_matrices(
     scenarios, items = 12, 3
     data = random_ratings(rng, raters=6, units=scenarios * items, missing=0.4)
     clusters = np.repeat(np.arange(scenarios), items)
-    draws = agreement.resample_draws(scenarios, resamples=40, seed=2)
+    draws = resample_draws(scenarios, resamples=40, seed=2)
 
     vectorised = agreement.alpha_resamples(data, level=level, clusters=clusters, draws=draws)
 
@@ -175,7 +180,7 @@ def test_the_vectorised_bootstrap_equals_alpha_on_explicitly_resampled_matrices(
 def test_the_bootstrap_passes_the_value_domain_on():
     data = random_ratings(np.random.default_rng(8), raters=4, units=15, values=3)
     clusters = np.arange(15)
-    draws = agreement.resample_draws(15, resamples=5, seed=4)
+    draws = resample_draws(15, resamples=5, seed=4)
 
     resampled = agreement.alpha_resamples(
         data, level="ordinal", clusters=clusters, draws=draws, value_domain=[3, 2, 1]
@@ -192,7 +197,7 @@ def test_the_bootstrap_interval_is_the_percentiles_of_the_resampled_alphas():
     rng = np.random.default_rng(6)
     data = random_ratings(rng, raters=5, units=20, missing=0.2)
     clusters = np.arange(20)
-    draws = agreement.resample_draws(20, resamples=200, seed=1)
+    draws = resample_draws(20, resamples=200, seed=1)
     resampled = [
         agreement.alpha(explicit_resample(data, clusters, drawn), level="interval")
         for drawn in draws
@@ -221,7 +226,7 @@ def test_resamples_without_expected_disagreement_are_left_out_and_counted():
 
 
 def test_the_bootstrap_refuses_clusters_that_do_not_match_the_draws():
-    draws = agreement.resample_draws(3, resamples=5)
+    draws = resample_draws(3, resamples=5)
 
     with pytest.raises(ValueError, match="one cluster index per unit"):
         agreement.alpha_bootstrap(KRIPPENDORFF_2011, level="nominal", clusters=[0, 1], draws=draws)
@@ -229,55 +234,6 @@ def test_the_bootstrap_refuses_clusters_that_do_not_match_the_draws():
         agreement.alpha_bootstrap(
             KRIPPENDORFF_2011, level="nominal", clusters=np.arange(12) % 4, draws=draws
         )
-
-
-def test_spearman_drops_pairs_with_a_missing_side():
-    x = [1, 2, NAN, 4, 5, 6]
-    y = [2, 1, 3, 5, NAN, 7]
-
-    rho, p, n = agreement.spearman(x, y)
-
-    expected = stats.spearmanr([1, 2, 4, 6], [2, 1, 5, 7])
-    assert n == 4
-    assert (rho, p) == pytest.approx((expected.statistic, expected.pvalue))
-
-
-def spearman_bootstrap(x, y, *, draws) -> agreement.Interval:
-    """Rho with its percentile interval over the resamples, as a survey report makes it."""
-    return agreement.percentile_interval(
-        agreement.spearman(x, y)[0], agreement.spearman_resamples(x, y, draws=draws)
-    )
-
-
-def test_the_spearman_bootstrap_equals_spearmanr_on_explicit_resamples_with_ties():
-    rng = np.random.default_rng(7)
-    x = rng.integers(1, 5, size=30).astype(float)  # few values: many ties
-    y = x + rng.integers(-1, 2, size=30)
-    draws = agreement.resample_draws(30, resamples=300, seed=3)
-    explicit = [stats.spearmanr(x[d], y[d]).statistic for d in draws]
-
-    interval = spearman_bootstrap(x, y, draws=draws)
-
-    assert interval.estimate == pytest.approx(stats.spearmanr(x, y).statistic)
-    assert interval.low == pytest.approx(np.percentile(explicit, 2.5), abs=1e-9)
-    assert interval.high == pytest.approx(np.percentile(explicit, 97.5), abs=1e-9)
-    np.testing.assert_allclose(
-        agreement.spearman_resamples(x, y, draws=draws), explicit, rtol=0, atol=1e-9
-    )
-
-
-def test_the_spearman_bootstrap_leaves_out_missing_pairs_and_constant_resamples():
-    x = np.array([1.0, 2.0, 3.0, NAN, 5.0])
-    y = np.array([1.0, 3.0, 2.0, 4.0, 4.0])
-    draws = np.array([[0, 1, 2, 3, 4], [0, 0, 0, 3, 3], [4, 2, 1, 1, 3]])
-
-    interval = spearman_bootstrap(x, y, draws=draws)
-
-    # Row 1 holds only x = 1 once the pair with nan is out: constant, rho undefined.
-    assert (interval.resamples_used, interval.resamples_undefined) == (2, 1)
-    first = stats.spearmanr([1, 2, 3, 5], [1, 3, 2, 4]).statistic
-    third = stats.spearmanr([5, 3, 2, 2], [4, 2, 3, 3]).statistic
-    assert interval.low == pytest.approx(np.percentile([first, third], 2.5))
 
 
 def test_rating_ranges_count_units_by_the_spread_of_their_ratings():
@@ -324,3 +280,31 @@ def test_ecdf_gives_the_share_of_values_at_or_below_each_value():
 
     np.testing.assert_array_equal(x, [0, 0.5, 1])
     np.testing.assert_allclose(y, [0.2, 0.8, 1.0])
+
+
+def test_cohen_kappa_equals_scikit_learn_and_by_hand():
+    # first against second: 4 both yes, 2 yes/no, 1 no/yes, 3 both no. p_o = 0.7,
+    # p_e = (6/10)(5/10) + (4/10)(5/10) = 0.5, kappa = (0.7 - 0.5) / 0.5 = 0.4.
+    first = [True] * 6 + [False] * 4
+    second = [True] * 4 + [False] * 2 + [True] + [False] * 3
+    assert agreement.cohen_kappa(first, second) == pytest.approx(0.4)
+    rng = np.random.default_rng(9)
+    a = rng.integers(0, 3, size=80)
+    b = np.where(rng.random(80) < 0.7, a, rng.integers(0, 3, size=80))
+    assert agreement.cohen_kappa(a, b) == pytest.approx(cohen_kappa_score(a, b))
+    assert agreement.cohen_kappa(a, b, labels=[2, 1, 0]) == pytest.approx(
+        cohen_kappa_score(a, b, labels=[0, 1, 2])
+    )
+
+
+def test_cohen_kappa_is_none_where_chance_agreement_is_certain():
+    assert agreement.cohen_kappa([True, True, True], [True, True, True]) is None
+    assert agreement.cohen_kappa([1, 1], [1, 1], labels=[True, False]) is None
+
+
+def test_percent_agreement_counts_the_pairs_that_agree():
+    assert agreement.agreed([1, 2, 3, 4], [1, 2, 0, 4]) == 3
+    assert agreement.percent_agreement([1, 2, 3, 4], [1, 2, 0, 4]) == 75.0
+    assert agreement.percent_agreement([], []) is None
+    with pytest.raises(ValueError):
+        agreement.agreed([1, 2], [1])

@@ -1,7 +1,8 @@
-"""Agreement statistics: Krippendorff's alpha, Spearman's rho, and their cluster bootstrap.
+"""Agreement between raters: Krippendorff's alpha with its cluster bootstrap, Cohen's kappa,
+percent agreement, and the spread of the ratings of each unit.
 
-Pure functions over numpy arrays; they know no model. A reliability matrix is raters x units,
-np.nan where a rater did not rate a unit (the layout of the `krippendorff` package).
+A reliability matrix is raters x units, np.nan where a rater did not rate a unit (the layout of
+the `krippendorff` package).
 
 Alpha is computed from coincidence matrices as in K. Krippendorff, "Computing Krippendorff's
 Alpha-Reliability" (2011): unit u contributes (n_uc n_uk - [c = k] n_uc) / (m_u - 1) to the
@@ -15,29 +16,16 @@ bootstrap resample's coincidences are a weighted sum of per-cluster coincidences
 product gives every resample's, with no resampled matrix ever built.
 """
 
-from dataclasses import dataclass
+import math
+import warnings
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+
+from .bootstrap import Interval, draw_counts, percentile_interval
 
 LEVELS = ("nominal", "ordinal", "interval", "ratio")
-CONFIDENCE = 0.95
-
-
-@dataclass(frozen=True)
-class Interval:
-    """A statistic with its percentile bootstrap interval (CONFIDENCE).
-
-    `resamples_undefined` counts the resamples where the statistic has no value (alpha with no
-    expected disagreement, rho with a constant side); they are left out of the percentiles.
-    """
-
-    estimate: float
-    low: float
-    high: float
-    resamples_used: int
-    resamples_undefined: int
 
 
 # --- Krippendorff's alpha ------------------------------------------------------------------
@@ -214,44 +202,12 @@ def alpha(data, *, level: str, value_domain=None) -> float:
     return float(_alphas(counts, weight, domain, level, one_cluster, np.ones((1, 1)))[0])
 
 
-def resample_draws(n_clusters: int, *, resamples: int = 1000, seed: int = 0) -> np.ndarray:
-    """resamples x n_clusters cluster indices drawn with replacement, from a seeded generator.
-
-    One report draws once and passes the same draws to every statistic, so that all of its
-    intervals rest on the same resamples.
-    """
-    if n_clusters < 1 or resamples < 1:
-        raise ValueError("A bootstrap needs at least one cluster and one resample.")
-    return np.random.default_rng(seed).integers(0, n_clusters, size=(resamples, n_clusters))
-
-
-def _draw_counts(draws: np.ndarray) -> np.ndarray:
-    """resamples x n_clusters: how often each resample drew each cluster."""
-    resamples, n_clusters = draws.shape
-    offsets = np.arange(resamples)[:, None] * n_clusters
-    flat = np.bincount((draws + offsets).ravel(), minlength=resamples * n_clusters)
-    return flat.reshape(resamples, n_clusters).astype(float)
-
-
-def percentile_interval(estimate: float, values: np.ndarray) -> Interval:
-    defined = values[~np.isnan(values)]
-    tail = (1 - CONFIDENCE) / 2 * 100
-    low, high = np.percentile(defined, [tail, 100 - tail]) if defined.size else (np.nan, np.nan)
-    return Interval(
-        estimate=estimate,
-        low=float(low),
-        high=float(high),
-        resamples_used=int(defined.size),
-        resamples_undefined=int(values.size - defined.size),
-    )
-
-
 def alpha_resamples(data, *, level: str, clusters, draws, value_domain=None) -> np.ndarray:
     """Alpha of every cluster resample in `draws` (nan where it is undefined).
 
     `clusters[u]` is the cluster (0 .. n_clusters - 1) of unit u, the column u of `data`;
-    `draws` come from `resample_draws(n_clusters)`. A resample holds every unit of each drawn
-    cluster, as often as the cluster was drawn; no resampled matrix is ever built.
+    `draws` come from `bootstrap.resample_draws(n_clusters)`. A resample holds every unit of
+    each drawn cluster, as often as the cluster was drawn; no resampled matrix is ever built.
     """
     matrix, domain, counts, weight = _prepared(data, level, value_domain)
     clusters = np.asarray(clusters, dtype=int)
@@ -261,7 +217,7 @@ def alpha_resamples(data, *, level: str, clusters, draws, value_domain=None) -> 
         raise ValueError("`clusters` needs one cluster index per unit.")
     if clusters.min() < 0 or clusters.max() >= n_clusters:
         raise ValueError(f"Cluster indices must lie in 0..{n_clusters - 1}, as in the draws.")
-    return _alphas(counts, weight, domain, level, clusters, _draw_counts(draws))
+    return _alphas(counts, weight, domain, level, clusters, draw_counts(draws))
 
 
 def alpha_bootstrap(data, *, level: str, clusters, draws, value_domain=None) -> Interval:
@@ -288,44 +244,31 @@ def long_to_matrix(frame: pd.DataFrame, *, unit: str, rater: str, value: str):
     return matrix, list(unit_labels), list(rater_labels)
 
 
-# --- Spearman's rho --------------------------------------------------------------------------
+# --- Two raters' labels -----------------------------------------------------------------------
 
 
-def spearman(x, y) -> tuple[float, float, int]:
-    """(rho, two-sided p, pairs used) by scipy.stats.spearmanr, pairs with a nan left out."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    both = ~(np.isnan(x) | np.isnan(y))
-    n = int(both.sum())
-    # A constant side has no rho: scipy says so with nan and a warning in every request's log.
-    if n < 2 or np.ptp(x[both]) == 0 or np.ptp(y[both]) == 0:
-        return np.nan, np.nan, n
-    result = stats.spearmanr(x[both], y[both])
-    return float(result.statistic), float(result.pvalue), n
+def agreed(first: Sequence, second: Sequence) -> int:
+    """How many pairs (first[i], second[i]) hold the same label."""
+    return sum(a == b for a, b in zip(first, second, strict=True))
 
 
-def spearman_resamples(x, y, *, draws) -> np.ndarray:
-    """Rho of every resample of the pairs in `draws` ((x[i], y[i]) is cluster i); nan where a
-    side is constant.
+def percent_agreement(first: Sequence, second: Sequence) -> float | None:
+    """The percent of pairs that hold the same label; None when there is no pair."""
+    return 100 * agreed(first, second) / len(first) if len(first) else None
 
-    Every resample is ranked at once (average ranks for ties, as spearmanr does) and rho is the
-    Pearson correlation of the ranks, row by row. Pairs with a nan are left out of each resample.
-    """
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    draws = np.asarray(draws, dtype=int)
-    if x.shape != y.shape or draws.shape[1] != x.size:
-        raise ValueError("x and y need one value per cluster of the draws.")
-    missing = np.isnan(x) | np.isnan(y)
-    xs = np.where(missing, np.nan, x)[draws]
-    ys = np.where(missing, np.nan, y)[draws]
-    x_ranks = stats.rankdata(xs, axis=1, nan_policy="omit")
-    y_ranks = stats.rankdata(ys, axis=1, nan_policy="omit")
-    x_dev = x_ranks - np.nanmean(x_ranks, axis=1, keepdims=True)
-    y_dev = y_ranks - np.nanmean(y_ranks, axis=1, keepdims=True)
-    x_ss, y_ss = np.nansum(x_dev**2, axis=1), np.nansum(y_dev**2, axis=1)
-    # Ranks are multiples of 1/2, so a side with any spread has a sum of squares >= 1/2.
-    defined = (x_ss > 1e-9) & (y_ss > 1e-9)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(defined, np.nansum(x_dev * y_dev, axis=1) / np.sqrt(x_ss * y_ss), np.nan)
+
+def cohen_kappa(first: Sequence, second: Sequence, *, labels=None) -> float | None:
+    """Cohen's kappa of two raters' labels, pair by pair (scikit-learn's cohen_kappa_score,
+    over `labels` when given); None where it is undefined: chance agreement is certain, as
+    when both raters use one and the same class only."""
+    # Imported here: scikit-learn takes a second to load, and few pages need it.
+    from sklearn.metrics import cohen_kappa_score
+
+    with warnings.catch_warnings():
+        # scikit-learn warns where kappa is undefined; that case is answered with None.
+        warnings.simplefilter("ignore")
+        kappa = float(cohen_kappa_score(first, second, labels=labels))
+    return None if math.isnan(kappa) else kappa
 
 
 # --- Spread of the ratings of each unit ------------------------------------------------------
@@ -353,8 +296,9 @@ def unit_sds(data, *, ddof: int = 0) -> np.ndarray:
     """The standard deviation of each unit's ratings (numpy's, with `ddof`: 0 the population
     SD, 1 the sample SD); nan for a unit with fewer than two ratings.
 
-    The paper's Figure 5 maps the answers to -1..1 first (the caller does that: SurveyData's
-    "unit" column) and does not say which SD it plots: the caller chooses, and says so.
+    The paper's Figure 5 maps the answers to -1..1 first (the caller does that:
+    apps/analysis/survey_data.py) and does not say which SD it plots: the caller chooses,
+    and says so.
     """
     matrix = _as_matrix(data)
     rated = (~np.isnan(matrix)).sum(axis=0)
