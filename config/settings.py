@@ -251,7 +251,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     # One name for each set of choices that several fields share (runs' statuses, kinds).
     "ENUM_NAME_OVERRIDES": {
-        "RunStatusEnum": "apps.runs.models.RunStatus",
+        "RunStatusEnum": "apps.llm.models.RunStatus",
         "ResponseStatusEnum": "apps.runs.models.ResponseStatus",
         "CallStateEnum": "apps.grading.models.CallState",
         "CriterionKindEnum": "apps.rubrics.models.Kind",
