@@ -33,7 +33,6 @@ from .rows import (
     scores_record,
 )
 
-call_seed = engine.call_seed
 MAX_ERROR_CHARS = runs.MAX_ERROR_CHARS
 MAX_RAW_CHARS = 20_000
 STATES = leases.LeaseStates(
@@ -237,7 +236,7 @@ class CriterionWork(_GradingWork):
             except PromptError as exc:
                 refused.append((judgment.pk, str(exc)))
                 continue
-            seed = call_seed(run.seed, judgment.response_id, judgment.criterion_id)
+            seed = engine.call_seed(run.seed, judgment.response_id, judgment.criterion_id)
             calls.append(
                 engine.Call(
                     row_id=judgment.pk,
@@ -317,7 +316,10 @@ class ChecklistWork(_GradingWork):
                     model=run.grader,
                     messages=messages,
                     purpose=PURPOSE[self.mode],
-                    params={**run.params, "seed": call_seed(run.seed, checklist.response_id)},
+                    params={
+                        **run.params,
+                        "seed": engine.call_seed(run.seed, checklist.response_id),
+                    },
                     schema=CHECKLIST_SCHEMA,
                     check=checklist_check(len(listed)),
                     prompt=run.prompt,
