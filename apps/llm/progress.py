@@ -1,6 +1,7 @@
 """Where a bulk run stands, counted from the rows that stand for its calls (apps/llm/engine.py):
 what every run page (sampling runs, proxy runs) shows and polls. Counted in two aggregate
-queries whatever the run's size, never from counters."""
+queries whatever the run's size, never from counters. And the urls those pages' progress and
+controls partials (templates/partials/run_progress.html, run_controls.html) poll and post to."""
 
 import datetime as dt
 from dataclasses import dataclass, field
@@ -8,6 +9,7 @@ from decimal import Decimal
 
 from django.db.models import Avg, Count, DecimalField, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
+from django.urls import reverse
 from django.utils import timezone
 
 from .leases import LeaseStates
@@ -18,6 +20,8 @@ GAVE_UP_LABEL = "The worker stopped repeatedly"
 # The `error_kind` a retry form sends for rows a worker gave up on (stored as ""): what the
 # runs' retry services take for them.
 GAVE_UP_KEY = "worker"
+# What a run page's controls and progress post to, each a route of its own.
+RUN_MOVES = ("launch", "pause", "resume", "cancel", "budget", "retry")
 
 
 @dataclass(frozen=True)
@@ -138,3 +142,11 @@ def rows_errors(rows: QuerySet, *, failed: str) -> list[ErrorKind]:
         for row in grouped
     ]  # fmt: skip
     return sorted(errors, key=lambda e: (-e.count, e.label))
+
+
+def run_urls(route: str, *args, moves=RUN_MOVES, **more: str) -> dict[str, str]:
+    """The urls of a run's progress and controls partials: each of `moves` reversed from
+    `route` with the move in place of `{move}` ("runs:{move}") and `args`, and `more` as given
+    (`poll`: the page the progress polls; `failed`: where the failed rows are read). The
+    partials offer no move whose url is missing."""
+    return {move: reverse(route.format(move=move), args=args) for move in moves} | more

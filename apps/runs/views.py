@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 from apps.accounts.roles import Role, role_required
 from apps.console.csv_export import copy_csv_response
 from apps.llm.models import RunStatus
+from apps.llm.progress import run_urls
 
 from . import selectors, services
 from .errors import RunError
@@ -94,13 +95,13 @@ def run_detail(request, run_id: int):
     page polls (the `progress` partial alone, for an htmx request) while the run runs."""
     run = _run(run_id)
     if request.htmx:  # the poll: the status badge in the heading comes along, out of band
-        context = _progress_context(run) | {"oob": True}
+        progress = selectors.run_progress(run=run)
+        context = _controls_context(run) | {"progress": progress, "oob": True}
         return render(request, "runs/detail.html#progress", context)
     models = list(run.model_configs.order_by("display_name"))
-    context = {
-        "run": run, "models": models, "questions_count": run.questions.count(),
+    context = _controls_context(run) | {
+        "models": models, "questions_count": run.questions.count(),
         "selection": selectors.selection_described(selection=run.selection),
-        "budget_form": BudgetForm(initial={"budget_usd": run.budget_usd}),
         "notes": selectors.run_fidelity_notes(run=run),
     }  # fmt: skip
     if run.status == RunStatus.DRAFT:
@@ -109,18 +110,19 @@ def run_detail(request, run_id: int):
             samples_per_item=run.samples_per_item, prompt=run.prompt,
         )  # fmt: skip
     else:
-        context |= _progress_context(run)
+        context["progress"] = selectors.run_progress(run=run)
     return render(request, "runs/detail.html", context)
 
 
-def _progress_context(run: SamplingRun) -> dict:
-    urls = {
-        name: reverse(f"runs:{name}", args=[run.pk])
-        for name in ("pause", "resume", "retry", "cancel")
-    }
-    urls["poll"] = reverse("runs:detail", args=[run.pk])
-    urls["failed"] = reverse("runs:responses", args=[run.pk]) + "?status=failed"
-    return {"run": run, "progress": selectors.run_progress(run=run), "urls": urls}
+def _controls_context(run: SamplingRun) -> dict:
+    """What the run's progress and controls partials read but the progress; cancelling asks
+    first (`run_cancel`)."""
+    urls = run_urls(
+        "runs:{move}", run.pk, poll=reverse("runs:detail", args=[run.pk]),
+        failed=reverse("runs:responses", args=[run.pk]) + "?status=failed",
+    )  # fmt: skip
+    budget_form = BudgetForm(initial={"budget_usd": run.budget_usd})
+    return {"run": run, "urls": urls, "budget_form": budget_form, "confirm_cancel": True}
 
 
 def _moved(request, run_id: int, move, done: str):

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from apps.accounts.roles import Role, role_required
 from apps.llm.models import RunStatus
+from apps.llm.progress import run_urls
 
 from . import selectors, services
 from .errors import SurveyError
@@ -57,14 +58,14 @@ def proxy_runs(request, study_id: int):
 def proxy_run(request, study_id: int, run_id: int):
     run = _run(study_id, run_id)
     if request.htmx:  # the poll: the status badge in the heading comes along, out of band
-        context = _progress_context(run) | {"oob": True}
+        progress = selectors.proxy_run_progress(run=run)
+        context = _controls_context(run) | {"progress": progress, "oob": True}
         return render(request, "surveys/proxy_run.html#progress", context)
     models = list(run.model_configs.order_by("display_name"))
-    context = {
-        "run": run, "study": run.study, "models": models,
+    context = _controls_context(run) | {
+        "study": run.study, "models": models,
         "scenarios": run.study.study_scenarios.count(),
         "items": services.proxy_items(study=run.study),
-        "budget_form": BudgetForm(initial={"budget_usd": run.budget_usd}),
         "notes": selectors.proxy_run_fidelity_notes(run=run, models=models),
     }  # fmt: skip
     if run.status == RunStatus.DRAFT:
@@ -72,16 +73,16 @@ def proxy_run(request, study_id: int, run_id: int):
             study=run.study, models=models, runs_per_model=run.runs_per_model, prompt=run.prompt
         )
     else:
-        context |= _progress_context(run)
+        context["progress"] = selectors.proxy_run_progress(run=run)
     return render(request, "surveys/proxy_run.html", context)
 
 
-def _progress_context(run: ProxyRun) -> dict:
+def _controls_context(run: ProxyRun) -> dict:
+    """What the run's progress and controls partials read but the progress."""
     args = [run.study_id, run.pk]
-    urls = {name: reverse(f"surveys:proxy_run_{name}", args=args)
-            for name in ("pause", "resume", "retry", "cancel")}  # fmt: skip
-    urls["poll"] = reverse("surveys:proxy_run", args=args)
-    return {"run": run, "progress": selectors.proxy_run_progress(run=run), "urls": urls}
+    urls = run_urls("surveys:proxy_run_{move}", *args, poll=reverse("surveys:proxy_run", args=args))
+    budget_form = BudgetForm(initial={"budget_usd": run.budget_usd})
+    return {"run": run, "urls": urls, "budget_form": budget_form}
 
 
 def _moved(request, study_id: int, run_id: int, move, done: str):

@@ -184,7 +184,7 @@ def test_a_researcher_samples_grades_and_calibrates_from_the_pages(
     assert (grading.mode, grading.grader) == (GradingMode.CHECKLIST, made["grader"])
     page.get_by_role("button", name="Launch", exact=True).click()
     expect(page.get_by_test_id("run-status")).to_have_text("Finished", timeout=RUN_TIMEOUT_MS)
-    expect(page.locator("[data-count=calls-done]")).to_have_text(str(calls))
+    expect(page.get_by_test_id("progress").get_by_test_id("done")).to_have_text(str(calls))
     judged = Judgment.objects.filter(grading_run=grading)
     met = judged.filter(met=True).count()
     expect(page.locator("[data-count=judgments-met]")).to_have_text(str(met))

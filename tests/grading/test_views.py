@@ -39,7 +39,12 @@ def criteria_per_answer(sampling_run) -> int:
 
 
 def counts(html: str) -> dict[str, int]:
-    return {k: int(v) for k, v in re.findall(r'data-count="([\w-]+)">(\d+)<', html)}
+    """The judgments' counts (data-count) and the grader calls' (the progress partial's
+    data-testid, as calls-<state>)."""
+    found = {k: int(v) for k, v in re.findall(r'data-count="([\w-]+)">(\d+)<', html)}
+    calls = re.findall(r'data-testid="(done|failed|pending|running|total)">(\d+)<', html)
+    states = {"failed": "error"}
+    return found | {f"calls-{states.get(k, k)}": int(v) for k, v in calls}
 
 
 @pytest.fixture
@@ -202,7 +207,7 @@ def test_retry_puts_errored_calls_back(client_researcher, answered, offline_prov
     grader = offline_model(offline_provider(rate_malformed=1.0), name="offline-grader")
     run = graded_run(answered, grader)
     html = client_researcher.get(reverse("grading:run_detail", args=[run.pk])).content.decode()
-    assert "Answer failed validation: 4" in html and "Retry these" in html
+    assert "<td>Answer failed validation</td><td>4</td>" in html and "Retry these" in html
     response = client_researcher.post(
         reverse("grading:errors_retry", args=[run.pk]), {"error_kind": "invalid_output"},
         follow=True,

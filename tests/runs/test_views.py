@@ -287,7 +287,7 @@ def test_launch_queues_the_engine_and_the_page_polls_until_the_run_finishes(
     assert run.status == RunStatus.RUNNING
     assert "Launched" in response.text and "Running: the workers" in response.text
     assert 'hx-trigger="every 2s"' in response.text
-    assert f'href="{url("detail", run)}" hx-get="{url("detail", run)}"' in response.text
+    assert f'href="{url("detail", run)}#progress" hx-get="{url("detail", run)}"' in response.text
     assert f"/grading/new/?sampling_run={run.pk}" in response.text
 
     partial = researcher.get(url("detail", run), **HX).text

@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from apps.llm import costs
 from apps.llm.models import ModelConfig, PromptTemplate, RunStatus
+from apps.llm.progress import RunCounts
 from apps.rubrics.models import Criterion, Rubric, RubricState
 from apps.runs.models import Response, ResponseStatus, SamplingRun
 
@@ -174,18 +175,30 @@ class Progress:
     eta_seconds: float | None
     cost_usd: Decimal
     budget_usd: Decimal | None
-    errors: list[dict] = field(default_factory=list)
+    errors: list[dict] = field(default_factory=list)  # key (what a retry sends), label, count
     reused: int = 0
     answers_waiting: int = 0
     running: bool = False
+    measured_at: dt.datetime | None = None
+
+    # The grader calls as every run's progress partial reads a run's rows
+    # (templates/partials/run_progress.html, apps/llm/progress.py).
+    @property
+    def counts(self) -> RunCounts:
+        return RunCounts(
+            total=self.calls_total, done=self.calls["done"], failed=self.calls["error"],
+            pending=self.calls["pending"], running=self.calls["running"], cost_usd=self.cost_usd,
+        )  # fmt: skip
 
     @property
-    def eta_text(self) -> str:
-        if self.eta_seconds is None:
-            return ""
-        minutes, seconds = divmod(round(self.eta_seconds), 60)
-        hours, minutes = divmod(minutes, 60)
-        return f"{hours} h {minutes} min" if hours else f"{minutes} min {seconds} s"
+    def calls_per_second(self) -> float:
+        return self.rate_per_second
+
+    @property
+    def eta_at(self) -> dt.datetime | None:
+        if self.eta_seconds is None or self.measured_at is None:
+            return None
+        return self.measured_at + dt.timedelta(seconds=self.eta_seconds)
 
 
 def grading_progress(*, run: GradingRun, now: dt.datetime | None = None) -> Progress:
@@ -229,7 +242,7 @@ def grading_progress(*, run: GradingRun, now: dt.datetime | None = None) -> Prog
             or 0
         )
     errors = [
-        {"kind": row["error_kind"] or "worker", "label": error_label(row["error_kind"]),
+        {"key": row["error_kind"] or "worker", "label": error_label(row["error_kind"]),
          "count": row["n"]}
         for row in table.objects.filter(grading_run=run, status=CallState.ERROR)
         .values("error_kind").annotate(n=Count("pk")).order_by("-n", "error_kind")
@@ -243,7 +256,7 @@ def grading_progress(*, run: GradingRun, now: dt.datetime | None = None) -> Prog
         eta_seconds=left / rate if rate and left else None, cost_usd=cost,
         budget_usd=run.budget_usd, errors=errors, reused=reused,
         answers_waiting=answers_ungraded(run).count(),
-        running=run.status == RunStatus.RUNNING,
+        running=run.status == RunStatus.RUNNING, measured_at=now,
     )  # fmt: skip
 
 

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_POST
 from apps.accounts.roles import Role, role_required
 from apps.console.csv_export import copy_csv_response, csv_rows
 from apps.llm.models import RunStatus
+from apps.llm.progress import run_urls
 from apps.questions.models import Question
 from apps.rubrics.models import Kind, Polarity
 from apps.runs.models import Response
@@ -65,8 +66,17 @@ def run_new(request):
 @role_required(Role.RESEARCHER)
 def run_detail(request, pk: int):
     run = _run(pk)
-    context = {"run": run, "progress": selectors.grading_progress(run=run)}
-    if request.htmx:  # the progress poll: only its partial
+    urls = run_urls(
+        "grading:run_{move}", run.pk, moves=("launch", "pause", "resume", "cancel", "budget"),
+        retry=reverse("grading:errors_retry", args=[run.pk]),
+        poll=reverse("grading:run_detail", args=[run.pk]),
+    )  # fmt: skip
+    context = {
+        "run": run, "progress": selectors.grading_progress(run=run), "urls": urls,
+        "budget_form": BudgetForm(initial={"budget_usd": run.budget_usd}),
+    }  # fmt: skip
+    if request.htmx:  # the progress poll: only its partial, the heading's badge out of band
+        context["oob"] = True
         response = render(request, "grading/run_detail.html#progress", context)
         if run.status != RunStatus.RUNNING:
             # The run stopped: reload the page once, so that its scores are the final ones.
@@ -76,8 +86,7 @@ def run_detail(request, pk: int):
     context |= {
         "notes": selectors.run_fidelity_notes(run), "by_model": by_model,
         "totals": selectors.scores_totals(by_model), "scoring_rule": selectors.SCORING_RULE,
-        "by_topic": selectors.scores_by_topic_model(run=run), "budget_form": BudgetForm(
-            initial={"budget_usd": run.budget_usd}),
+        "by_topic": selectors.scores_by_topic_model(run=run),
         "estimate": selectors.grading_estimate(run=run) if run.status == RunStatus.DRAFT else None,
     }  # fmt: skip
     return render(request, "grading/run_detail.html", context)

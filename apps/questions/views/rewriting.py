@@ -6,6 +6,7 @@ its work after its transaction commits; the services never queue anything."""
 from django import forms
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from apps.accounts.roles import Role, role_required
@@ -118,7 +119,15 @@ def _start(request, data) -> RewriteJob | None:
 
 def _jobs_context() -> dict:
     jobs = selectors.rewrite_jobs()
-    return {"jobs": jobs, "polling": any(j.status == "running" for j in jobs)}
+    return {
+        "jobs": [(job, _job_urls(job)) for job in jobs],
+        "polling": any(job.status == "running" for job in jobs),
+    }
+
+
+def _job_urls(job: RewriteJob) -> dict[str, str]:
+    """What a job's controls post to: one route takes every move."""
+    return {move: reverse("questions:rewrite-job-move", args=[job.pk, move]) for move in JOB_MOVES}
 
 
 JOB_MOVES = {
