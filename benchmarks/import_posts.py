@@ -73,8 +73,11 @@ def import_run(path: Path) -> tuple[float, float, int, str]:
     started = time.perf_counter()
     process = subprocess.Popen(
         [sys.executable, "manage.py", "import_posts", str(path)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-    )  # fmt: skip
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     out = process.stdout.read()
     _pid, status, usage = os.wait4(process.pid, 0)
     elapsed = time.perf_counter() - started
@@ -129,10 +132,14 @@ def inner(opts) -> int:
     say("")
     say("| path | rows | seconds | rows/s |")
     say("|---|---|---|---|")
-    say(f"| raw COPY (FORMAT csv) into an unindexed scratch table | {raw_rows:,} | "
-        f"{raw_s:.1f} | {raw_rows / raw_s:,.0f} |")  # fmt: skip
-    say(f"| `manage.py import_posts` (checks, COPY, topic rows, VACUUM ANALYZE) | {posts:,} | "
-        f"{import_s:.1f} | {posts / import_s:,.0f} |")  # fmt: skip
+    say(
+        f"| raw COPY (FORMAT csv) into an unindexed scratch table | {raw_rows:,} | "
+        f"{raw_s:.1f} | {raw_rows / raw_s:,.0f} |"
+    )
+    say(
+        f"| `manage.py import_posts` (checks, COPY, topic rows, VACUUM ANALYZE) | {posts:,} | "
+        f"{import_s:.1f} | {posts / import_s:,.0f} |"
+    )
     say("")
     say(f"Stored: {posts:,} posts, {topic_rows:,} topic rows. Importer: {out}")
     say("")

@@ -83,18 +83,29 @@ API_EXPORT_URL = "/api/v1/judgments/export/"
 # Four families of answering models: (family, version, how long its answers run in
 # sentences, its ability on the logit scale). Quick runs take them in turn across families.
 MODELS = [
-    ("GPT", "4.1", 16, 0.9), ("GPT", "4.1 mini", 12, 0.5), ("GPT", "4o", 14, 0.6),
-    ("GPT", "4o mini", 10, 0.2), ("GPT", "o3", 22, 1.0),
-    ("Claude", "Opus 4", 24, 1.1), ("Claude", "Sonnet 4", 18, 0.8),
-    ("Claude", "Sonnet 3.7", 17, 0.6), ("Claude", "Haiku 3.5", 9, 0.1),
+    ("GPT", "4.1", 16, 0.9),
+    ("GPT", "4.1 mini", 12, 0.5),
+    ("GPT", "4o", 14, 0.6),
+    ("GPT", "4o mini", 10, 0.2),
+    ("GPT", "o3", 22, 1.0),
+    ("Claude", "Opus 4", 24, 1.1),
+    ("Claude", "Sonnet 4", 18, 0.8),
+    ("Claude", "Sonnet 3.7", 17, 0.6),
+    ("Claude", "Haiku 3.5", 9, 0.1),
     ("Claude", "Haiku 4.5", 11, 0.4),
-    ("Gemini", "2.5 Pro", 26, 0.9), ("Gemini", "2.5 Flash", 15, 0.5),
-    ("Gemini", "2.0 Flash", 11, 0.1), ("Gemini", "2.5 Flash-Lite", 8, -0.1),
-    ("Llama", "4 Maverick", 13, 0.2), ("Llama", "4 Scout", 10, -0.1),
-    ("Llama", "3.3 70B", 12, -0.2), ("Llama", "3.1 8B", 7, -0.7),
-]  # fmt: skip
-GRADERS = [("GPT", "4.1", "openai/offline-grader-gpt-4.1"),
-           ("Claude", "Sonnet 4", "openai/offline-grader-claude-sonnet-4")]  # fmt: skip
+    ("Gemini", "2.5 Pro", 26, 0.9),
+    ("Gemini", "2.5 Flash", 15, 0.5),
+    ("Gemini", "2.0 Flash", 11, 0.1),
+    ("Gemini", "2.5 Flash-Lite", 8, -0.1),
+    ("Llama", "4 Maverick", 13, 0.2),
+    ("Llama", "4 Scout", 10, -0.1),
+    ("Llama", "3.3 70B", 12, -0.2),
+    ("Llama", "3.1 8B", 7, -0.7),
+]
+GRADERS = [
+    ("GPT", "4.1", "openai/offline-grader-gpt-4.1"),
+    ("Claude", "Sonnet 4", "openai/offline-grader-claude-sonnet-4"),
+]
 ERRORED_CALLS = 0.002  # checklist calls that ended in an explicit error (all their judgments)
 SECOND_GRADER_FLIPS = 0.08  # how often the second grader's verdict differs from the first's
 
@@ -204,8 +215,11 @@ def seed_users():
     def make(username, role):
         return user_create(username=username, password=secrets.token_urlsafe(), roles=[role])
 
-    return (make(RESEARCHER, Role.RESEARCHER), make("bench-researcher-2", Role.RESEARCHER),
-            make("bench-expert", Role.EXPERT))  # fmt: skip
+    return (
+        make(RESEARCHER, Role.RESEARCHER),
+        make("bench-researcher-2", Role.RESEARCHER),
+        make("bench-expert", Role.EXPERT),
+    )
 
 
 def seed_models() -> tuple[list, list]:
@@ -218,20 +232,26 @@ def seed_models() -> tuple[list, list]:
 
     answering = ModelConfig.objects.bulk_create(
         ModelConfig(
-            display_name=f"{family} {version}", family=family, version=version,
+            display_name=f"{family} {version}",
+            family=family,
+            version=version,
             litellm_model=f"openai/offline-{slug(family)}-{slug(version)}",
-            input_price_per_mtok=Decimal("2.50"), output_price_per_mtok=Decimal("10.00"),
+            input_price_per_mtok=Decimal("2.50"),
+            output_price_per_mtok=Decimal("10.00"),
         )
         for family, version, _length, _ability in MODELS
-    )  # fmt: skip
+    )
     graders = ModelConfig.objects.bulk_create(
         ModelConfig(
-            display_name=f"Grader: {family} {version}", family=family, version=version,
-            litellm_model=litellm, input_price_per_mtok=Decimal("2.00"),
+            display_name=f"Grader: {family} {version}",
+            family=family,
+            version=version,
+            litellm_model=litellm,
+            input_price_per_mtok=Decimal("2.00"),
             output_price_per_mtok=Decimal("8.00"),
         )
         for family, version, litellm in GRADERS
-    )  # fmt: skip
+    )
     return answering, graders
 
 
@@ -286,11 +306,14 @@ def seed(*, questions: int, models: int, samples: int, note) -> Seeded:
     now = timezone.now()
     launched = now - dt.timedelta(hours=6)
     run = SamplingRun.objects.create(
-        name="Reports benchmark: published-size run", status=RunStatus.FINISHED,
-        prompt=prompt_current(purpose=Purpose.SAMPLE), samples_per_item=samples,
-        launched_at=launched, finished_at=launched + dt.timedelta(minutes=20),
+        name="Reports benchmark: published-size run",
+        status=RunStatus.FINISHED,
+        prompt=prompt_current(purpose=Purpose.SAMPLE),
+        samples_per_item=samples,
+        launched_at=launched,
+        finished_at=launched + dt.timedelta(minutes=20),
         created_by=researcher,
-    )  # fmt: skip
+    )
     run.model_configs.set(chosen)
     run.questions.set(bank)
     grading_runs = [
@@ -342,9 +365,14 @@ def seed(*, questions: int, models: int, samples: int, note) -> Seeded:
             ) x
             ORDER BY q.id, m.id, s
             """,
-            {"run": run.pk, "launched": launched, "samples": samples, "sentences": SENTENCES,
-             "n": len(SENTENCES)},
-        )  # fmt: skip
+            {
+                "run": run.pk,
+                "launched": launched,
+                "samples": samples,
+                "sentences": SENTENCES,
+                "n": len(SENTENCES),
+            },
+        )
         note(f"  {c.rowcount:,} responses in {time.monotonic() - t:.1f} s")
         # Per-question difficulty: the topic's and the question's own, on the logit scale.
         c.execute(
@@ -374,8 +402,14 @@ def seed(*, questions: int, models: int, samples: int, note) -> Seeded:
                 CROSS JOIN LATERAL (SELECT pg_temp.u(r.id, 30 + %(k)s) < %(errored)s AS bad) e
                 WHERE r.run_id = %(run)s ORDER BY r.id
                 """,
-                {"g": g.pk, "k": k, "run": run.pk, "start": g.launched_at, "errored": ERRORED_CALLS},
-            )  # fmt: skip
+                {
+                    "g": g.pk,
+                    "k": k,
+                    "run": run.pk,
+                    "start": g.launched_at,
+                    "errored": ERRORED_CALLS,
+                },
+            )
             calls = c.rowcount
             # The verdict: earned (a positive criterion met, a negative one avoided) with the
             # probability of the model's ability less the question's difficulty plus the
@@ -416,10 +450,19 @@ def seed(*, questions: int, models: int, samples: int, note) -> Seeded:
                 WHERE cc.grading_run_id = %(g)s
                 ORDER BY cc.id, cr."order", cr.id
                 """,
-                {"g": g.pk, "k": k, "hk": HASH_KEY, "met": MET, "not_met": NOT_MET,
-                 "second": SECOND, "n_met": len(MET), "n_not": len(NOT_MET),
-                 "n_second": len(SECOND), "flips": SECOND_GRADER_FLIPS},
-            )  # fmt: skip
+                {
+                    "g": g.pk,
+                    "k": k,
+                    "hk": HASH_KEY,
+                    "met": MET,
+                    "not_met": NOT_MET,
+                    "second": SECOND,
+                    "n_met": len(MET),
+                    "n_not": len(NOT_MET),
+                    "n_second": len(SECOND),
+                    "flips": SECOND_GRADER_FLIPS,
+                },
+            )
             judgments = c.rowcount
             # What the grader answered, as the checklist call keeps it (the verdicts, in order).
             c.execute(
@@ -433,7 +476,7 @@ def seed(*, questions: int, models: int, samples: int, note) -> Seeded:
                 WHERE cc.id = v.checklist_id
                 """,
                 {"g": g.pk},
-            )  # fmt: skip
+            )
             # Scores by the rule (apps/rubrics/scoring.py), for answers whose judgments are all
             # done: earned = the points of positives met and negatives avoided, over all points.
             c.execute(
@@ -472,28 +515,42 @@ def seed(*, questions: int, models: int, samples: int, note) -> Seeded:
                 ORDER BY s.response_id
                 """,
                 {"g": g.pk, "now": g.finished_at},
-            )  # fmt: skip
-            note(f"  grading run {g.pk}: {calls:,} checklist calls, {judgments:,} judgments, "
-                 f"{c.rowcount:,} scores in {time.monotonic() - t:.1f} s")  # fmt: skip
+            )
+            note(
+                f"  grading run {g.pk}: {calls:,} checklist calls, {judgments:,} judgments, "
+                f"{c.rowcount:,} scores in {time.monotonic() - t:.1f} s"
+            )
 
     t = time.monotonic()
-    calibration = seed_calibration(run=run, grading_runs=grading_runs, models=chosen,
-                                   second=second, expert=expert)  # fmt: skip
+    calibration = seed_calibration(
+        run=run, grading_runs=grading_runs, models=chosen, second=second, expert=expert
+    )
     note(f"  calibration: {calibration} expert judgments in {time.monotonic() - t:.1f} s")
     t = time.monotonic()
     from django.db import connection as conn
 
     conn.close()
     with conn.cursor() as c:
-        for table in ("runs_response", "grading_checklistcall", "grading_judgment",
-                      "grading_responsescore", "rubrics_criterion", "questions_question"):  # fmt: skip
+        for table in (
+            "runs_response",
+            "grading_checklistcall",
+            "grading_judgment",
+            "grading_responsescore",
+            "rubrics_criterion",
+            "questions_question",
+        ):
             c.execute(f"VACUUM (ANALYZE) {table}")
         c.execute("CHECKPOINT")
     note(f"  VACUUM ANALYZE, CHECKPOINT in {time.monotonic() - t:.1f} s")
     return Seeded(
-        run=run, grading_runs=grading_runs, models=chosen, researcher=researcher,
-        questions=len(bank), samples=samples, seconds=time.monotonic() - t0,
-    )  # fmt: skip
+        run=run,
+        grading_runs=grading_runs,
+        models=chosen,
+        researcher=researcher,
+        questions=len(bank),
+        samples=samples,
+        seconds=time.monotonic() - t0,
+    )
 
 
 def seed_calibration(*, run, grading_runs, models, second, expert) -> int:
@@ -525,7 +582,7 @@ def seed_calibration(*, run, grading_runs, models, second, expert) -> int:
                 ORDER BY r.question_id, pg_temp.u(r.id, 60)
                 """,
                 {"cal": cal.pk, "run": run.pk, "expert": expert.pk, "now": now},
-            )  # fmt: skip
+            )
             c.execute(
                 """
                 INSERT INTO grading_expertjudgment (sample_id, criterion_id, first_met, first_by_id,
@@ -542,9 +599,14 @@ def seed_calibration(*, run, grading_runs, models, second, expert) -> int:
                     coalesce(j.met, false) <> (pg_temp.u(j.id, 62) < 0.12) AS second) f
                 WHERE s.calibration_set_id = %(cal)s
                 """,
-                {"cal": cal.pk, "g": grading_runs[0].pk, "expert": expert.pk,
-                 "second": second.pk, "now": now},
-            )  # fmt: skip
+                {
+                    "cal": cal.pk,
+                    "g": grading_runs[0].pk,
+                    "expert": expert.pk,
+                    "second": second.pk,
+                    "now": now,
+                },
+            )
             count = c.rowcount
             rubric_ids = sorted(
                 {
@@ -558,9 +620,12 @@ def seed_calibration(*, run, grading_runs, models, second, expert) -> int:
             )
         for g in grading_runs:
             Calibration.objects.create(
-                calibration_set=cal, grading_run=g, grader=g.grader, prompt=g.prompt,
+                calibration_set=cal,
+                grading_run=g,
+                grader=g.grader,
+                prompt=g.prompt,
                 rubric_ids=rubric_ids,
-            )  # fmt: skip
+            )
     return count
 
 
@@ -583,18 +648,27 @@ def check_scores(*, grading_runs, sample: int = 300) -> tuple[int, int, list[str
         by_response = {}
         rows = Judgment.objects.filter(
             grading_run=g, response_id__in=[s.response_id for s in scores]
-        ).values_list("response_id", "criterion_id", "status", "met", "criterion__polarity",
-                      "criterion__kind", "criterion__points")  # fmt: skip
+        ).values_list(
+            "response_id",
+            "criterion_id",
+            "status",
+            "met",
+            "criterion__polarity",
+            "criterion__kind",
+            "criterion__points",
+        )
         for response_id, *rest in rows:
             by_response.setdefault(response_id, []).append(rest)
         for s in scores:
             judged = by_response[s.response_id]
             assert all(status == CallState.DONE for _c, status, *_r in judged)
             breakdown = scoring.score(
-                [scoring.ScoredCriterion(id=c, polarity=p, kind=k, points=pts)
-                 for c, _s, _m, p, k, pts in judged],
+                [
+                    scoring.ScoredCriterion(id=c, polarity=p, kind=k, points=pts)
+                    for c, _s, _m, p, k, pts in judged
+                ],
                 {c: m for c, _s, m, *_r in judged},
-            )  # fmt: skip
+            )
             checked += 1
             same = (
                 breakdown.earned_points == s.earned_points
@@ -604,8 +678,9 @@ def check_scores(*, grading_runs, sample: int = 300) -> tuple[int, int, list[str
             )
             equal += same
             if not same and len(differences) < 3:
-                differences.append(f"response {s.response_id}: {breakdown_json(breakdown)} "
-                                   f"against {s.breakdown}")  # fmt: skip
+                differences.append(
+                    f"response {s.response_id}: {breakdown_json(breakdown)} against {s.breakdown}"
+                )
     return checked, equal, differences
 
 
@@ -621,10 +696,13 @@ def data_summary(seeded) -> dict:
         out = {}
         out["responses"], out["text_mb"], out["chars_min"], out["chars_max"] = one(
             "SELECT count(*), sum(length(text)) / 1e6, min(length(text)), max(length(text)) "
-            "FROM runs_response WHERE run_id = %s", [seeded.run.pk])  # fmt: skip
+            "FROM runs_response WHERE run_id = %s",
+            [seeded.run.pk],
+        )
         out["judgments"], out["errors"], out["met"] = one(
             "SELECT count(*), count(*) FILTER (WHERE status = 'error'), "
-            "avg(met::int) FROM grading_judgment")  # fmt: skip
+            "avg(met::int) FROM grading_judgment"
+        )
         out["criteria"], out["criteria_per_rubric"] = one(
             "SELECT count(*), count(*)::float / count(DISTINCT rubric_id) FROM rubrics_criterion"
         )
@@ -724,8 +802,10 @@ def conninfo() -> str:
     from django.conf import settings
 
     db = settings.DATABASES["default"]
-    return (f"host={db['HOST'] or '127.0.0.1'} port={db['PORT'] or 5432} dbname={db['NAME']} "
-            f"user={db['USER']}" + (f" password={db['PASSWORD']}" if db["PASSWORD"] else ""))  # fmt: skip
+    return (
+        f"host={db['HOST'] or '127.0.0.1'} port={db['PORT'] or 5432} dbname={db['NAME']} "
+        f"user={db['USER']}" + (f" password={db['PASSWORD']}" if db["PASSWORD"] else "")
+    )
 
 
 def raw_copy(select: str) -> dict:
@@ -742,8 +822,12 @@ def raw_copy(select: str) -> dict:
                 size += len(data)
                 lines += bytes(data).count(b"\n")
         seconds = time.perf_counter() - started
-    return {"seconds": seconds, "bytes": size, "rows": lines - 1,
-            "cpu_seconds": time.process_time() - cpu}  # fmt: skip
+    return {
+        "seconds": seconds,
+        "bytes": size,
+        "rows": lines - 1,
+        "cpu_seconds": time.process_time() - cpu,
+    }
 
 
 # --- the exports and the list, each in a process of its own -------------------------------------
@@ -769,9 +853,10 @@ def footprint() -> dict:
             chains[top] = [
                 f"{Path(f.filename).relative_to(ROOT)}:{f.lineno}"
                 for f in traceback.extract_stack()[:-1]
-                if f.filename.startswith(str(ROOT)) and "/.venv/" not in f.filename
+                if f.filename.startswith(str(ROOT))
+                and "/.venv/" not in f.filename
                 and not f.filename.endswith("reports_and_exports.py")
-            ]  # fmt: skip
+            ]
         return original(name, *args, **kwargs)
 
     builtins.__import__ = noting
@@ -782,8 +867,13 @@ def footprint() -> dict:
 
     resolve(ADMIN_URL)
     builtins.__import__ = original
-    return {"start_mb": start, "setup_mb": setup, "urls_mb": rss_mb(),
-            "heavy": [m for m in HEAVY if m in sys.modules], "chains": chains}  # fmt: skip
+    return {
+        "start_mb": start,
+        "setup_mb": setup,
+        "urls_mb": rss_mb(),
+        "heavy": [m for m in HEAVY if m in sys.modules],
+        "chains": chains,
+    }
 
 
 def child(opts) -> int:
@@ -823,10 +913,15 @@ def child(opts) -> int:
         result = walk_pages(client, opts.url, headers, limit=opts.profile_rows or opts.limit)
     else:
         if opts.child == "admin-export":
-            response = client.post(opts.url, {
-                "action": "export_as_csv", "select_across": "1", "index": "0",
-                "_selected_action": [str(first)],
-            })  # fmt: skip
+            response = client.post(
+                opts.url,
+                {
+                    "action": "export_as_csv",
+                    "select_across": "1",
+                    "index": "0",
+                    "_selected_action": [str(first)],
+                },
+            )
         else:
             response = client.get(opts.url, headers=headers)
         result = read_body(response, limit=opts.profile_rows)
@@ -857,15 +952,23 @@ def record_statements() -> list[str]:
 
         return method
 
-    for cls, name in ((psycopg.Cursor, "execute"), (psycopg.ServerCursor, "execute"),
-                      (psycopg.Cursor, "copy")):  # fmt: skip
+    for cls, name in (
+        (psycopg.Cursor, "execute"),
+        (psycopg.ServerCursor, "execute"),
+        (psycopg.Cursor, "copy"),
+    ):
         setattr(cls, name, recording(getattr(cls, name)))
     return started
 
 
 def read_body(response, *, limit: int = 0) -> dict:
-    out = {"status": response.status_code, "content_type": response.get("Content-Type", ""),
-           "streaming": response.streaming, "bytes": 0, "lines": 0}  # fmt: skip
+    out = {
+        "status": response.status_code,
+        "content_type": response.get("Content-Type", ""),
+        "streaming": response.streaming,
+        "bytes": 0,
+        "lines": 0,
+    }
     if not response.streaming:
         out["bytes"] = len(response.content)
         out["body"] = response.content[:500].decode(errors="replace")
@@ -1043,9 +1146,13 @@ def time_report(function, grading_run, repeats: int) -> dict:
         tables, table_rows = force_tables(report)
         seconds.append(time.perf_counter() - started)
         cpu.append(time.process_time() - c0)
-    return {"median": statistics.median(seconds), "all": seconds, "tables": tables,
-            "rows": table_rows,
-            "cpu": statistics.median(cpu)}  # fmt: skip
+    return {
+        "median": statistics.median(seconds),
+        "all": seconds,
+        "tables": tables,
+        "rows": table_rows,
+        "cpu": statistics.median(cpu),
+    }
 
 
 def profile_call(func, *, top: int = 22) -> str:
@@ -1104,8 +1211,10 @@ def inner(opts) -> int:
     seeded = seed(questions=n_questions, models=n_models, samples=opts.samples, note=note)
     summary = data_summary(seeded)
     checked, equal, differences = check_scores(grading_runs=seeded.grading_runs)
-    note(f"seeded in {seeded.seconds:.0f} s: {summary['judgments']:,} judgments; "
-         f"scores checked {equal}/{checked}")  # fmt: skip
+    note(
+        f"seeded in {seeded.seconds:.0f} s: {summary['judgments']:,} judgments; "
+        f"scores checked {equal}/{checked}"
+    )
     env = dict(os.environ)
     total_rows = summary["judgments"]
 
@@ -1190,10 +1299,16 @@ def inner(opts) -> int:
             rows.append((label, f"not available: {report_why}", "—", "—"))
             continue
         ok = r["median"] <= TARGET_REPORT_S
-        rows.append((label, f"{r['median']:.2f} s, median of {REPEATS} ({r['tables']} tables, {r['rows']:,} rows; "
-                     f"each: {', '.join(f'{s:.2f}' for s in r['all'])}; CPU of this process "
-                     f"{r['cpu']:.2f} s, the rest waiting on PostgreSQL or the machine)",
-                     f"{r['median'] / TARGET_REPORT_S:.2f} of the target", ok))  # fmt: skip
+        rows.append(
+            (
+                label,
+                f"{r['median']:.2f} s, median of {REPEATS} ({r['tables']} tables, {r['rows']:,} rows; "
+                f"each: {', '.join(f'{s:.2f}' for s in r['all'])}; CPU of this process "
+                f"{r['cpu']:.2f} s, the rest waiting on PostgreSQL or the machine)",
+                f"{r['median'] / TARGET_REPORT_S:.2f} of the target",
+                ok,
+            )
+        )
         # A profile when it misses, or comes within a fifth of missing.
         if r["median"] > 0.8 * TARGET_REPORT_S and "benchmark_report_for" not in profiles:
             from django.core.cache import cache
@@ -1212,19 +1327,35 @@ def inner(opts) -> int:
     def export_rows(name, result, baseline, mode, url):
         if result is None or "error" in result or result.get("status") != 200:
             detail = (result or {}).get("body", "")[:200] or last_line(result)
-            rows.append((f"{name} / raw COPY ≤ {TARGET_EXPORT_RATIO:.0f}",
-                         f"failed: status {(result or {}).get('status')} {detail}", "—", False))  # fmt: skip
+            rows.append(
+                (
+                    f"{name} / raw COPY ≤ {TARGET_EXPORT_RATIO:.0f}",
+                    f"failed: status {(result or {}).get('status')} {detail}",
+                    "—",
+                    False,
+                )
+            )
             return
         ratio = result["seconds"] / baseline["seconds"]
         complete = result["rows"] == total_rows
-        rows.append((f"{name} / raw COPY ≤ {TARGET_EXPORT_RATIO:.0f}",
-                     f"{result['seconds']:.1f} s against {baseline['seconds']:.1f} s; "
-                     f"{result['rows']:,} rows{'' if complete else f' (of {total_rows:,}!)'}",
-                     f"{ratio:.2f}", ratio <= TARGET_EXPORT_RATIO and complete))  # fmt: skip
+        rows.append(
+            (
+                f"{name} / raw COPY ≤ {TARGET_EXPORT_RATIO:.0f}",
+                f"{result['seconds']:.1f} s against {baseline['seconds']:.1f} s; "
+                f"{result['rows']:,} rows{'' if complete else f' (of {total_rows:,}!)'}",
+                f"{ratio:.2f}",
+                ratio <= TARGET_EXPORT_RATIO and complete,
+            )
+        )
         peak = result["peak_mb"]
-        rows.append((f"{name}: peak RSS ≤ {TARGET_RSS_MB} MB",
-                     f"{peak:.0f} MB ({result['rss_before_mb']:.0f} MB before the request)",
-                     f"{peak / TARGET_RSS_MB:.2f} of the target", peak <= TARGET_RSS_MB))  # fmt: skip
+        rows.append(
+            (
+                f"{name}: peak RSS ≤ {TARGET_RSS_MB} MB",
+                f"{peak:.0f} MB ({result['rss_before_mb']:.0f} MB before the request)",
+                f"{peak / TARGET_RSS_MB:.2f} of the target",
+                peak <= TARGET_RSS_MB,
+            )
+        )
         if ratio > TARGET_EXPORT_RATIO:
             sample = run_child(mode, url, env=env_profile, profile_rows=100_000)
             profiles[name] = (
@@ -1238,8 +1369,13 @@ def inner(opts) -> int:
         env_profile["BENCH_API_KEY"] = env_api["BENCH_API_KEY"]
     export_rows("console CSV action, every judgment", admin, copy, "admin-export", ADMIN_URL)
     if api_ok:
-        export_rows("API streamed export, every judgment", api_export, api_copy or copy,
-                    "api-export", api_export_parts and API_EXPORT_URL)  # fmt: skip
+        export_rows(
+            "API streamed export, every judgment",
+            api_export,
+            api_copy or copy,
+            "api-export",
+            api_export_parts and API_EXPORT_URL,
+        )
         export_ok = api_export.get("status") == 200
         export_rate = api_export["rows"] / api_export["seconds"] if export_ok else 0
         for k, walk in enumerate(walks):
@@ -1255,32 +1391,59 @@ def inner(opts) -> int:
                 continue
             served, decoded = list_rates(r)
             ratio = served / export_rate
-            rows.append((label, f"{served:,.0f} against {export_rate:,.0f} rows/s "
-                         f"({r['rows']:,} rows in {r['pages']:,} pages); with the client's "
-                         f"json.loads of each page, {decoded:,.0f} rows/s "
-                         f"({decoded / export_rate:.2f})", f"{ratio:.2f}",
-                         ratio >= TARGET_LIST_RATIO if judged else "— (not the target's)"))  # fmt: skip
+            rows.append(
+                (
+                    label,
+                    f"{served:,.0f} against {export_rate:,.0f} rows/s "
+                    f"({r['rows']:,} rows in {r['pages']:,} pages); with the client's "
+                    f"json.loads of each page, {decoded:,.0f} rows/s "
+                    f"({decoded / export_rate:.2f})",
+                    f"{ratio:.2f}",
+                    ratio >= TARGET_LIST_RATIO if judged else "— (not the target's)",
+                )
+            )
             if judged and ratio < TARGET_LIST_RATIO:
-                sample = run_child("api-list", walk["url"], env=env_profile,
-                                   profile_rows=50_000, sort="cumulative")  # fmt: skip
+                sample = run_child(
+                    "api-list", walk["url"], env=env_profile, profile_rows=50_000, sort="cumulative"
+                )
                 profiles["list"] = (
                     "Target missed: where the API's paginated list spends its time (its first "
                     "50,000 rows; cProfile, cumulative):",
                     sample.get("profile", sample.get("output", "")),
                 )
         if not walks:
-            rows.append((f"API paginated list / streamed export, rows/s ≥ {TARGET_LIST_RATIO}",
-                         "failed: no walk ran", "—", False))  # fmt: skip
+            rows.append(
+                (
+                    f"API paginated list / streamed export, rows/s ≥ {TARGET_LIST_RATIO}",
+                    "failed: no walk ran",
+                    "—",
+                    False,
+                )
+            )
     else:
-        for label in (f"API streamed export / raw COPY ≤ {TARGET_EXPORT_RATIO:.0f}",
-                      f"API streamed export: peak RSS ≤ {TARGET_RSS_MB} MB",
-                      f"API paginated list / streamed export, rows/s ≥ {TARGET_LIST_RATIO}"):  # fmt: skip
+        for label in (
+            f"API streamed export / raw COPY ≤ {TARGET_EXPORT_RATIO:.0f}",
+            f"API streamed export: peak RSS ≤ {TARGET_RSS_MB} MB",
+            f"API paginated list / streamed export, rows/s ≥ {TARGET_LIST_RATIO}",
+        ):
             rows.append((label, f"not available: {api_why}", "—", "—"))
-    rows.append(("seeded rows refer to rows that exist (judgments' answers, criteria of the "
-                 "pinned rubric, checklist calls; answers' models and questions; scores' answers)",
-                 f"{summary['dangling']} dangling", "—", summary["dangling"] == 0))  # fmt: skip
-    rows.append(("stored scores equal apps.rubrics.scoring's on a sample",
-                 f"{equal}/{checked}", "—", equal == checked))  # fmt: skip
+    rows.append(
+        (
+            "seeded rows refer to rows that exist (judgments' answers, criteria of the "
+            "pinned rubric, checklist calls; answers' models and questions; scores' answers)",
+            f"{summary['dangling']} dangling",
+            "—",
+            summary["dangling"] == 0,
+        )
+    )
+    rows.append(
+        (
+            "stored scores equal apps.rubrics.scoring's on a sample",
+            f"{equal}/{checked}",
+            "—",
+            equal == checked,
+        )
+    )
 
     # --- the report ---
     load1 = os.getloadavg()
@@ -1329,16 +1492,24 @@ def inner(opts) -> int:
             else ("—", "—")
         )
         cpu = f"{r['cpu_seconds']:.1f} s" if "cpu_seconds" in r else "—"
-        say(f"| {name} | {r['rows']:,} | {r['bytes'] / 1e6:,.0f} | {r['seconds']:.1f} | {cpu} | "
+        say(
+            f"| {name} | {r['rows']:,} | {r['bytes'] / 1e6:,.0f} | {r['seconds']:.1f} | {cpu} | "
             f"{r['rows'] / r['seconds']:,.0f} | {r['bytes'] / 1e6 / r['seconds']:,.0f} | "
-            f"{rss[0]} | {rss[1]} |")  # fmt: skip
+            f"{rss[0]} | {rss[1]} |"
+        )
 
     for k, c in enumerate(copies, 1):
-        path_row(f"raw `COPY (SELECT …) TO STDOUT (FORMAT csv)` of the console's columns, run {k}"
-                 f"{' (the baseline: the fastest)' if c is copy else ''}", c)  # fmt: skip
+        path_row(
+            f"raw `COPY (SELECT …) TO STDOUT (FORMAT csv)` of the console's columns, run {k}"
+            f"{' (the baseline: the fastest)' if c is copy else ''}",
+            c,
+        )
     for k, c in enumerate(api_copies, 1):
-        path_row(f"raw COPY of the API's columns (`JUDGMENT_COLUMNS`, no joins), run {k}"
-                 f"{' (its baseline: the faster)' if c is api_copy else ''}", c)  # fmt: skip
+        path_row(
+            f"raw COPY of the API's columns (`JUDGMENT_COLUMNS`, no joins), run {k}"
+            f"{' (its baseline: the faster)' if c is api_copy else ''}",
+            c,
+        )
     path_row("console: POST “Export selected rows as CSV”, `select_across=1`", admin)
     if api_export:
         parts = (
@@ -1353,20 +1524,26 @@ def inner(opts) -> int:
 
     def reads(ran: str, baseline: str, what: str) -> None:
         if not ran:
-            say(f"{what} ran no statement over grading_judgment that Django's debug cursor "
-                "recorded.")  # fmt: skip
+            say(
+                f"{what} ran no statement over grading_judgment that Django's debug cursor "
+                "recorded."
+            )
             return
         if normal(ran) == normal(baseline):
             say(f"{what} ran the baseline's SELECT itself.")
             return
         tail = "the same" if from_tail(ran) == from_tail(baseline) else "**other**"
-        say(f"{what} ran another SELECT ({len(ran):,} characters) with {tail} FROM, joins "
-            f"and ORDER BY as the baseline's: it begins `{normal(ran)[:160]}…`.")  # fmt: skip
+        say(
+            f"{what} ran another SELECT ({len(ran):,} characters) with {tail} FROM, joins "
+            f"and ORDER BY as the baseline's: it begins `{normal(ran)[:160]}…`."
+        )
 
-    say(f"The console's baseline is the SELECT that `JudgmentAdmin`'s changelist queryset "
+    say(
+        f"The console's baseline is the SELECT that `JudgmentAdmin`'s changelist queryset "
         f"compiles to (`values_list` of its {len(fields)} `csv_fields`, in primary-key order), "
         "below; the API's, the plain SELECT of `JUDGMENT_COLUMNS` (no joins) in primary-key "
-        "order. What each export ran, as psycopg was handed it in the export's process:")  # fmt: skip
+        "order. What each export ran, as psycopg was handed it in the export's process:"
+    )
     say()
     reads(admin_sql, select, "- The console's action")
     if api_export is not None:
@@ -1374,12 +1551,17 @@ def inner(opts) -> int:
     decoded = [w for w in walks if w["result"].get("decode_seconds")]
     if decoded:
         say()
-        say("The paginated list's rate served is its rows over the walk's time less the "
+        say(
+            "The paginated list's rate served is its rows over the walk's time less the "
             "client's `json.loads` of each page, which the export's rate has no counterpart of "
             "(its CSV is read, not parsed). Of each walk's time, the decoding took: "
-            + "; ".join(f"pages of {w['size']:,}, {w['layout']}: "
-                        f"{w['result']['decode_seconds']:.1f} of {w['result']['seconds']:.1f} s"
-                        for w in decoded) + ".")  # fmt: skip
+            + "; ".join(
+                f"pages of {w['size']:,}, {w['layout']}: "
+                f"{w['result']['decode_seconds']:.1f} of {w['result']['seconds']:.1f} s"
+                for w in decoded
+            )
+            + "."
+        )
     say()
     say("```sql")
     say(f"COPY ({select}) TO STDOUT WITH (FORMAT csv, HEADER true)")
@@ -1420,8 +1602,13 @@ def inner(opts) -> int:
 def memory_note(memory: dict, measured: dict[str, dict]) -> str:
     if "error" in memory:
         return "The memory of a fresh process was not measured: " + last_line(memory)
-    heavy = "; ".join(f"{name}, through {' → '.join(memory['chains'].get(name, [])) or '?'}"
-                      for name in memory["heavy"]) or "none"  # fmt: skip
+    heavy = (
+        "; ".join(
+            f"{name}, through {' → '.join(memory['chains'].get(name, [])) or '?'}"
+            for name in memory["heavy"]
+        )
+        or "none"
+    )
     added = "; ".join(
         f"{name} {r['rss_before_mb']:.0f} MB before its request, {r['peak_mb']:.0f} MB at its "
         f"peak ({r['peak_mb'] - r['rss_before_mb']:+.0f} MB)"
@@ -1501,9 +1688,12 @@ def outer(opts) -> int:
         db_url = with_db(stack.env["DATABASE_URL"], DB_NAME)
         redis_url = urlunparse(urlparse(stack.env["REDIS_URL"])._replace(path=f"/{REDIS_DB}"))
         env = dict(
-            stack.env, DATABASE_URL=db_url, REDIS_URL=redis_url, CELERY_BROKER_URL=redis_url,
+            stack.env,
+            DATABASE_URL=db_url,
+            REDIS_URL=redis_url,
+            CELERY_BROKER_URL=redis_url,
             DEBUG="false",
-        )  # fmt: skip
+        )
         server = with_db(stack.env["DATABASE_URL"], "postgres").replace(
             "postgres://", "postgresql://", 1
         )
@@ -1531,8 +1721,12 @@ def main() -> int:
     parser.add_argument("--models", type=int, default=len(MODELS))
     parser.add_argument("--samples", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="40 questions x 6 models x 5")
-    parser.add_argument("--list-rows", type=int, default=LIST_ROWS_MAX,
-                        help="rows of the paginated list to walk (0: every page of a grading run)")  # fmt: skip
+    parser.add_argument(
+        "--list-rows",
+        type=int,
+        default=LIST_ROWS_MAX,
+        help="rows of the paginated list to walk (0: every page of a grading run)",
+    )
     parser.add_argument("--keep-db", action="store_true", help="leave the database for a look")
     parser.add_argument("--no-results", action="store_true", help="do not write RESULTS.md")
     parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)

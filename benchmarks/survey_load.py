@@ -70,12 +70,28 @@ DB_NAME = "assay_bench_surveys"
 K, N = 5, 5
 HOST = "127.0.0.1"
 ANSWERS = {"H1": "yes", "H2": "4", "H3": "3", "P1": "5", "P2": "2", "P3": "4", "P4": "4"}
-STEPS = ["entry", "static files", "consent", "instructions page", "instructions",
-         "scenario page", "answer save", "scenario submit", "demographics page",
-         "demographics", "done page"]  # fmt: skip
+STEPS = [
+    "entry",
+    "static files",
+    "consent",
+    "instructions page",
+    "instructions",
+    "scenario page",
+    "answer save",
+    "scenario submit",
+    "demographics page",
+    "demographics",
+    "done page",
+]
 # A person's pauses in seconds (medians) before the action, before compression.
-THINK = {"consent": 30, "instructions": 45, "read scenario": 60, "answer": 20, "submit": 5,
-         "demographics": 20}  # fmt: skip
+THINK = {
+    "consent": 30,
+    "instructions": 45,
+    "read scenario": 60,
+    "answer": 20,
+    "submit": 5,
+    "demographics": 20,
+}
 PAUSE_SIGMA, PACE_SIGMA = 0.5, 0.2
 ROUNDS = 5  # the throughput comparison alternates baseline and answer saves this many times
 BUSY = 100  # "participants active at once" that the latency target is stated for
@@ -153,7 +169,7 @@ with connection.cursor() as c:
 """
     subprocess.run(
         [sys.executable, "manage.py", "shell", "-c", code], cwd=ROOT, env=env, check=True
-    )  # fmt: skip
+    )
     return "load", "saves"
 
 
@@ -163,11 +179,24 @@ class Server:
     def __init__(self, env: dict, workers: int, threads: int, log_dir: str):
         self.port = free_port()
         self.process = subprocess.Popen(
-            [str(Path(sys.executable).parent / "gunicorn"), "config.wsgi", "--bind",
-             f"{HOST}:{self.port}", "--workers", str(workers), "--threads", str(threads),
-             "--access-logfile", str(Path(log_dir) / "access.log"), "--log-level", "warning"],
-            cwd=ROOT, env=env, start_new_session=True,
-        )  # fmt: skip
+            [
+                str(Path(sys.executable).parent / "gunicorn"),
+                "config.wsgi",
+                "--bind",
+                f"{HOST}:{self.port}",
+                "--workers",
+                str(workers),
+                "--threads",
+                str(threads),
+                "--access-logfile",
+                str(Path(log_dir) / "access.log"),
+                "--log-level",
+                "warning",
+            ],
+            cwd=ROOT,
+            env=env,
+            start_new_session=True,
+        )
         self.base = f"http://{HOST}:{self.port}"
 
     async def ready(self, http: aiohttp.ClientSession, workers: int) -> None:
@@ -242,8 +271,9 @@ class Browser:
         self.origin = "https://" + urlparse(base).netloc
         self.cookies: dict[str, str] = {}
 
-    async def send(self, step: str, method: str, path: str, expect: int, *, htmx=False,
-                   data=None) -> "Reply":  # fmt: skip
+    async def send(
+        self, step: str, method: str, path: str, expect: int, *, htmx=False, data=None
+    ) -> "Reply":
         headers = {**PROXY, "Origin": self.origin, "Referer": self.origin + "/"}
         if self.cookies:
             headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
@@ -343,8 +373,12 @@ async def participant(http, base, slug, delay, speedup, run: Run, rng) -> str:
             step = "scenario page" if "/scenario/" in r.location else "demographics page"
             path, _ = await b.follow(step, r)
         await person.think("demographics")
-        demographics = {"age": "no_say", "gender": "no_say", "education": "no_say",
-                        "income": "no_say"}  # fmt: skip
+        demographics = {
+            "age": "no_say",
+            "gender": "no_say",
+            "education": "no_say",
+            "income": "no_say",
+        }
         r = await b.send("demographics", "POST", path, 302, data=demographics)
         _, page = await b.follow("done page", r)
         if "DONE1" not in page:
@@ -372,9 +406,11 @@ async def load(
         delays = sorted(rng.uniform(0, arrival) for _ in range(count))
         cpu, run.started = time.process_time(), time.perf_counter()
         outcomes = await asyncio.gather(
-            *(participant(http, base, slug, d, speedup, run, random.Random(rng.random()))
-              for d in delays)
-        )  # fmt: skip
+            *(
+                participant(http, base, slug, d, speedup, run, random.Random(rng.random()))
+                for d in delays
+            )
+        )
         wall = time.perf_counter() - run.started
     return outcomes, wall, time.process_time() - cpu
 
@@ -387,14 +423,19 @@ async def save_targets(http, base: str, slug: str, clients: int) -> list[tuple[s
         pid = secrets.token_hex(12)
         ids = {"PROLIFIC_PID": pid, "STUDY_ID": "b" * 24, "SESSION_ID": secrets.token_hex(12)}
         await b.send("entry", "GET", f"/s/{slug}/?{urlencode(ids)}", 200)
-        r = await b.send("consent", "POST", f"/s/{slug}/consent/", 302, data={**ids, "decision": "agree"})  # fmt: skip
+        r = await b.send(
+            "consent", "POST", f"/s/{slug}/consent/", 302, data={**ids, "decision": "agree"}
+        )
         r = await b.send("instructions", "POST", r.location, 302)
         path = r.location
         headers = {
-            **PROXY, "Origin": b.origin, "Referer": b.origin + "/", "HX-Request": "true",
+            **PROXY,
+            "Origin": b.origin,
+            "Referer": b.origin + "/",
+            "HX-Request": "true",
             "X-CSRFToken": b.cookies["csrftoken"],
             "Cookie": "; ".join(f"{k}={v}" for k, v in b.cookies.items()),
-        }  # fmt: skip
+        }
         for code, value in ANSWERS.items():
             fields = {f"value_{code}": value, f"explanation_{code}": explanation(pid, code)}
             targets.append((f"{base}{path}answer/{code}/", fields, headers))
@@ -509,20 +550,31 @@ print(json.dumps(dict(finished=finished.count(), expected=expected, saved=len(pe
     under=sum(1 for n in completed.values() if n < s.ratings_per_scenario),
     scenarios=len(completed))))
 """
-    out = subprocess.run([sys.executable, "manage.py", "shell", "-c", code], cwd=ROOT, env=env,
-                         check=True, capture_output=True, text=True).stdout  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", code],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
 def timeline_rows(run: Run, active_at, wall: float, window: float = 15.0) -> list[str]:
-    rows = ["| from s | active at once (max) | requests/s | p95 ms |", "| ---: | ---: | ---: | ---: |"]  # fmt: skip
+    rows = [
+        "| from s | active at once (max) | requests/s | p95 ms |",
+        "| ---: | ---: | ---: | ---: |",
+    ]
     buckets = defaultdict(list)
     for t, ms in run.timeline:
         buckets[int(t // window)].append(ms)
     for i in range(int(wall // window) + 1):
         values = buckets.get(i, [])
         peak = max((n for t, n in active_at if i * window <= t < (i + 1) * window), default=0)
-        rows.append(f"| {i * window:.0f} | {peak} | {len(values) / window:.0f} | {pct(values, 95):.0f} |")  # fmt: skip
+        rows.append(
+            f"| {i * window:.0f} | {peak} | {len(values) / window:.0f} | {pct(values, 95):.0f} |"
+        )
     return rows
 
 
@@ -547,13 +599,16 @@ def main() -> int:
     began, load_before = time.monotonic(), os.getloadavg()
     tmp = tempfile.mkdtemp(prefix="assay-bench-")
     env = dict(
-        os.environ, DATABASE_URL=with_db(os.environ["DATABASE_URL"], DB_NAME),
-        DJANGO_SETTINGS_MODULE="benchmarks.settings", DJANGO_ENV="production",
-        SECRET_KEY=secrets.token_urlsafe(50), ALLOWED_HOSTS=f"{HOST},localhost",
+        os.environ,
+        DATABASE_URL=with_db(os.environ["DATABASE_URL"], DB_NAME),
+        DJANGO_SETTINGS_MODULE="benchmarks.settings",
+        DJANGO_ENV="production",
+        SECRET_KEY=secrets.token_urlsafe(50),
+        ALLOWED_HOSTS=f"{HOST},localhost",
         STATIC_ROOT=str(Path(tmp) / "static"),
         # One address sends everyone's requests here; the per-address limit is for the internet.
         SURVEY_RATE_LIMIT_PER_MINUTE="10000000",
-    )  # fmt: skip
+    )
     for name in ("DJANGO_ALLOW_ASYNC_UNSAFE", "SECURE_SSL_REDIRECT", "DEBUG", "LOG_LEVEL"):
         env.pop(name, None)
     load_slug, saves_slug = prepare(env, args.participants)
@@ -638,15 +693,19 @@ def main() -> int:
     busy_p95 = {step: pct(run.busy[step], 95) for step in STEPS if run.busy.get(step)}
     worst = max(busy_p95, key=busy_p95.get) if busy_p95 else "none"
     targets = [
-        (f"p95 <= 150 ms in every step while >= {BUSY} active (worst: {worst}, "
-         f"{busy_p95.get(worst, float('nan')):.0f} ms)",
-         bool(busy_p95) and max(busy_p95.values()) <= 150),
+        (
+            f"p95 <= 150 ms in every step while >= {BUSY} active (worst: {worst}, "
+            f"{busy_p95.get(worst, float('nan')):.0f} ms)",
+            bool(busy_p95) and max(busy_p95.values()) <= 150,
+        ),
         ("0 errors", not errors and "error" not in outcomes),
-        ("0 answers lost, duplicated or wrong",
-         v["expected"] == v["saved"] and not v["duplicated"] and not v["wrong"]),
+        (
+            "0 answers lost, duplicated or wrong",
+            v["expected"] == v["saved"] and not v["duplicated"] and not v["wrong"],
+        ),
         ("0 scenarios over or under k", not v["over"] and not v["under"]),
         ("answer saves >= 0.5 x baseline", save_rps / base_rps >= 0.5),
-    ]  # fmt: skip
+    ]
     lines += [
         "",
         f"- participants: {outcomes.count('finished')} finished, {outcomes.count('full')} found "

@@ -144,12 +144,28 @@ class Worker:
         self.hostname = f"survey-{os.getpid()}@{HOST}"
         self.process = subprocess.Popen(
             [
-                celery, "-A", "config", "worker", "-Q", "llm", "--concurrency", str(PROCESSES),
-                "--pool", "prefork", "--without-mingle", "--without-gossip", "--loglevel",
-                "ERROR", "--hostname", self.hostname,
+                celery,
+                "-A",
+                "config",
+                "worker",
+                "-Q",
+                "llm",
+                "--concurrency",
+                str(PROCESSES),
+                "--pool",
+                "prefork",
+                "--without-mingle",
+                "--without-gossip",
+                "--loglevel",
+                "ERROR",
+                "--hostname",
+                self.hostname,
             ],
-            cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
-        )  # fmt: skip
+            cwd=ROOT,
+            env=env,
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 90
         while not app.control.ping(destination=[self.hostname], timeout=0.5):
             if time.monotonic() > deadline or self.process.poll() is not None:
@@ -206,13 +222,19 @@ def build_study(name: str, count: int):
     names = [r["name"] for r in json.loads(records)]
     scenarios = list(Scenario.objects.filter(name__in=names).order_by("name"))
     codes = {
-        "code_completed": "DONE1234", "code_no_consent": "NOPE1234",
-        "code_failed_attention": "ATTN1234", "code_full": "FULL1234",
-    }  # fmt: skip
+        "code_completed": "DONE1234",
+        "code_no_consent": "NOPE1234",
+        "code_failed_attention": "ATTN1234",
+        "code_full": "FULL1234",
+    }
     study = services.study_create(
-        scenarios=scenarios, name=name, ratings_per_scenario=RATINGS_PER_SCENARIO,
-        scenarios_per_participant=SCENARIOS_PER_PERSON, **DEFAULT_TEXTS, **codes,
-    )  # fmt: skip
+        scenarios=scenarios,
+        name=name,
+        ratings_per_scenario=RATINGS_PER_SCENARIO,
+        scenarios_per_participant=SCENARIOS_PER_PERSON,
+        **DEFAULT_TEXTS,
+        **codes,
+    )
     services.response_import_csv(text=responses, study=study)
     return study
 
@@ -251,13 +273,20 @@ def build_people(study, seed: int = 7) -> tuple[int, int]:
     ]
     people = Participant.objects.bulk_create(
         Participant(
-            study=study, kind=ParticipantKind.HUMAN, prolific_pid=f"{p + 1:024x}",
-            status=ParticipantStatus.FINISHED, simulated=True, consented_at=now, finished_at=now,
-            age=rng.choice(pick[0]), gender=rng.choice(pick[1]), education=rng.choice(pick[2]),
+            study=study,
+            kind=ParticipantKind.HUMAN,
+            prolific_pid=f"{p + 1:024x}",
+            status=ParticipantStatus.FINISHED,
+            simulated=True,
+            consented_at=now,
+            finished_at=now,
+            age=rng.choice(pick[0]),
+            gender=rng.choice(pick[1]),
+            education=rng.choice(pick[2]),
             income=rng.choice(pick[3]),
         )
         for p in range(count)
-    )  # fmt: skip
+    )
     leaning = {(s, i.code): rng.random() for s in range(n) for i in items}
     assignments, values = [], []
     for p, person in enumerate(people):
@@ -266,11 +295,16 @@ def build_people(study, seed: int = 7) -> tuple[int, int]:
             s = block * SCENARIOS_PER_PERSON + position
             assignments.append(
                 Assignment(
-                    participant=person, study_scenario=scenarios[s], position=position + 1,
-                    status=AssignmentStatus.COMPLETED, reserved_at=now, reserved_until=now,
-                    answered_at=now, completed_at=now,
+                    participant=person,
+                    study_scenario=scenarios[s],
+                    position=position + 1,
+                    status=AssignmentStatus.COMPLETED,
+                    reserved_at=now,
+                    reserved_until=now,
+                    answered_at=now,
+                    completed_at=now,
                 )
-            )  # fmt: skip
+            )
             answers = {}
             for item in items:
                 x = min(max(leaning[s, item.code] + rng.gauss(0, 0.2), 0), 0.999)
@@ -522,8 +556,10 @@ def inner(opts) -> int:
         people, rated = build_people(study)
         models = build_models(provider.base, MODELS)
         items = len(proxy_items(study=study))
-        note(f"built {n} scenarios, {people} people ({rated} assignments) in "
-             f"{time.monotonic() - t0:.1f} s")  # fmt: skip
+        note(
+            f"built {n} scenarios, {people} people ({rated} assignments) in "
+            f"{time.monotonic() - t0:.1f} s"
+        )
 
         # Warm-up on a study of its own: the pool processes' first calls import and build
         # litellm's clients and connections, as the bare loop's first two requests do.

@@ -107,16 +107,32 @@ class EmbeddedPostgres:
         if not (self.data / "PG_VERSION").exists():
             log(f"initialising embedded PostgreSQL in {self.data}")
             self._run(
-                "initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust",
-                "--encoding=UTF8", "--locale=C.UTF-8", "--no-instructions",
-            )  # fmt: skip
+                "initdb",
+                "-D",
+                str(self.data),
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "--encoding=UTF8",
+                "--locale=C.UTF-8",
+                "--no-instructions",
+            )
         log(f"starting embedded PostgreSQL on 127.0.0.1:{self.port}")
         # Unix socket inside the data directory keeps clear of other servers' /tmp sockets.
         options = f"-h 127.0.0.1 -p {self.port} -k {self.data} -c max_connections=200"
         self._run(
-            "pg_ctl", "-D", str(self.data), "-l", str(LOGS / "postgres.log"),
-            "-w", "-t", "60", "-o", options, "start",
-        )  # fmt: skip
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-l",
+            str(LOGS / "postgres.log"),
+            "-w",
+            "-t",
+            "60",
+            "-o",
+            options,
+            "start",
+        )
         self.started = True
         self._create_database()
 
@@ -126,9 +142,12 @@ class EmbeddedPostgres:
         for attempt in range(50):
             try:
                 conn = psycopg.connect(
-                    host="127.0.0.1", port=self.port, user="postgres", dbname="postgres",
+                    host="127.0.0.1",
+                    port=self.port,
+                    user="postgres",
+                    dbname="postgres",
                     autocommit=True,
-                )  # fmt: skip
+                )
                 break
             except psycopg.OperationalError:
                 if attempt == 49:
@@ -165,10 +184,22 @@ class EmbeddedRedis:
         self.data.mkdir(parents=True, exist_ok=True)
         log(f"starting embedded Redis on 127.0.0.1:{self.port}")
         args = [
-            str(server), "--bind", "127.0.0.1", "--port", str(self.port),
-            "--dir", str(self.data), "--appendonly", "yes", "--save", "",
-            "--logfile", str(LOGS / "redis.log"), "--protected-mode", "yes",
-        ]  # fmt: skip
+            str(server),
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--dir",
+            str(self.data),
+            "--appendonly",
+            "yes",
+            "--save",
+            "",
+            "--logfile",
+            str(LOGS / "redis.log"),
+            "--protected-mode",
+            "yes",
+        ]
         self.process = subprocess.Popen(args, start_new_session=True)
         wait_for_port("127.0.0.1", self.port, 20, "Redis")
 
@@ -210,9 +241,13 @@ class Stack:
         logfile = open(LOGS / f"{name}.log", "ab")  # noqa: SIM115 - lives as long as the child
         # Own session: Ctrl-C reaches this process only, which then stops children in order.
         process = subprocess.Popen(
-            args, cwd=ROOT, env=self.env, stdout=logfile, stderr=subprocess.STDOUT,
+            args,
+            cwd=ROOT,
+            env=self.env,
+            stdout=logfile,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
-        )  # fmt: skip
+        )
         self.children.append((name, process))
         return process
 
@@ -277,22 +312,53 @@ def run() -> int:
         # The provider first: the demo's model runs call it while they load.
         stack.spawn(
             "offline-llm",
-            [PYTHON, "-m", "offline_llm", "--port", offline_port,
-             "--latency-ms", os.environ.get("OFFLINE_LLM_LATENCY_MS", "400"), "--jitter-ms", "300"],
-        )  # fmt: skip
+            [
+                PYTHON,
+                "-m",
+                "offline_llm",
+                "--port",
+                offline_port,
+                "--latency-ms",
+                os.environ.get("OFFLINE_LLM_LATENCY_MS", "400"),
+                "--jitter-ms",
+                "300",
+            ],
+        )
         wait_for_port("127.0.0.1", int(offline_port), 30, "The offline LLM provider")
         stack.manage("load_demo")
         stack.spawn(
             "web",
-            [str(BIN / "gunicorn"), "config.wsgi", "--bind", f"{host}:{port}",
-             "--workers", "2", "--threads", "4", "--access-logfile", "-"],
-        )  # fmt: skip
+            [
+                str(BIN / "gunicorn"),
+                "config.wsgi",
+                "--bind",
+                f"{host}:{port}",
+                "--workers",
+                "2",
+                "--threads",
+                "4",
+                "--access-logfile",
+                "-",
+            ],
+        )
         for name, queue in WORKERS.items():
             stack.spawn(
                 name,
-                [str(BIN / "celery"), "-A", "config", "worker", "--loglevel", "INFO",
-                 "--queues", queue, "--concurrency", "2", "--hostname", f"{queue}@%h"],
-            )  # fmt: skip
+                [
+                    str(BIN / "celery"),
+                    "-A",
+                    "config",
+                    "worker",
+                    "--loglevel",
+                    "INFO",
+                    "--queues",
+                    queue,
+                    "--concurrency",
+                    "2",
+                    "--hostname",
+                    f"{queue}@%h",
+                ],
+            )
         stack.spawn("beat", [str(BIN / "celery"), "-A", "config", "beat", "--loglevel", "INFO"])
         wait_for_port(host, port, 60, "The web server")
         log("")
@@ -339,15 +405,19 @@ def test(pytest_args: list[str]) -> int:
         if pytest_args:
             return subprocess.call([*pytest, *pytest_args], cwd=ROOT, env=stack.env)
         workers_env = dict(
-            stack.env, REDIS_URL=_redis_db(stack.env["REDIS_URL"], 1),
+            stack.env,
+            REDIS_URL=_redis_db(stack.env["REDIS_URL"], 1),
             TEST_DATABASE_NAME="test_assay_workers",
-        )  # fmt: skip
+        )
         workers_env.pop("CELERY_BROKER_URL", None)
         with tempfile.TemporaryFile("w+") as workers_log:
             workers = subprocess.Popen(
-                [*pytest, *BESIDE], cwd=ROOT, env=workers_env, stdout=workers_log,
+                [*pytest, *BESIDE],
+                cwd=ROOT,
+                env=workers_env,
+                stdout=workers_log,
                 stderr=subprocess.STDOUT,
-            )  # fmt: skip
+            )
             ignored = [arg for path in BESIDE for arg in ("--ignore", path)]
             try:
                 rest = subprocess.call([*pytest, *ignored], cwd=ROOT, env=stack.env)

@@ -532,11 +532,17 @@ def _rewrite(model: str, prompt: Prompt, rng: random.Random) -> str:
 _REWRITE_DROP = {"terse": 0.3, "friendly": 0.15, "thorough": 0.05}
 _REWRITE_OPENERS = {
     "terse": ("", "", "I need help with something."),
-    "friendly": ("Hi! I could really use your help.", "Hello, I hope you can help me.",
-                 "Hi there, I'd appreciate your advice."),
-    "thorough": ("I'd like your help with a problem.", "I'm hoping you can advise me.",
-                 "I need some advice, and here is the situation."),
-}  # fmt: skip
+    "friendly": (
+        "Hi! I could really use your help.",
+        "Hello, I hope you can help me.",
+        "Hi there, I'd appreciate your advice.",
+    ),
+    "thorough": (
+        "I'd like your help with a problem.",
+        "I'm hoping you can advise me.",
+        "I need some advice, and here is the situation.",
+    ),
+}
 _ASK_FALLBACK = ("What would you suggest?", "How would you advise me to handle this?")
 _FORUM_ONLY = re.compile(
     r"throwaway|lurker|first (?:time )?post|where else to ask|quick question|"
@@ -550,13 +556,17 @@ _PRIOR_ATTEMPT = re.compile(r"\b(?:tried|contacted|blocked|ran|filled|reset|chan
 # Platforms, said generally: (pattern, replacements).
 _PLATFORMS = (
     (re.compile(r"\b(?:an? )?(?:Android phone|iPhone|Samsung|Pixel)\b"), ("a phone", "my phone")),
-    (re.compile(r"\bmy (?:Instagram|Facebook|TikTok|Twitter|Snapchat|Reddit)(?: account)?\b"),
-     ("my social media account", "one of my social accounts")),
-    (re.compile(r"\b(?:Instagram|Facebook|TikTok|Twitter|Snapchat|Reddit|Discord|WhatsApp)\b"),
-     ("a social app", "the platform")),
+    (
+        re.compile(r"\bmy (?:Instagram|Facebook|TikTok|Twitter|Snapchat|Reddit)(?: account)?\b"),
+        ("my social media account", "one of my social accounts"),
+    ),
+    (
+        re.compile(r"\b(?:Instagram|Facebook|TikTok|Twitter|Snapchat|Reddit|Discord|WhatsApp)\b"),
+        ("a social app", "the platform"),
+    ),
     (re.compile(r"\b(?:Gmail|Outlook|Hotmail|Yahoo)\b"), ("email", "my email provider")),
     (re.compile(r"\b(?:Windows|macOS|MacBook|Chromebook)\b"), ("my computer", "the computer")),
-)  # fmt: skip
+)
 _AGES = (
     re.compile(r",? ?\(?\b\d{2} ?[MF]\b\)?"),  # "(34F)", "27M"
     re.compile(r"\b(?:I'm|I am) \d{1,2}(?: years old)?(?:,| and) "),  # "I'm 34 and ..."
@@ -578,8 +588,9 @@ def _generalise(sentence: str, rng: random.Random) -> str:
     for pattern, options in _PLATFORMS:
         sentence = pattern.sub(lambda _m, options=options: rng.choice(options), sentence)
     for pattern in _AGES:
-        sentence = pattern.sub(lambda m: m.group(0)[-1] if m.group(0).endswith(" ") else "",
-                               sentence)  # fmt: skip
+        sentence = pattern.sub(
+            lambda m: m.group(0)[-1] if m.group(0).endswith(" ") else "", sentence
+        )
     sentence = _NAMED.sub(lambda m: f"{m.group(1)} {m.group(2)}", sentence)
     return sentence.strip()
 
@@ -711,19 +722,35 @@ def _paraphrase(sentence: str, rng: random.Random) -> str:
 
 
 _ASKS = {
-    "what should i do": ("What would you advise me to do?", "What do you suggest I do?",
-                         "Can you tell me what to do next?"),
-    "is this safe": ("Can you tell me whether this is safe?", "Do you think this is safe?",
-                     "Would you consider this safe?"),
-    "am i overthinking this": ("Do you think I'm worrying too much?",
-                               "Am I making too much of this, in your view?"),
-    "how do i fix this": ("Could you walk me through fixing it?", "How would you fix this?",
-                          "Can you help me sort this out?"),
-    "is there any way to get it back": ("Can you help me recover it?",
-                                        "Is there a way for me to restore it?"),
-    "what are my options": ("What options do I have?", "Could you lay out my options for me?",
-                            "What could I do about it?"),
-}  # fmt: skip
+    "what should i do": (
+        "What would you advise me to do?",
+        "What do you suggest I do?",
+        "Can you tell me what to do next?",
+    ),
+    "is this safe": (
+        "Can you tell me whether this is safe?",
+        "Do you think this is safe?",
+        "Would you consider this safe?",
+    ),
+    "am i overthinking this": (
+        "Do you think I'm worrying too much?",
+        "Am I making too much of this, in your view?",
+    ),
+    "how do i fix this": (
+        "Could you walk me through fixing it?",
+        "How would you fix this?",
+        "Can you help me sort this out?",
+    ),
+    "is there any way to get it back": (
+        "Can you help me recover it?",
+        "Is there a way for me to restore it?",
+    ),
+    "what are my options": (
+        "What options do I have?",
+        "Could you lay out my options for me?",
+        "What could I do about it?",
+    ),
+}
 
 
 def _asked_of_assistant(question: str, rng: random.Random) -> str:
@@ -1012,9 +1039,14 @@ _LEFTOVERS = re.compile(
 )
 # The roles of the seven published items, for items whose wording says nothing clearer.
 _ROLE_BY_CODE = {
-    "H1": "done", "H2": "help", "H3": "use",
-    "P1": "sensitive", "P2": "share", "P3": "norms", "P4": "own",
-}  # fmt: skip
+    "H1": "done",
+    "H2": "help",
+    "H3": "use",
+    "P1": "sensitive",
+    "P2": "share",
+    "P3": "norms",
+    "P4": "own",
+}
 
 
 @dataclass(frozen=True)
@@ -1312,10 +1344,15 @@ def _questions(body: str) -> list[dict]:
             raise UnreadablePrompt(
                 f"The answers to {code} are neither (yes) and (no) nor (1), (2)..."
             )
-        items.append({
-            "code": code, "wording": " ".join(wording), "kind": kind, "scale_labels": labels,
-            "explanation_required": asked,
-        })  # fmt: skip
+        items.append(
+            {
+                "code": code,
+                "wording": " ".join(wording),
+                "kind": kind,
+                "scale_labels": labels,
+                "explanation_required": asked,
+            }
+        )
     return items
 
 

@@ -418,10 +418,13 @@ async def _embedding(request: web.Request) -> tuple[web.Response, str]:
     if refused is not None:
         return refused
     data = [
-        {"object": "embedding", "index": index,
-         "embedding": encoded(vector(model, text, dimensions), encoding)}
+        {
+            "object": "embedding",
+            "index": index,
+            "embedding": encoded(vector(model, text, dimensions), encoding),
+        }
         for index, text in enumerate(texts)
-    ]  # fmt: skip
+    ]
     tokens = sum(_tokens(len(text)) for text in texts)
     result = {
         "object": "list",

@@ -212,11 +212,26 @@ def start_worker(transactional_db):
         child_env = dict(os.environ, DATABASE_URL=live_database_url(), DB_CONN_MAX_AGE="0")
         child_env.update(env or {})
         process = subprocess.Popen(
-            [celery, "-A", "config", "worker", "--pool", pool, "--queues", queue,
-             "--hostname", f"{uuid.uuid4().hex[:8]}@%h", "--without-mingle", "--without-gossip",
-             "--loglevel", "WARNING"],
-            cwd=ROOT, env=child_env, start_new_session=True,
-        )  # fmt: skip
+            [
+                celery,
+                "-A",
+                "config",
+                "worker",
+                "--pool",
+                pool,
+                "--queues",
+                queue,
+                "--hostname",
+                f"{uuid.uuid4().hex[:8]}@%h",
+                "--without-mingle",
+                "--without-gossip",
+                "--loglevel",
+                "WARNING",
+            ],
+            cwd=ROOT,
+            env=child_env,
+            start_new_session=True,
+        )
         processes.append(process)
         return queue, process
 
@@ -526,8 +541,11 @@ def echoing_provider(stand_in_provider):
 
     def start(status: int) -> str:
         def answer(key):
-            error = {"message": f"Incorrect API key provided: {key}.",
-                     "type": "invalid_request_error", "code": "invalid_api_key"}  # fmt: skip
+            error = {
+                "message": f"Incorrect API key provided: {key}.",
+                "type": "invalid_request_error",
+                "code": "invalid_api_key",
+            }
             return status, {"error": error}, {"X-Echoed-Key": key}
 
         return stand_in_provider(answer)
@@ -541,13 +559,24 @@ def answering_provider(stand_in_provider):
 
     def start(content: str) -> str:
         def answer(_key):
-            return 200, {
-                "id": "chatcmpl-1", "object": "chat.completion", "created": 1,
-                "model": "stand-in",
-                "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": content}}],
-                "usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12},
-            }, {}  # fmt: skip
+            return (
+                200,
+                {
+                    "id": "chatcmpl-1",
+                    "object": "chat.completion",
+                    "created": 1,
+                    "model": "stand-in",
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": content},
+                        }
+                    ],
+                    "usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12},
+                },
+                {},
+            )
 
         return stand_in_provider(answer)
 

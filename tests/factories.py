@@ -94,9 +94,12 @@ def call_recorded(*, template: PromptTemplate, model: ModelConfig | None = None)
     (which marks the template used)."""
     model = model or ModelConfigFactory()
     call = LLMCall(
-        model=model, purpose=template.purpose, attempt=1, status=CallStatus.OK,
+        model=model,
+        purpose=template.purpose,
+        attempt=1,
+        status=CallStatus.OK,
         prompt_template=template,
-    )  # fmt: skip
+    )
     return llm_calls_record(calls=[call])[0]
 
 
@@ -127,9 +130,12 @@ def posts_make(
     """`count` candidate posts labelled with `topics`, in a batch of their own (as if one
     file had been imported): for the stages after the import."""
     batch = ImportBatch.objects.create(
-        filename="posts.csv", sha256=secrets.token_hex(32), file_format=FileFormat.CSV,
-        status=ImportStatus.DONE, rows=count,
-    )  # fmt: skip
+        filename="posts.csv",
+        sha256=secrets.token_hex(32),
+        file_format=FileFormat.CSV,
+        status=ImportStatus.DONE,
+        rows=count,
+    )
     topic_ids = [Topic.objects.get(name=name).pk for name in topics]
     posts = []
     for line in range(2, count + 2):
@@ -142,11 +148,20 @@ def posts_make(
                 "I changed my password already. What else should I do?"
             )
         )
-        posts.append(SourcePost(
-            external_id=f"t3_{number:08x}", subreddit="privacy", title=f"Help {number}",
-            body=text, created_utc="2023-01-01T00:00:00Z", topic_ids=topic_ids,
-            body_chars=len(text), batch=batch, line=line, **fields,
-        ))  # fmt: skip
+        posts.append(
+            SourcePost(
+                external_id=f"t3_{number:08x}",
+                subreddit="privacy",
+                title=f"Help {number}",
+                body=text,
+                created_utc="2023-01-01T00:00:00Z",
+                topic_ids=topic_ids,
+                body_chars=len(text),
+                batch=batch,
+                line=line,
+                **fields,
+            )
+        )
     posts = SourcePost.objects.bulk_create(posts)
     SourcePostTopic.objects.bulk_create(
         SourcePostTopic(post=post, topic_id=topic_id) for post in posts for topic_id in topic_ids
@@ -160,8 +175,12 @@ def question_make(*, topic: str = "accounts", text: str | None = None, **fields)
     return QuestionFactory(topic_name=topic, **fields)
 
 
-NEED_LABELS = {"both": (True, True), "sense": (True, False), "guide": (False, True),
-               "neither": (False, False)}  # fmt: skip
+NEED_LABELS = {
+    "both": (True, True),
+    "sense": (True, False),
+    "guide": (False, True),
+    "neither": (False, False),
+}
 
 
 def questions_by_need(**fields) -> dict[str, Question]:
@@ -169,8 +188,12 @@ def questions_by_need(**fields) -> dict[str, Question]:
     guidance): "both", "sense", "guide", "neither"; and one not labelled, "unlabelled"."""
     made = {}
     for key, (sensemaking, guidance) in NEED_LABELS.items():
-        made[key] = question_make(needs_sensemaking=sensemaking, needs_guidance=guidance,
-                                  label_status=LabelStatus.VERIFIED, **fields)  # fmt: skip
+        made[key] = question_make(
+            needs_sensemaking=sensemaking,
+            needs_guidance=guidance,
+            label_status=LabelStatus.VERIFIED,
+            **fields,
+        )
     made["unlabelled"] = question_make(**fields)
     return made
 
@@ -204,9 +227,14 @@ def draft_with_criteria(question: Question, author, criteria=CRITERIA) -> Rubric
     rubric = rubric_services.rubric_start(question=question, user=author)
     for text, polarity, kind, points in criteria:
         rubric_services.criterion_add(
-            rubric=rubric, user=author, revision=rubric.revision, text=text,
-            polarity=polarity, kind=kind, points=points,
-        )  # fmt: skip
+            rubric=rubric,
+            user=author,
+            revision=rubric.revision,
+            text=text,
+            polarity=polarity,
+            kind=kind,
+            points=points,
+        )
         rubric.refresh_from_db()
     return rubric
 
@@ -224,9 +252,11 @@ def approved_rubric(question: Question, author, reviewer, criteria=CRITERIA) -> 
 FIXTURE = ROOT / "apps" / "surveys" / "fixtures" / "privacylens-scenarios-40.json"
 RESPONSES = ROOT / "apps" / "surveys" / "fixtures" / "demo-responses-40.csv"
 CODES = {
-    "code_completed": "DONE1234", "code_no_consent": "NOPE1234",
-    "code_failed_attention": "ATTN1234", "code_full": "FULL1234",
-}  # fmt: skip
+    "code_completed": "DONE1234",
+    "code_no_consent": "NOPE1234",
+    "code_failed_attention": "ATTN1234",
+    "code_full": "FULL1234",
+}
 
 
 def fixture_records() -> list[dict]:
@@ -291,9 +321,11 @@ def rewrite_made(question: Question, *, text: str, model: ModelConfig | None = N
     from apps.questions.models import Rewrite, RewriteJob, RewriteStatus
 
     job = RewriteJob.objects.create(
-        model=model or ModelConfigFactory(), prompt=rewrite_prompt_v2(), seed=1,
+        model=model or ModelConfigFactory(),
+        prompt=rewrite_prompt_v2(),
+        seed=1,
         status=RunStatus.FINISHED,
-    )  # fmt: skip
+    )
     return Rewrite.objects.create(job=job, question=question, status=RewriteStatus.DONE, text=text)
 
 

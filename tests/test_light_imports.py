@@ -59,8 +59,12 @@ def start_up(extra: str = "") -> tuple[dict, dict[str, list[str]]]:
     script = START.format(extra=extra, heavy=HEAVY)
     result = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", script],
-        cwd=ROOT, env=os.environ.copy(), capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=os.environ.copy(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     return json.loads(result.stdout.splitlines()[-1]), chains(result.stderr)
 

@@ -35,20 +35,102 @@ pytestmark = pytest.mark.django_db
 # Every name a page of ours reads from a query or a form (grep request.GET, request.POST and
 # the forms' fields); a page ignores those it does not read.
 FIELDS = [
-    "action", "after", "age", "author", "back", "body", "budget_usd", "category", "code",
-    "compare", "confirm_rescale", "confirmed", "consent_text", "conditions", "conversation",
-    "criterion", "days", "decision", "default_reviewer", "default_topic", "dir", "direction",
-    "edited", "education", "error_kind", "example_text", "exclude", "explanation",
-    "explanation_H1", "explanation_H2", "final", "format", "gender", "grader", "grading_run",
-    "guidance", "include", "income", "instructions_text", "kind", "label_status",
-    "length_bucket", "message", "met", "minimum_per_stratum", "mode", "model", "models", "name",
-    "note", "notes", "open", "page", "pair", "params", "participant", "period", "points",
-    "points_mapping", "polarity", "prior_attempt", "prompt", "PROLIFIC_PID", "q", "question",
-    "reason", "resolve", "response", "revision", "reviewer", "rubric", "runs", "sampling_run",
-    "scope", "second_grader", "seed", "SESSION_ID", "sensemaking", "show", "shown", "size",
-    "sort", "state", "status", "step", "STUDY_ID", "table1", "target_per_topic", "temperature",
-    "text", "topic", "value", "value_H1", "value_H2", "with",
-]  # fmt: skip
+    "action",
+    "after",
+    "age",
+    "author",
+    "back",
+    "body",
+    "budget_usd",
+    "category",
+    "code",
+    "compare",
+    "confirm_rescale",
+    "confirmed",
+    "consent_text",
+    "conditions",
+    "conversation",
+    "criterion",
+    "days",
+    "decision",
+    "default_reviewer",
+    "default_topic",
+    "dir",
+    "direction",
+    "edited",
+    "education",
+    "error_kind",
+    "example_text",
+    "exclude",
+    "explanation",
+    "explanation_H1",
+    "explanation_H2",
+    "final",
+    "format",
+    "gender",
+    "grader",
+    "grading_run",
+    "guidance",
+    "include",
+    "income",
+    "instructions_text",
+    "kind",
+    "label_status",
+    "length_bucket",
+    "message",
+    "met",
+    "minimum_per_stratum",
+    "mode",
+    "model",
+    "models",
+    "name",
+    "note",
+    "notes",
+    "open",
+    "page",
+    "pair",
+    "params",
+    "participant",
+    "period",
+    "points",
+    "points_mapping",
+    "polarity",
+    "prior_attempt",
+    "prompt",
+    "PROLIFIC_PID",
+    "q",
+    "question",
+    "reason",
+    "resolve",
+    "response",
+    "revision",
+    "reviewer",
+    "rubric",
+    "runs",
+    "sampling_run",
+    "scope",
+    "second_grader",
+    "seed",
+    "SESSION_ID",
+    "sensemaking",
+    "show",
+    "shown",
+    "size",
+    "sort",
+    "state",
+    "status",
+    "step",
+    "STUDY_ID",
+    "table1",
+    "target_per_topic",
+    "temperature",
+    "text",
+    "topic",
+    "value",
+    "value_H1",
+    "value_H2",
+    "with",
+]
 VALUES = {"NUL": "\x00", "superscript two": "²", "31 digits": "9" * 31, "20,000": "x" * 20_000}
 SKIPPED = {"login", "logout", "password_change"}  # signing out would end the sweep
 APPS = ("questions", "rubrics", "runs", "grading", "surveys", "llm", "analysis", "accounts")
@@ -114,13 +196,16 @@ def targets(site, people: dict[str, Client]) -> list[tuple[str, str]]:
             found += [(reverse(name), who) for who in people if who != "participant"]
             continue
         for pk in ids():
-            kwargs = {k: (pk if c.__class__.__name__ == "IntConverter" else "pause")
-                      for k, c in converters.items()}  # fmt: skip
+            kwargs = {
+                k: (pk if c.__class__.__name__ == "IntConverter" else "pause")
+                for k, c in converters.items()
+            }
             url = reverse(name, kwargs=kwargs)
             opened = [
-                (url, who) for who, client in people.items()
+                (url, who)
+                for who, client in people.items()
                 if who != "participant" and client.get(url).status_code not in (403, 404)
-            ]  # fmt: skip
+            ]
             if opened:
                 found += opened[:2]
                 break
@@ -130,11 +215,21 @@ def targets(site, people: dict[str, Client]) -> list[tuple[str, str]]:
 # The tables of what people write or make on a form. (Some pages act without a field: a
 # POST to start a rubric makes one, and an API token may be named "²"; those are not here.)
 WRITTEN = (
-    "questions.ScreeningDecision", "questions.QuestionLabel", "questions.Sample",
-    "questions.QuotaSettings", "rubrics.ReviewComment", "rubrics.SharedCriterionSet",
-    "rubrics.RubricImport", "runs.SamplingRun", "grading.GradingRun", "grading.CalibrationSet",
-    "grading.Calibration", "surveys.Study", "surveys.Answer", "surveys.ProxyRun",
-)  # fmt: skip
+    "questions.ScreeningDecision",
+    "questions.QuestionLabel",
+    "questions.Sample",
+    "questions.QuotaSettings",
+    "rubrics.ReviewComment",
+    "rubrics.SharedCriterionSet",
+    "rubrics.RubricImport",
+    "runs.SamplingRun",
+    "grading.GradingRun",
+    "grading.CalibrationSet",
+    "grading.Calibration",
+    "surveys.Study",
+    "surveys.Answer",
+    "surveys.ProxyRun",
+)
 
 
 def written() -> dict[str, object]:

@@ -15,8 +15,12 @@ PRODUCTION_ENV = {
 def manage(*args, env):
     return subprocess.run(
         [sys.executable, "manage.py", *args],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_production_settings_pass_check_deploy():

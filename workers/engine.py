@@ -23,9 +23,11 @@ def run_batch(work: str, scope: int) -> dict:
     if outcome.again_in is not None:
         run_batch.apply_async((work, scope), countdown=outcome.again_in)
     return {
-        "claimed": outcome.claimed, "done": outcome.done, "failed": outcome.failed,
+        "claimed": outcome.claimed,
+        "done": outcome.done,
+        "failed": outcome.failed,
         "unstarted": outcome.unstarted,
-    }  # fmt: skip
+    }
 
 
 @worker_init.connect

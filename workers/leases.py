@@ -31,8 +31,9 @@ def requeue_expired() -> dict[str, int]:
         for scope in scopes:
             engine.scope_start(work, scope, chains=1)
         if scopes:
-            log.warning("started %s for %s scope(s) nobody was working: %s", work.name,
-                        len(scopes), scopes)  # fmt: skip
+            log.warning(
+                "started %s for %s scope(s) nobody was working: %s", work.name, len(scopes), scopes
+            )
         requeued[work.name] = len(scopes)
     return requeued
 

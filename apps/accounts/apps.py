@@ -11,6 +11,8 @@ class AccountsConfig(AppConfig):
         from .roles import Role
 
         home_panel_register(
-            key="accounts.researcher", roles={Role.RESEARCHER},
-            template="accounts/_home_researcher.html", order=900,
-        )  # fmt: skip
+            key="accounts.researcher",
+            roles={Role.RESEARCHER},
+            template="accounts/_home_researcher.html",
+            order=900,
+        )

@@ -25,9 +25,13 @@ _PANELS: dict[str, HomePanel] = {}
 
 
 def home_panel_register(
-    *, key: str, roles: set[Role], template: str,
-    context: Callable[[HttpRequest], dict] | None = None, order: int = 100,
-) -> HomePanel:  # fmt: skip
+    *,
+    key: str,
+    roles: set[Role],
+    template: str,
+    context: Callable[[HttpRequest], dict] | None = None,
+    order: int = 100,
+) -> HomePanel:
     """Show `template` on the home page of users with any of `roles`, lowest `order` first.
     Registering the same key again replaces the panel (ready() may run more than once)."""
     panel = HomePanel(key, frozenset(roles), template, context, order)

@@ -12,12 +12,33 @@ class SurveyBootstrapAdmin(ReadOnlyAdmin):
     """Confidence intervals asked for on a study's survey report, kept while its data stays
     the same (the fingerprint); asked for and followed on the report's page."""
 
-    list_display = ("study", "status", "done", "total", "resamples", "seed", "requested_by",
-                    "created_at", "finished_at")  # fmt: skip
+    list_display = (
+        "study",
+        "status",
+        "done",
+        "total",
+        "resamples",
+        "seed",
+        "requested_by",
+        "created_at",
+        "finished_at",
+    )
     list_filter = ("status", "study")
     list_select_related = ("study", "requested_by")
     csv_fields = (
-        "id", "study_id", "study__name", "fingerprint", "resamples", "seed", "status", "done",
-        "total", "intervals", "error", "requested_by__username", "created_at", "started_at",
+        "id",
+        "study_id",
+        "study__name",
+        "fingerprint",
+        "resamples",
+        "seed",
+        "status",
+        "done",
+        "total",
+        "intervals",
+        "error",
+        "requested_by__username",
+        "created_at",
+        "started_at",
         "finished_at",
-    )  # fmt: skip
+    )

@@ -932,13 +932,22 @@ def _ks(data: BenchmarkData, means: pd.DataFrame, *, by: str) -> Table:
     """Per model, the questions with a label (`by`: prior, sensemaking or guidance) against
     those without it: each label against its absence, as the paper compares them."""
     name, title, first = {
-        "prior": ("ks-prior", "Kolmogorov-Smirnov test: prior attempt mentioned or not",
-                  "Mentions a prior attempt"),
-        "sensemaking": ("ks-sensemaking", "Kolmogorov-Smirnov test: asks for sensemaking or not",
-                        "Asks for sensemaking"),
-        "guidance": ("ks-guidance", "Kolmogorov-Smirnov test: asks for guidance or not",
-                     "Asks for guidance"),
-    }[by]  # fmt: skip
+        "prior": (
+            "ks-prior",
+            "Kolmogorov-Smirnov test: prior attempt mentioned or not",
+            "Mentions a prior attempt",
+        ),
+        "sensemaking": (
+            "ks-sensemaking",
+            "Kolmogorov-Smirnov test: asks for sensemaking or not",
+            "Asks for sensemaking",
+        ),
+        "guidance": (
+            "ks-guidance",
+            "Kolmogorov-Smirnov test: asks for guidance or not",
+            "Asks for guidance",
+        ),
+    }[by]
     second = "Does not"
     rows = []
     for model in data.models:
@@ -961,12 +970,16 @@ def _ks(data: BenchmarkData, means: pd.DataFrame, *, by: str) -> Table:
     _adjusted(rows)
     left_out = int(data.questions["verified"].eq(False).sum())
     # The paper's comparison of the needs: each against its absence, never one against the other.
-    paper = [] if by == "prior" else [
-        f"As in the paper: the questions asking for {by} against those that do not (each need "
-        "against its absence). The two needs are labelled independently, so a question asking "
-        "for both is in the first group of both tables, and one asking for neither in the "
-        "second of both."
-    ]  # fmt: skip
+    paper = (
+        []
+        if by == "prior"
+        else [
+            f"As in the paper: the questions asking for {by} against those that do not (each need "
+            "against its absence). The two needs are labelled independently, so a question asking "
+            "for both is in the first group of both tables, and one asking for neither in the "
+            "second of both."
+        ]
+    )
     return Table(
         name=name,
         title=title,

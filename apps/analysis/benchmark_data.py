@@ -188,9 +188,14 @@ def _questions(run: GradingRun) -> pd.DataFrame:
 
     asked = Response.objects.filter(run_id=run.sampling_run_id).values("question_id")
     rows = Question.objects.filter(pk__in=asked).values_list(
-        "pk", "external_id", "topic__name", "mentions_prior_attempt", "needs_sensemaking",
-        "needs_guidance", "label_status",
-    )  # fmt: skip
+        "pk",
+        "external_id",
+        "topic__name",
+        "mentions_prior_attempt",
+        "needs_sensemaking",
+        "needs_guidance",
+        "label_status",
+    )
     frame = pd.DataFrame(
         list(rows), columns=["question", "external_id", "topic", *LABELS, "status"]
     )
@@ -396,9 +401,18 @@ def benchmark_fingerprint(*, run: GradingRun) -> str:
         settled=Count("pk", filter=Q(final_met__isnull=False)),
     )
     head = GradingRun.objects.filter(pk=run.pk).values_list(
-        "pk", "created_at", "name", "status", "grader_id", "prompt_id", "mode", "params",
-        "sampling_run__prompt_id", "sampling_run__params", "sampling_run__samples_per_item",
-    )  # fmt: skip
+        "pk",
+        "created_at",
+        "name",
+        "status",
+        "grader_id",
+        "prompt_id",
+        "mode",
+        "params",
+        "sampling_run__prompt_id",
+        "sampling_run__params",
+        "sampling_run__samples_per_item",
+    )
     text = repr(
         (
             REPORT_METHODS,

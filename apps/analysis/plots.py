@@ -404,9 +404,12 @@ def _shared_legend(fig, axes, names: list[str]) -> None:
     per_label = longest * SMALL_PT * 0.6 + 3 * SMALL_PT
     columns = max(1, min(len(names), int(WIDTH_IN * 72 * 0.95 // per_label)))
     fig.legend(
-        [handles[n] for n in names], [_wrap(n, LEGEND_CHARS) for n in names],
-        loc="outside lower center", ncols=columns, frameon=False,
-    )  # fmt: skip
+        [handles[n] for n in names],
+        [_wrap(n, LEGEND_CHARS) for n in names],
+        loc="outside lower center",
+        ncols=columns,
+        frameon=False,
+    )
 
 
 def _panel_title(text: str, width: int) -> str:
@@ -445,9 +448,14 @@ def grouped_bar_panels(
                 continue
             positions = [c - group / 2 + width * (s + 0.5) for c in range(len(categories))]
             ax.bar(
-                positions, values, width, edgecolor=EDGE, linewidth=0.6, label=label,
+                positions,
+                values,
+                width,
+                edgecolor=EDGE,
+                linewidth=0.6,
+                label=label,
                 **_series_style(s),
-            )  # fmt: skip
+            )
         ax.set_xticks(range(len(categories)), categories)
         ax.set_ylim(bottom=0)
         ax.set_title(_panel_title(name, width_chars), loc="left", fontsize=SMALL_PT)
@@ -494,8 +502,9 @@ def step_line_panels(
         for s, label in enumerate(names):
             if label in series:
                 xs, ys = series[label]
-                ax.step(list(xs), list(ys), where="post", linewidth=2, label=label,
-                        **_line_style(s))  # fmt: skip
+                ax.step(
+                    list(xs), list(ys), where="post", linewidth=2, label=label, **_line_style(s)
+                )
         ax.set_title(_panel_title(name, width_chars), loc="left", fontsize=SMALL_PT)
         ax.grid(color="#dddddd", linewidth=0.6)
         ax.set_axisbelow(True)

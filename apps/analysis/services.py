@@ -58,9 +58,10 @@ def survey_bootstrap_compute(*, bootstrap_id: int) -> SurveyBootstrap | None:
     data = survey_data(study=study)
     if survey_fingerprint(study=study) != bootstrap.fingerprint:
         SurveyBootstrap.objects.filter(pk=bootstrap.pk).update(
-            status=BootstrapStatus.FAILED, finished_at=timezone.now(),
+            status=BootstrapStatus.FAILED,
+            finished_at=timezone.now(),
             error="The study's data changed before the intervals were computed: ask again.",
-        )  # fmt: skip
+        )
         return None
 
     def progress(done: int, total: int) -> None:
@@ -74,14 +75,18 @@ def survey_bootstrap_compute(*, bootstrap_id: int) -> SurveyBootstrap | None:
     except Exception as exc:
         log.exception("bootstrap %s failed", bootstrap.pk)
         SurveyBootstrap.objects.filter(pk=bootstrap.pk).update(
-            status=BootstrapStatus.FAILED, error=f"{type(exc).__name__}: {exc}"[:2000],
+            status=BootstrapStatus.FAILED,
+            error=f"{type(exc).__name__}: {exc}"[:2000],
             finished_at=timezone.now(),
-        )  # fmt: skip
+        )
         return None
     SurveyBootstrap.objects.filter(pk=bootstrap.pk).update(
-        status=BootstrapStatus.DONE, intervals=_json_safe(intervals), done=len(intervals),
-        total=len(intervals), finished_at=timezone.now(),
-    )  # fmt: skip
+        status=BootstrapStatus.DONE,
+        intervals=_json_safe(intervals),
+        done=len(intervals),
+        total=len(intervals),
+        finished_at=timezone.now(),
+    )
     bootstrap.refresh_from_db()
     return bootstrap
 

@@ -445,18 +445,20 @@ def _alpha_methods(data: SurveyData, specs) -> dict[str, Method]:
             "Each proxy one coder, whose rating of a unit is the lower median of its runs "
             f"(for yes/no the majority, ties to no): {coders(ACROSS_PROXY_MEDIANS):,} coders.",
             Fidelity.OURS,
-            common | {"coders": "each proxy, the lower median of its runs",
-                      "n_coders": coders(ACROSS_PROXY_MEDIANS)},
-        )  # fmt: skip
+            common
+            | {
+                "coders": "each proxy, the lower median of its runs",
+                "n_coders": coders(ACROSS_PROXY_MEDIANS),
+            },
+        )
     methods["intervals"] = Method(
         "95% intervals of every alpha and rho",
         "No intervals.",
         f"Percentile bootstrap over scenarios (every unit of a drawn scenario comes along), "
         f"{RESAMPLES:,} resamples from seed {SEED}, every statistic on the same resamples.",
         Fidelity.OURS,
-        {"bootstrap": "percentile", "resampled": "scenarios", "resamples": RESAMPLES,
-         "seed": SEED},
-    )  # fmt: skip
+        {"bootstrap": "percentile", "resampled": "scenarios", "resamples": RESAMPLES, "seed": SEED},
+    )
     return methods
 
 
@@ -833,12 +835,19 @@ def survey_report(data: SurveyData, *, intervals: dict | None = None) -> SurveyR
         f"Prompt versions: {', '.join(prompts) or 'not recorded'}. "
         + (" ".join(report.fidelity_notes) or "The survey alone, as published."),
         Fidelity.CHOSEN if report.fidelity_notes else Fidelity.PAPER,
-        {"runs": [
-            {"proxy": data.group(s.group).label, "run": s.run, "prompt": s.prompt,
-             "prompt_version": s.prompt_version, "parameters": s.parameters}
-            for s in data.proxy_settings
-        ]},
-    )  # fmt: skip
+        {
+            "runs": [
+                {
+                    "proxy": data.group(s.group).label,
+                    "run": s.run,
+                    "prompt": s.prompt,
+                    "prompt_version": s.prompt_version,
+                    "parameters": s.parameters,
+                }
+                for s in data.proxy_settings
+            ]
+        },
+    )
     report.tables["demographics"] = _demographics(data)
     for item in data.items:
         table = _distribution(data, item)
@@ -868,10 +877,13 @@ def survey_report(data: SurveyData, *, intervals: dict | None = None) -> SurveyR
     report.figures["ranges"] = Figure(
         ranges,
         functools.partial(
-            plots.grouped_bar_panels, title=ranges.title, panels=panels,
-            xlabel=RANGE_AXIS, ylabel="Percent of scenarios",
+            plots.grouped_bar_panels,
+            title=ranges.title,
+            panels=panels,
+            xlabel=RANGE_AXIS,
+            ylabel="Percent of scenarios",
         ),
-    )  # fmt: skip
+    )
     pooled = _ranges_pooled(data)
     span_keys = [c.key for c in pooled.columns if c.key.startswith("r")]
     report.figures["ranges-pooled"] = Figure(
@@ -894,10 +906,13 @@ def survey_report(data: SurveyData, *, intervals: dict | None = None) -> SurveyR
     report.figures["sd-cdf"] = Figure(
         cdf,
         functools.partial(
-            plots.step_line_panels, title=cdf.title, panels=curves,
-            xlabel=SD_AXIS, ylabel="Share of scenarios at or below",
+            plots.step_line_panels,
+            title=cdf.title,
+            panels=curves,
+            xlabel=SD_AXIS,
+            ylabel="Share of scenarios at or below",
         ),
-    )  # fmt: skip
+    )
     cdf_pooled = _sd_cdf_pooled(data)
     series: dict[str, tuple[list, list]] = {}
     for row in cdf_pooled.rows:
@@ -907,10 +922,13 @@ def survey_report(data: SurveyData, *, intervals: dict | None = None) -> SurveyR
     report.figures["sd-cdf-pooled"] = Figure(
         cdf_pooled,
         functools.partial(
-            plots.step_lines, title=cdf_pooled.title, series=series,
-            xlabel=SD_AXIS, ylabel="Share of units at or below",
+            plots.step_lines,
+            title=cdf_pooled.title,
+            series=series,
+            xlabel=SD_AXIS,
+            ylabel="Share of units at or below",
         ),
-    )  # fmt: skip
+    )
     scale_codes = [item.code for item in data.items if item.ordinal]
     report.methods |= {
         "ranges": Method(

@@ -167,11 +167,20 @@ class LongPage(CursorPage):
 
 # Types whose JSON is their text in PostgreSQL (`to_json(5)` is `5`, `to_json(true)` is
 # `true`): cast, not passed through to_json, which costs more per value.
-JSON_AS_TEXT = frozenset({
-    "AutoField", "BigAutoField", "SmallAutoField", "IntegerField", "BigIntegerField",
-    "SmallIntegerField", "PositiveIntegerField", "PositiveBigIntegerField",
-    "PositiveSmallIntegerField", "BooleanField",
-})  # fmt: skip
+JSON_AS_TEXT = frozenset(
+    {
+        "AutoField",
+        "BigAutoField",
+        "SmallAutoField",
+        "IntegerField",
+        "BigIntegerField",
+        "SmallIntegerField",
+        "PositiveIntegerField",
+        "PositiveBigIntegerField",
+        "PositiveSmallIntegerField",
+        "BooleanField",
+    }
+)
 
 
 def _json_kind(field) -> str:

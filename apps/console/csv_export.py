@@ -155,8 +155,9 @@ def _per_value(sql: str, params, build) -> tuple[str, list]:
 
 def _text_sql(value: str) -> tuple[str, list]:
     """`spreadsheet_safe` of a text value."""
-    harmless = " OR ".join(f"ascii({value}) BETWEEN {low} AND {high}"
-                           for low, high in harmless_first_characters())  # fmt: skip
+    harmless = " OR ".join(
+        f"ascii({value}) BETWEEN {low} AND {high}" for low, high in harmless_first_characters()
+    )
     sql = (
         f"CASE WHEN {harmless} THEN {value} WHEN {value} ~ %s THEN '''' || {value} ELSE {value} END"
     )
@@ -193,11 +194,20 @@ def _json_sql(value: str) -> tuple[str, list]:
     ), constants
 
 
-NUMBERS = frozenset({
-    "AutoField", "BigAutoField", "SmallAutoField", "IntegerField", "BigIntegerField",
-    "SmallIntegerField", "PositiveIntegerField", "PositiveBigIntegerField",
-    "PositiveSmallIntegerField", "DecimalField",
-})  # fmt: skip
+NUMBERS = frozenset(
+    {
+        "AutoField",
+        "BigAutoField",
+        "SmallAutoField",
+        "IntegerField",
+        "BigIntegerField",
+        "SmallIntegerField",
+        "PositiveIntegerField",
+        "PositiveBigIntegerField",
+        "PositiveSmallIntegerField",
+        "DecimalField",
+    }
+)
 TEXTS = frozenset({"CharField", "TextField", "SlugField", "EmailField", "URLField"})
 BUILDERS = {"DateTimeField": _datetime_sql, "FloatField": _float_sql, "JSONField": _json_sql}
 

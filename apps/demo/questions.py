@@ -121,9 +121,11 @@ def _screen(first, second) -> None:
                 continue
             include, reason = _decision(who.username, sampled)
             screening_decide(
-                sampled=sampled, researcher=who, include=include,
+                sampled=sampled,
+                researcher=who,
+                include=include,
                 reason=reasons[reason] if reason else None,
-            )  # fmt: skip
+            )
             sampled.refresh_from_db()
 
 

@@ -27,14 +27,23 @@ REFERENCE_MODELS = ["Offline Terse (demo)", "Offline Thorough (demo)", "Offline 
 DRAFT_MODEL = "Offline Thorough (demo)"
 # Which state each fixture question's rubric is left in (absent: not started).
 STATES = {
-    "accounts-01": "approved", "moderation-01": "approved", "security-tools-01": "approved",
-    "privacy-tools-01": "approved", "compromise-01": "approved", "platform-actions-01": "approved",
-    "scams-01": "approved", "harassment-01": "approved", "data-concerns-01": "approved",
-    "moderation-02": "draft", "security-tools-02": "in_review",
-    "privacy-tools-02": "changes_requested", "compromise-02": "draft",
-    "platform-actions-02": "in_review", "harassment-02": "stale",
+    "accounts-01": "approved",
+    "moderation-01": "approved",
+    "security-tools-01": "approved",
+    "privacy-tools-01": "approved",
+    "compromise-01": "approved",
+    "platform-actions-01": "approved",
+    "scams-01": "approved",
+    "harassment-01": "approved",
+    "data-concerns-01": "approved",
+    "moderation-02": "draft",
+    "security-tools-02": "in_review",
+    "privacy-tools-02": "changes_requested",
+    "compromise-02": "draft",
+    "platform-actions-02": "in_review",
+    "harassment-02": "stale",
     "data-concerns-02": "changes_requested",
-}  # fmt: skip
+}
 # Left for the demo expert to claim (its topic is open for claiming).
 CLAIMABLE = "scams-02"
 STALE_DAYS = 200
@@ -42,8 +51,10 @@ STALE_DAYS = 200
 
 def demo_rubrics_load() -> str:
     """Load what is missing; returns a one-line summary."""
-    users = {u.username: u for u in User.objects.filter(
-        username__in=["expert", "expert2", "reviewer", "researcher"])}  # fmt: skip
+    users = {
+        u.username: u
+        for u in User.objects.filter(username__in=["expert", "expert2", "reviewer", "researcher"])
+    }
     if len(users) < 4:
         return "skipped (the demo users are missing)"
     report = questions_import(content=QUESTIONS_FILE.read_bytes(), filename="questions.json")
@@ -76,9 +87,11 @@ def _assign(question: Question, author: User, users: dict) -> None:
         return
     if question.external_id == CLAIMABLE:
         services.topic_claiming_set(
-            topic=Topic.objects.get(pk=question.topic_id), open=True,
-            default_reviewer=users["reviewer"], user=users["researcher"],
-        )  # fmt: skip
+            topic=Topic.objects.get(pk=question.topic_id),
+            open=True,
+            default_reviewer=users["reviewer"],
+            user=users["researcher"],
+        )
         return
     services.assignment_set(
         question=question, author=author, reviewer=users["reviewer"], user=users["researcher"]
@@ -90,9 +103,14 @@ def _rubric(question: Question, criteria: list[dict], state: str, author, review
     keep = criteria[:-2] if state == "draft" else criteria
     for item in keep:
         services.criterion_add(
-            rubric=rubric, user=author, revision=rubric.revision, text=item["text"],
-            polarity=item["polarity"], kind=item["kind"], points=item["points"],
-        )  # fmt: skip
+            rubric=rubric,
+            user=author,
+            revision=rubric.revision,
+            text=item["text"],
+            polarity=item["polarity"],
+            kind=item["kind"],
+            points=item["points"],
+        )
         rubric.refresh_from_db()
     if state == "draft":
         return rubric
@@ -102,10 +120,12 @@ def _rubric(question: Question, criteria: list[dict], state: str, author, review
     if state == "changes_requested":
         first = rubric.criteria.order_by("order").first()
         services.review_comment_add(
-            rubric=rubric, user=reviewer, criterion_id=first.pk,
+            rubric=rubric,
+            user=reviewer,
+            criterion_id=first.pk,
             body="Name where to find this setting on the main platforms; as written it is "
             "hard to check in an answer.",
-        )  # fmt: skip
+        )
         return services.rubric_request_changes(rubric=rubric, user=reviewer)
     services.rubric_approve(rubric=rubric, user=reviewer)
     if state == "stale":

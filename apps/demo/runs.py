@@ -90,17 +90,25 @@ def demo_runs_load() -> tuple[str, SamplingRun | None, GradingRun | None]:
     if run is None:
         questions = questions_select(conditions=["approved_rubric"])
         run = sampling_run_create(
-            name=SAMPLING_RUN, questions=questions, models=models, samples_per_item=5,
-            seed=SEED, selection={"conditions": ["approved_rubric"]}, user=researcher,
-        )  # fmt: skip
+            name=SAMPLING_RUN,
+            questions=questions,
+            models=models,
+            samples_per_item=5,
+            seed=SEED,
+            selection={"conditions": ["approved_rubric"]},
+            user=researcher,
+        )
         sampling_run_launch(run=run)
     work_until_settled(SAMPLE_WORK.name, run.pk)
     run.refresh_from_db()
     if grading is None:
         grading = grading_run_create(
-            sampling_run=run, grader=grader, mode=GradingMode.CHECKLIST, name=GRADING_RUN,
+            sampling_run=run,
+            grader=grader,
+            mode=GradingMode.CHECKLIST,
+            name=GRADING_RUN,
             user=researcher,
-        )  # fmt: skip
+        )
         grading_run_launch(run=grading)
     work_until_settled(work_for_run(grading).name, grading.pk)
     grading.refresh_from_db()
@@ -139,11 +147,15 @@ def _simulated_expert(name: str, like: ModelConfig) -> ModelConfig:
     model, _created = ModelConfig.objects.update_or_create(
         display_name=name,
         defaults={
-            "family": "Offline demo", "version": "1", "active": False,
-            "litellm_model": f"openai/{served_as}", "api_base": like.api_base,
-            "max_concurrent": 4, "timeout_seconds": 30,
+            "family": "Offline demo",
+            "version": "1",
+            "active": False,
+            "litellm_model": f"openai/{served_as}",
+            "api_base": like.api_base,
+            "max_concurrent": 4,
+            "timeout_seconds": 30,
         },
-    )  # fmt: skip
+    )
     return model
 
 
@@ -157,14 +169,19 @@ def _simulated_labels(model: ModelConfig, sample, criteria) -> dict[int, bool]:
     messages = prompt_render(
         template=prompt_current(purpose=Purpose.GRADE_CHECKLIST),
         variables={
-            "question": sample.question.text, "response": sample.response.text,
+            "question": sample.question.text,
+            "response": sample.response.text,
             "criteria": json.dumps(items, ensure_ascii=False),
         },
-    )  # fmt: skip
+    )
     completion = gateway.complete(
-        model=model, messages=messages, purpose=Purpose.GRADE_CHECKLIST, schema=CHECKLIST_SCHEMA,
-        params={"temperature": 0}, caller=f"demo-expert:{sample.pk}",
-    )  # fmt: skip
+        model=model,
+        messages=messages,
+        purpose=Purpose.GRADE_CHECKLIST,
+        schema=CHECKLIST_SCHEMA,
+        params={"temperature": 0},
+        caller=f"demo-expert:{sample.pk}",
+    )
     verdicts = {v["id"]: v["met"] for v in completion.data["verdicts"]}
     return {c.pk: verdicts[n] for n, c in enumerate(criteria, 1) if n in verdicts}
 
@@ -175,9 +192,13 @@ def demo_calibration_load(*, run: SamplingRun, grading: GradingRun, researcher) 
     grader = grading.grader
     experts = {turn: _simulated_expert(name, grader) for turn, name in SIMULATED_EXPERTS.items()}
     calibration_set = calibration_set_create(
-        sampling_run=run, models=run.model_configs.filter(display_name__in=ANSWERERS),
-        second_grader=researcher, user=researcher, name=CALIBRATION_SET, seed=SEED,
-    )  # fmt: skip
+        sampling_run=run,
+        models=run.model_configs.filter(display_name__in=ANSWERERS),
+        second_grader=researcher,
+        user=researcher,
+        name=CALIBRATION_SET,
+        seed=SEED,
+    )
     samples = calibration_set.samples.select_related("question", "response", "author")
     criteria = criteria_of(s.rubric_id for s in samples)
     for sample in samples:
@@ -187,8 +208,11 @@ def demo_calibration_load(*, run: SamplingRun, grading: GradingRun, researcher) 
             expert_grade_save(sample=sample, user=grader_user, labels=labels)
         for judgment in sample.judgments.filter(final_met__isnull=True):
             disagreement_resolve(
-                sample=sample, user=sample.author, criterion_id=judgment.criterion_id,
-                final_met=judgment.first_met, note="Demo: settled for the author's reading.",
-            )  # fmt: skip
+                sample=sample,
+                user=sample.author,
+                criterion_id=judgment.criterion_id,
+                final_met=judgment.first_met,
+                note="Demo: settled for the author's reading.",
+            )
     calibration_create(calibration_set=calibration_set, grading_run=grading, user=researcher)
     return f"{samples.count()} answers calibrated against simulated expert grades"

@@ -159,10 +159,12 @@ def scenario_signals(record_json: str, response: str) -> tuple[float, float, flo
     how complete the response is, 0..1), as a reader would judge them."""
     record = json.loads(record_json)
     told = " ".join(
-        [str(record.get("seed", {}).get("data_type", "")),
-         str(record.get("vignette", {}).get("data_type_concrete", "")),
-         *map(str, record.get("trajectory", {}).get("sensitive_info_items") or [])]
-    )  # fmt: skip
+        [
+            str(record.get("seed", {}).get("data_type", "")),
+            str(record.get("vignette", {}).get("data_type_concrete", "")),
+            *map(str, record.get("trajectory", {}).get("sensitive_info_items") or []),
+        ]
+    )
     kinds = {m.group(0).lower() for m in SENSITIVE_KINDS.finditer(told)}
     sensitive = 0.2 + 0.4 * min(2, len(kinds))
     said = _words(response)

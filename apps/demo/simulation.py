@@ -78,9 +78,12 @@ def study_simulation(
 
 
 def grading_simulation(
-    *, answerers: dict[str, str], grader: tuple[str, str], experts: dict[str, str],
+    *,
+    answerers: dict[str, str],
+    grader: tuple[str, str],
+    experts: dict[str, str],
     reported: dict,
-) -> dict:  # fmt: skip
+) -> dict:
     """The record for the model-run demo's grading run. Each mapping is the provider's name ->
     the display name; `reported` is `provider_parameters` of all of them."""
     grader_name, grader_shown = grader

@@ -49,11 +49,15 @@ def demo_surveys_load() -> tuple[Study, str]:
     study = Study.objects.filter(slug=SLUG).first()
     if study is None:
         study = study_create(
-            slug=SLUG, name="Demo: privacy norms in assistant responses (PrivacyLens, 40)",
+            slug=SLUG,
+            name="Demo: privacy norms in assistant responses (PrivacyLens, 40)",
             scenarios=Scenario.objects.filter(name__in=[r["name"] for r in json.loads(data)]),
-            code_completed="DEMODONE", code_no_consent="DEMONOCONSENT",
-            code_failed_attention="DEMOATTENTION", code_full="DEMOFULL", **DEFAULT_TEXTS,
-        )  # fmt: skip
+            code_completed="DEMODONE",
+            code_no_consent="DEMONOCONSENT",
+            code_failed_attention="DEMOATTENTION",
+            code_full="DEMOFULL",
+            **DEFAULT_TEXTS,
+        )
     if study.status != StudyStatus.DRAFT:
         return study, f"study {study.status}"
     if study.study_scenarios.filter(response__isnull=True).exists():
@@ -90,10 +94,15 @@ def demo_survey_report_load() -> str:
         scenario_import_json(text=data)
         names = [r["name"] for r in json.loads(data)]
         study = study_create(
-            slug=REPORT_SLUG, name=REPORT_NAME, scenarios=Scenario.objects.filter(name__in=names),
-            code_completed="REPORTDONE", code_no_consent="REPORTNOCONSENT",
-            code_failed_attention="REPORTATTENTION", code_full="REPORTFULL", **DEFAULT_TEXTS,
-        )  # fmt: skip
+            slug=REPORT_SLUG,
+            name=REPORT_NAME,
+            scenarios=Scenario.objects.filter(name__in=names),
+            code_completed="REPORTDONE",
+            code_no_consent="REPORTNOCONSENT",
+            code_failed_attention="REPORTATTENTION",
+            code_full="REPORTFULL",
+            **DEFAULT_TEXTS,
+        )
     elif study.name != REPORT_NAME:  # loaded by an older demo, under an older name
         study = study_update(study=study, name=REPORT_NAME)
     models = list(ModelConfig.objects.filter(display_name__in=PROXY_MODELS))
@@ -136,8 +145,11 @@ def _simulation_record(study: Study, models: list[ModelConfig], writer: ModelCon
     if reported is None:
         return False
     record = study_simulation(
-        people=study.participants.filter(simulated=True).count(), proxies=proxies,
-        runs=PROXY_RUNS, writer=writer.display_name, reported=reported,
-    )  # fmt: skip
+        people=study.participants.filter(simulated=True).count(),
+        proxies=proxies,
+        runs=PROXY_RUNS,
+        writer=writer.display_name,
+        reported=reported,
+    )
     StudySimulation.objects.update_or_create(study=study, defaults={"record": record})
     return True

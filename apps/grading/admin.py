@@ -28,8 +28,16 @@ from .selectors.calibration import expert_labels_shown, rater_rows_shown
 
 @admin.register(GradingRun)
 class GradingRunAdmin(ReadOnlyAdmin):
-    list_display = ("name", "sampling_run", "grader", "mode", "prompt", "status", "budget_usd",
-                    "created_at")  # fmt: skip
+    list_display = (
+        "name",
+        "sampling_run",
+        "grader",
+        "mode",
+        "prompt",
+        "status",
+        "budget_usd",
+        "created_at",
+    )
     list_filter = ("status", "mode", "grader")
     search_fields = ("name",)
     list_select_related = ("sampling_run", "grader", "prompt")
@@ -37,8 +45,17 @@ class GradingRunAdmin(ReadOnlyAdmin):
 
 @admin.register(ChecklistCall)
 class ChecklistCallAdmin(ReadOnlyAdmin):
-    list_display = ("pk", "grading_run", "response", "rubric", "status", "error_kind", "cost_usd",
-                    "attempts", "reused_from")  # fmt: skip
+    list_display = (
+        "pk",
+        "grading_run",
+        "response",
+        "rubric",
+        "status",
+        "error_kind",
+        "cost_usd",
+        "attempts",
+        "reused_from",
+    )
     list_filter = ("status", "error_kind", "grading_run")
     search_fields = ("response__question__external_id", "error")
     list_select_related = ("grading_run", "response__model", "response__question", "rubric")
@@ -51,21 +68,48 @@ class ChecklistCallAdmin(ReadOnlyAdmin):
 
 @admin.register(Judgment)
 class JudgmentAdmin(ReadOnlyAdmin):
-    list_display = ("pk", "grading_run", "response", "criterion", "status", "met", "error_kind",
-                    "reused_from")  # fmt: skip
-    list_filter = ("status", "met", "error_kind", "criterion__kind", "criterion__polarity",
-                   "grading_run")  # fmt: skip
+    list_display = (
+        "pk",
+        "grading_run",
+        "response",
+        "criterion",
+        "status",
+        "met",
+        "error_kind",
+        "reused_from",
+    )
+    list_filter = (
+        "status",
+        "met",
+        "error_kind",
+        "criterion__kind",
+        "criterion__polarity",
+        "grading_run",
+    )
     search_fields = ("response__question__external_id", "explanation", "error")
     list_select_related = ("grading_run", "response__model", "response__question", "criterion")
     raw_id_fields = ("response", "criterion", "rubric", "checklist", "reused_from")
     show_full_result_count = False
     csv_fields = (
-        "grading_run_id", "response_id", "response__question__external_id",
-        "response__model__display_name", "response__sample_index", "rubric_id",
-        "rubric__version", "criterion_id", "criterion__text", "criterion__polarity",
-        "criterion__kind", "criterion__points", "status", "met", "explanation", "error_kind",
-        "error", "reused_from_id",
-    )  # fmt: skip
+        "grading_run_id",
+        "response_id",
+        "response__question__external_id",
+        "response__model__display_name",
+        "response__sample_index",
+        "rubric_id",
+        "rubric__version",
+        "criterion_id",
+        "criterion__text",
+        "criterion__polarity",
+        "criterion__kind",
+        "criterion__points",
+        "status",
+        "met",
+        "explanation",
+        "error_kind",
+        "error",
+        "reused_from_id",
+    )
 
     def get_queryset(self, request):
         return rater_rows_shown(super().get_queryset(request), viewer=request.user)
@@ -73,18 +117,32 @@ class JudgmentAdmin(ReadOnlyAdmin):
 
 @admin.register(ResponseScore)
 class ResponseScoreAdmin(ReadOnlyAdmin):
-    list_display = ("response", "grading_run", "score", "earned_points", "max_points",
-                    "computed_at")  # fmt: skip
+    list_display = (
+        "response",
+        "grading_run",
+        "score",
+        "earned_points",
+        "max_points",
+        "computed_at",
+    )
     list_filter = ("grading_run",)
     search_fields = ("response__question__external_id",)
     list_select_related = ("grading_run", "response__model", "response__question")
     raw_id_fields = ("response", "rubric")
     show_full_result_count = False
     csv_fields = (
-        "grading_run_id", "response_id", "response__model__display_name",
-        "response__question__external_id", "response__sample_index", "rubric_id",
-        "rubric__version", "score", "earned_points", "max_points", "breakdown",
-    )  # fmt: skip
+        "grading_run_id",
+        "response_id",
+        "response__model__display_name",
+        "response__question__external_id",
+        "response__sample_index",
+        "rubric_id",
+        "rubric__version",
+        "score",
+        "earned_points",
+        "max_points",
+        "breakdown",
+    )
 
     def get_queryset(self, request):
         return rater_rows_shown(super().get_queryset(request), viewer=request.user)
@@ -99,8 +157,15 @@ class CalibrationSetAdmin(ReadOnlyAdmin):
 
 @admin.register(CalibrationSample)
 class CalibrationSampleAdmin(ReadOnlyAdmin):
-    list_display = ("calibration_set", "question", "response", "author", "first_done_at",
-                    "second_done_at", "resolved_at")  # fmt: skip
+    list_display = (
+        "calibration_set",
+        "question",
+        "response",
+        "author",
+        "first_done_at",
+        "second_done_at",
+        "resolved_at",
+    )
     list_filter = ("calibration_set",)
     search_fields = ("question__external_id",)
     list_select_related = ("calibration_set", "question", "response__model", "author")
@@ -109,19 +174,43 @@ class CalibrationSampleAdmin(ReadOnlyAdmin):
 
 @admin.register(ExpertJudgment)
 class ExpertJudgmentAdmin(ReadOnlyAdmin):
-    list_display = ("sample", "criterion", "first_met", "second_met", "final_met", "resolved_by",
-                    "updated_at")  # fmt: skip
+    list_display = (
+        "sample",
+        "criterion",
+        "first_met",
+        "second_met",
+        "final_met",
+        "resolved_by",
+        "updated_at",
+    )
     list_filter = ("sample__calibration_set", "criterion__kind")
     search_fields = ("sample__question__external_id", "first_note", "second_note")
-    list_select_related = ("sample__calibration_set", "sample__question", "criterion",
-                           "resolved_by")  # fmt: skip
+    list_select_related = (
+        "sample__calibration_set",
+        "sample__question",
+        "criterion",
+        "resolved_by",
+    )
     raw_id_fields = ("sample", "criterion")
     csv_fields = (
-        "sample__calibration_set_id", "sample_id", "sample__question__external_id",
-        "sample__response_id", "criterion_id", "criterion__text", "criterion__kind",
-        "criterion__polarity", "first_met", "first_by_id", "first_note", "second_met",
-        "second_by_id", "second_note", "final_met", "resolved_by_id", "resolution_note",
-    )  # fmt: skip
+        "sample__calibration_set_id",
+        "sample_id",
+        "sample__question__external_id",
+        "sample__response_id",
+        "criterion_id",
+        "criterion__text",
+        "criterion__kind",
+        "criterion__polarity",
+        "first_met",
+        "first_by_id",
+        "first_note",
+        "second_met",
+        "second_by_id",
+        "second_note",
+        "final_met",
+        "resolved_by_id",
+        "resolution_note",
+    )
 
     def get_queryset(self, request):
         return expert_labels_shown(super().get_queryset(request), viewer=request.user)

@@ -28,10 +28,22 @@ class GradingRunSerializer(serializers.ModelSerializer):
     class Meta:
         model = GradingRun
         fields = [
-            "id", "name", "sampling_run", "grader", "grader_name", "prompt", "prompt_version",
-            "mode", "params", "seed", "status", "budget_usd", "created_at", "launched_at",
+            "id",
+            "name",
+            "sampling_run",
+            "grader",
+            "grader_name",
+            "prompt",
+            "prompt_version",
+            "mode",
+            "params",
+            "seed",
+            "status",
+            "budget_usd",
+            "created_at",
+            "launched_at",
             "finished_at",
-        ]  # fmt: skip
+        ]
 
 
 class GradingRunCreateSerializer(serializers.Serializer):
@@ -47,13 +59,18 @@ class GradingRunCreateSerializer(serializers.Serializer):
         queryset=PromptTemplate.objects.filter(
             purpose__in=[Purpose.GRADE_CHECKLIST, Purpose.GRADE_CRITERION]
         ),
-        required=False, allow_null=True,
+        required=False,
+        allow_null=True,
         help_text="A prompt for the mode; default: the mode's newest.",
-    )  # fmt: skip
+    )
     temperature = serializers.DecimalField(
-        max_digits=3, decimal_places=2, min_value=Decimal(0), max_value=Decimal(2),
-        default=Decimal(0), help_text="The published auto-rater graded at temperature 0.",
-    )  # fmt: skip
+        max_digits=3,
+        decimal_places=2,
+        min_value=Decimal(0),
+        max_value=Decimal(2),
+        default=Decimal(0),
+        help_text="The published auto-rater graded at temperature 0.",
+    )
     params = serializers.DictField(
         required=False,
         default=dict,
@@ -62,13 +79,19 @@ class GradingRunCreateSerializer(serializers.Serializer):
         + ".",
     )
     budget_usd = serializers.DecimalField(
-        max_digits=10, decimal_places=2, min_value=Decimal("0.01"), required=False,
+        max_digits=10,
+        decimal_places=2,
+        min_value=Decimal("0.01"),
+        required=False,
         allow_null=True,
-    )  # fmt: skip
+    )
     name = serializers.CharField(
-        max_length=200, required=False, allow_blank=True, default="",
+        max_length=200,
+        required=False,
+        allow_blank=True,
+        default="",
         help_text="Empty: named after the runs and the grader.",
-    )  # fmt: skip
+    )
 
     def validate_params(self, value):
         if "temperature" in value:
@@ -82,14 +105,21 @@ class GradingRunCreateSerializer(serializers.Serializer):
         data = validated_data
         temperature = data["temperature"]
         # JSON keeps a whole number as an int, as the page stores it.
-        number = int(temperature) if temperature == temperature.to_integral_value() else float(
-            temperature
-        )  # fmt: skip
+        number = (
+            int(temperature)
+            if temperature == temperature.to_integral_value()
+            else float(temperature)
+        )
         return services.grading_run_create(
-            sampling_run=data["sampling_run"], grader=data["grader"], mode=data["mode"],
-            prompt=data.get("prompt"), name=data["name"], budget_usd=data.get("budget_usd"),
-            params={**data["params"], "temperature": number}, user=self.context["request"].user,
-        )  # fmt: skip
+            sampling_run=data["sampling_run"],
+            grader=data["grader"],
+            mode=data["mode"],
+            prompt=data.get("prompt"),
+            name=data["name"],
+            budget_usd=data.get("budget_usd"),
+            params={**data["params"], "temperature": number},
+            user=self.context["request"].user,
+        )
 
 
 class GradingRunFilter(filters.FilterSet):
@@ -130,21 +160,48 @@ class JudgmentSerializer(serializers.ModelSerializer):
     class Meta:
         model = Judgment
         fields = [
-            "id", "grading_run", "response", "criterion", "rubric", "checklist", "status",
-            "met", "explanation", "error_kind", "error", "reused_from", "attempts",
-            "input_tokens", "output_tokens", "cost_usd", "latency_ms", "completed_at",
-        ]  # fmt: skip
+            "id",
+            "grading_run",
+            "response",
+            "criterion",
+            "rubric",
+            "checklist",
+            "status",
+            "met",
+            "explanation",
+            "error_kind",
+            "error",
+            "reused_from",
+            "attempts",
+            "input_tokens",
+            "output_tokens",
+            "cost_usd",
+            "latency_ms",
+            "completed_at",
+        ]
 
 
 # No joins: the judgments list is the longest the API serves (an answer x criterion each).
 JUDGMENT_COLUMNS = Columns.of(
-    id="pk", grading_run="grading_run_id", response="response_id", criterion="criterion_id",
-    rubric="rubric_id", checklist="checklist_id", status="status", met="met",
-    explanation="explanation", error_kind="error_kind", error="error",
-    reused_from="reused_from_id", attempts="attempts", input_tokens="input_tokens",
-    output_tokens="output_tokens", cost_usd="cost_usd", latency_ms="latency_ms",
+    id="pk",
+    grading_run="grading_run_id",
+    response="response_id",
+    criterion="criterion_id",
+    rubric="rubric_id",
+    checklist="checklist_id",
+    status="status",
+    met="met",
+    explanation="explanation",
+    error_kind="error_kind",
+    error="error",
+    reused_from="reused_from_id",
+    attempts="attempts",
+    input_tokens="input_tokens",
+    output_tokens="output_tokens",
+    cost_usd="cost_usd",
+    latency_ms="latency_ms",
     completed_at="completed_at",
-)  # fmt: skip
+)
 
 
 class JudgmentFilter(filters.FilterSet):
@@ -186,18 +243,35 @@ class ScoreSerializer(serializers.ModelSerializer):
     class Meta:
         model = ResponseScore
         fields = [
-            "id", "grading_run", "response", "model", "question", "sample_index", "rubric",
-            "earned_points", "max_points", "score", "breakdown", "computed_at",
-        ]  # fmt: skip
+            "id",
+            "grading_run",
+            "response",
+            "model",
+            "question",
+            "sample_index",
+            "rubric",
+            "earned_points",
+            "max_points",
+            "score",
+            "breakdown",
+            "computed_at",
+        ]
 
 
 SCORE_COLUMNS = Columns.of(
-    id="pk", grading_run="grading_run_id", response="response_id",
-    model=F("response__model_id"), question=F("response__question_id"),
-    sample_index=F("response__sample_index"), rubric="rubric_id",
-    earned_points="earned_points", max_points="max_points", score="score",
-    breakdown="breakdown", computed_at="computed_at",
-)  # fmt: skip
+    id="pk",
+    grading_run="grading_run_id",
+    response="response_id",
+    model=F("response__model_id"),
+    question=F("response__question_id"),
+    sample_index=F("response__sample_index"),
+    rubric="rubric_id",
+    earned_points="earned_points",
+    max_points="max_points",
+    score="score",
+    breakdown="breakdown",
+    computed_at="computed_at",
+)
 
 
 class ScoreFilter(filters.FilterSet):
@@ -235,9 +309,15 @@ class CalibrationSerializer(serializers.ModelSerializer):
     class Meta:
         model = Calibration
         fields = [
-            "id", "calibration_set", "calibration_set_name", "grading_run", "grader", "prompt",
-            "rubric_ids", "created_at",
-        ]  # fmt: skip
+            "id",
+            "calibration_set",
+            "calibration_set_name",
+            "grading_run",
+            "grader",
+            "prompt",
+            "rubric_ids",
+            "created_at",
+        ]
 
 
 class CalibrationFilter(filters.FilterSet):

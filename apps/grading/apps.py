@@ -17,12 +17,16 @@ class GradingConfig(AppConfig):
         from .services import work  # noqa: F401  (registers the engine's work)
 
         home_panel_register(
-            key="grading.calibration", roles={Role.EXPERT, Role.RESEARCHER},
-            template="grading/calibration_home_panel.html", order=150,
+            key="grading.calibration",
+            roles={Role.EXPERT, Role.RESEARCHER},
+            template="grading/calibration_home_panel.html",
+            order=150,
             context=lambda request: {"calibration": calibration.expert_queue(user=request.user)},
-        )  # fmt: skip
+        )
         home_panel_register(
-            key="grading.researcher", roles={Role.RESEARCHER},
-            template="grading/home_researcher_panel.html", order=410,
+            key="grading.researcher",
+            roles={Role.RESEARCHER},
+            template="grading/home_researcher_panel.html",
+            order=410,
             context=lambda request: {"grading_runs": runs.grading_runs_recent()},
-        )  # fmt: skip
+        )

@@ -38,23 +38,33 @@ class GradingRunForm(forms.Form):
         queryset=PromptTemplate.objects.filter(
             purpose__in=[Purpose.GRADE_CHECKLIST, Purpose.GRADE_CRITERION]
         ).order_by("purpose", "-version"),
-        required=False, label="Prompt version", empty_label="The newest for the mode",
+        required=False,
+        label="Prompt version",
+        empty_label="The newest for the mode",
         help_text="It must be a prompt for the mode chosen. Version 2 asks for the "
         "explanation before the verdict, as the published rater was asked.",
-    )  # fmt: skip
+    )
     temperature = forms.DecimalField(
-        initial=0, min_value=0, max_value=2, decimal_places=2,
+        initial=0,
+        min_value=0,
+        max_value=2,
+        decimal_places=2,
         help_text="The published auto-rater graded at temperature 0.",
-    )  # fmt: skip
+    )
     params = ParamsField(
-        label="Other parameters (JSON)", refused=("temperature",),
+        label="Other parameters (JSON)",
+        refused=("temperature",),
         widget=forms.Textarea(attrs={"rows": 2, "placeholder": '{"max_tokens": 2000}'}),
         help_text="Generation parameters sent with every grader call; empty: none.",
-    )  # fmt: skip
+    )
     budget_usd = forms.DecimalField(
-        required=False, min_value=Decimal("0.01"), max_digits=10, decimal_places=2,
-        label="Budget (USD)", help_text="Calls stop before the run spends more; empty: no budget.",
-    )  # fmt: skip
+        required=False,
+        min_value=Decimal("0.01"),
+        max_digits=10,
+        decimal_places=2,
+        label="Budget (USD)",
+        help_text="Calls stop before the run spends more; empty: no budget.",
+    )
     name = forms.CharField(
         required=False, max_length=200, help_text="Empty: named after the runs and the grader."
     )
@@ -63,10 +73,14 @@ class GradingRunForm(forms.Form):
         data = self.cleaned_data
         temperature = data["temperature"]
         return {
-            "sampling_run": data["sampling_run"], "grader": data["grader"], "mode": data["mode"],
-            "prompt": data["prompt"], "name": data["name"], "budget_usd": data["budget_usd"],
+            "sampling_run": data["sampling_run"],
+            "grader": data["grader"],
+            "mode": data["mode"],
+            "prompt": data["prompt"],
+            "name": data["name"],
+            "budget_usd": data["budget_usd"],
             "params": {**data["params"], "temperature": _number(temperature)},
-        }  # fmt: skip
+        }
 
 
 def _number(value: Decimal):
@@ -76,9 +90,12 @@ def _number(value: Decimal):
 
 class BudgetForm(forms.Form):
     budget_usd = forms.DecimalField(
-        required=False, min_value=Decimal("0.01"), max_digits=10, decimal_places=2,
+        required=False,
+        min_value=Decimal("0.01"),
+        max_digits=10,
+        decimal_places=2,
         label="Budget (USD)",
-    )  # fmt: skip
+    )
 
 
 class JudgmentFilterForm(forms.Form):

@@ -26,15 +26,18 @@ class GradingRun(Run):
     grader = models.ForeignKey(ModelConfig, on_delete=models.PROTECT, related_name="+")
     mode = models.CharField(max_length=20, choices=GradingMode.choices)
     params = models.JSONField(
-        default=dict, blank=True,
+        default=dict,
+        blank=True,
         help_text="Parameters sent with every grader call; temperature 0 unless set otherwise.",
-    )  # fmt: skip
+    )
     # Empty for a real run. The demo records here what made its answers, grades and
     # simulated expert grades (the offline provider's parameters), and its report shows it.
     simulation = models.JSONField(
-        default=dict, blank=True, editable=False,
+        default=dict,
+        blank=True,
+        editable=False,
         help_text="What generated this run's simulated data: parts, each with its parameters.",
-    )  # fmt: skip
+    )
 
     class Meta(Run.Meta):
         pass
@@ -84,9 +87,13 @@ class ChecklistCall(GraderCall):
     response = models.ForeignKey(Response, on_delete=models.PROTECT, related_name="+")
     rubric = models.ForeignKey(Rubric, on_delete=models.PROTECT, related_name="+")
     reused_from = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
         help_text="The same grader, prompt, answer and rubric version, graded before.",
-    )  # fmt: skip
+    )
 
     class Meta:
         ordering = ["pk"]
@@ -170,9 +177,13 @@ class CalibrationSet(models.Model):
     model_configs = models.ManyToManyField(ModelConfig, related_name="+", verbose_name="models")
     seed = models.BigIntegerField(default=run_seed)
     second_grader = models.ForeignKey(
-        USER, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        USER,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
         help_text="The researcher who grades every answer after its author and adjudicates.",
-    )  # fmt: skip
+    )
     created_by = models.ForeignKey(
         USER, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -193,9 +204,12 @@ class CalibrationSample(models.Model):
     response = models.ForeignKey(Response, on_delete=models.PROTECT, related_name="+")
     rubric = models.ForeignKey(Rubric, on_delete=models.PROTECT, related_name="+")
     author = models.ForeignKey(
-        USER, null=True, on_delete=models.SET_NULL, related_name="+",
+        USER,
+        null=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
         help_text="The rubric's author, who grades first.",
-    )  # fmt: skip
+    )
     first_done_at = models.DateTimeField(null=True, blank=True)
     second_done_at = models.DateTimeField(null=True, blank=True)
     resolved_at = models.DateTimeField(null=True, blank=True)

@@ -11,9 +11,17 @@ from .services import PromptError, prompt_template_save
 @admin.register(ModelConfig)
 class ModelConfigAdmin(admin.ModelAdmin):
     list_display = (
-        "display_name", "family", "released_on", "litellm_model", "kind", "max_concurrent",
-        "requests_per_minute", "tokens_per_minute", "offline", "active",
-    )  # fmt: skip
+        "display_name",
+        "family",
+        "released_on",
+        "litellm_model",
+        "kind",
+        "max_concurrent",
+        "requests_per_minute",
+        "tokens_per_minute",
+        "offline",
+        "active",
+    )
     list_filter = ("active", "kind", "family")
     search_fields = ("display_name", "litellm_model", "family")
     fieldsets = (
@@ -50,9 +58,15 @@ class PromptTemplateAdmin(admin.ModelAdmin):
     list_filter = ("purpose",)
     readonly_fields = ("used_at", "created_at", "variables", "available")
     fields = (
-        "purpose", "version", "system_text", "user_text", "notes", "variables", "available",
+        "purpose",
+        "version",
+        "system_text",
+        "user_text",
+        "notes",
+        "variables",
+        "available",
         "used_at",
-    )  # fmt: skip
+    )
 
     @admin.display(description="variables it can use")
     def available(self, obj):
@@ -70,9 +84,12 @@ class PromptTemplateAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         try:
             saved = prompt_template_save(
-                purpose=obj.purpose, system_text=obj.system_text, user_text=obj.user_text,
-                notes=obj.notes, template=obj if change else None,
-            )  # fmt: skip
+                purpose=obj.purpose,
+                system_text=obj.system_text,
+                user_text=obj.user_text,
+                notes=obj.notes,
+                template=obj if change else None,
+            )
         except PromptError as exc:
             self.message_user(request, str(exc), messages.ERROR)
             return

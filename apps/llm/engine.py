@@ -252,9 +252,16 @@ def rows_requeue(rows: QuerySet, *, states: leases.LeaseStates, **reset) -> int:
     """Put `rows` back to waiting with a fresh budget of attempts, no lease, no error and
     no reservation (and `reset`, fields of their own); how many."""
     return rows.update(
-        status=states.waiting, attempts=0, error="", error_kind="", lease_owner="",
-        lease_expires_at=None, reserved_usd=None, completed_at=None, **reset,
-    )  # fmt: skip
+        status=states.waiting,
+        attempts=0,
+        error="",
+        error_kind="",
+        lease_owner="",
+        lease_expires_at=None,
+        reserved_usd=None,
+        completed_at=None,
+        **reset,
+    )
 
 
 def committed(rows: QuerySet, *, states: leases.LeaseStates) -> Decimal:
@@ -313,10 +320,13 @@ def batch_claim(
             ids = []
             for cost, group in taken.items():
                 rows.filter(pk__in=group).update(
-                    status=work.states.running, lease_owner=owner,
-                    lease_expires_at=now + leases.lease_duration(), attempts=F("attempts") + 1,
-                    reserved_usd=cost, started_at=now,
-                )  # fmt: skip
+                    status=work.states.running,
+                    lease_owner=owner,
+                    lease_expires_at=now + leases.lease_duration(),
+                    attempts=F("attempts") + 1,
+                    reserved_usd=cost,
+                    started_at=now,
+                )
                 ids += group
             return sorted(ids)
         # One statement: the sub-select locks the rows it picks, skipping those another
@@ -426,9 +436,12 @@ def batch_unclaim(work: Work, ids: list[int], *, owner: str) -> int:
     rows = work.model._default_manager.filter(pk__in=ids)
     budgeted = {"reserved_usd": None} if _has_field(work.model, "reserved_usd") else {}
     return held(rows, states=work.states, owner=owner).update(
-        status=work.states.waiting, lease_owner="", lease_expires_at=None,
-        attempts=F("attempts") - 1, **budgeted,
-    )  # fmt: skip
+        status=work.states.waiting,
+        lease_owner="",
+        lease_expires_at=None,
+        attempts=F("attempts") - 1,
+        **budgeted,
+    )
 
 
 def _has_field(model, name: str) -> bool:
@@ -524,11 +537,16 @@ async def _execute(
                 return
             try:
                 completion = await gateway.acomplete(
-                    model=call.model, messages=call.messages, purpose=call.purpose,
-                    params=call.params, schema=call.schema, check=call.check,
-                    caller=f"{work.caller or work.name}:{call.row_id}", prompt=call.prompt,
+                    model=call.model,
+                    messages=call.messages,
+                    purpose=call.purpose,
+                    params=call.params,
+                    schema=call.schema,
+                    check=call.check,
+                    caller=f"{work.caller or work.name}:{call.row_id}",
+                    prompt=call.prompt,
                     policy=work.policy,
-                )  # fmt: skip
+                )
             except LLMError as exc:
                 result = Result(call=call, error=exc)
                 outcome.failed += 1

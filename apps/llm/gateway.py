@@ -112,9 +112,23 @@ def litellm_module():
 # Providers whose requests litellm builds without I/O of its own (no credential files or
 # token refreshes), so that building one can run on the event loop (`_InlineExecutor`).
 INLINE_PROVIDERS = frozenset(
-    {"openai", "anthropic", "gemini", "mistral", "groq", "deepseek", "openrouter", "xai",
-     "together_ai", "fireworks_ai", "perplexity", "cohere", "hosted_vllm", "ollama"}
-)  # fmt: skip
+    {
+        "openai",
+        "anthropic",
+        "gemini",
+        "mistral",
+        "groq",
+        "deepseek",
+        "openrouter",
+        "xai",
+        "together_ai",
+        "fireworks_ai",
+        "perplexity",
+        "cohere",
+        "hosted_vllm",
+        "ollama",
+    }
+)
 
 
 class _InlineExecutor(concurrent.futures.ThreadPoolExecutor):
@@ -330,9 +344,10 @@ def _api_key(model: ModelConfig) -> str | None:
                 status=CallStatus.AUTH_ERROR,
             )
         problem = key_destination_problem(
-            litellm_model=model.litellm_model, api_base=model.api_base,
+            litellm_model=model.litellm_model,
+            api_base=model.api_base,
             api_key_env=model.api_key_env,
-        )  # fmt: skip
+        )
         if problem:
             raise PermanentLLMError(
                 f"{model.display_name}: {problem}", status=CallStatus.AUTH_ERROR
@@ -365,9 +380,12 @@ class _Failure:
     def of(cls, exc: Exception, secret: str | None) -> "_Failure":
         status, retryable = classify(exc)
         return cls(
-            status=status, retryable=retryable, error_class=type(exc).__name__,
-            message=_scrub(f"{exc}", secret), retry_after=_retry_after(exc),
-        )  # fmt: skip
+            status=status,
+            retryable=retryable,
+            error_class=type(exc).__name__,
+            message=_scrub(f"{exc}", secret),
+            retry_after=_retry_after(exc),
+        )
 
     def cause(self) -> ProviderError:
         return ProviderError(f"{self.error_class}: {self.message}")
@@ -490,10 +508,21 @@ def _estimate_tokens(messages: list[dict], params: dict) -> int:
 
 
 async def _answered(
-    *, model: ModelConfig, purpose: str, caller: str, prompt: PromptTemplate | None,
-    policy: RetryPolicy, limits: Limits, estimate: int, started: float, deadline: float,
-    attempt: int, api_key: str | None, send, tokens,
-) -> tuple[object, int, int]:  # fmt: skip
+    *,
+    model: ModelConfig,
+    purpose: str,
+    caller: str,
+    prompt: PromptTemplate | None,
+    policy: RetryPolicy,
+    limits: Limits,
+    estimate: int,
+    started: float,
+    deadline: float,
+    attempt: int,
+    api_key: str | None,
+    send,
+    tokens,
+) -> tuple[object, int, int]:
     """Send a request (`send()` makes the litellm call) until the provider answers: each
     attempt within the model's shared limits, a failed one recorded in the ledger and, if
     retryable, tried again after a backoff, within `policy`. (response, its latency in ms,
@@ -531,10 +560,16 @@ async def _answered(
         await slot.release()
         status, message = failure.status, failure.message
         await record(
-            model=model, purpose=purpose, caller=caller, attempt=attempt, status=status,
-            error_class=failure.error_class, error_message=message, latency_ms=latency_ms,
+            model=model,
+            purpose=purpose,
+            caller=caller,
+            attempt=attempt,
+            status=status,
+            error_class=failure.error_class,
+            error_message=message,
+            latency_ms=latency_ms,
             prompt_template=prompt,
-        )  # fmt: skip
+        )
         if not failure.retryable:
             raise PermanentLLMError(
                 f"{model.display_name}: {message}", status=status, attempts=attempt
@@ -587,9 +622,11 @@ def _connection(
 
 def _kind_check(model: ModelConfig, *, embeddings: bool) -> None:
     if model.serves_embeddings != embeddings:
-        served, asked = ("embeddings", "chat completion") if model.serves_embeddings else (
-            "chat completions", "embedding"
-        )  # fmt: skip
+        served, asked = (
+            ("embeddings", "chat completion")
+            if model.serves_embeddings
+            else ("chat completions", "embedding")
+        )
         raise PermanentLLMError(
             f"{model.display_name} serves {served} (its kind, in the console): it cannot be "
             f"asked for an {asked}.",
@@ -630,16 +667,32 @@ async def acomplete(
 
     def send():
         return lt.acompletion(
-            model=model.litellm_model, messages=conversation, api_key=api_key,
-            timeout=model.timeout_seconds, num_retries=0, max_retries=0, **extra, **call_params,
-        )  # fmt: skip
+            model=model.litellm_model,
+            messages=conversation,
+            api_key=api_key,
+            timeout=model.timeout_seconds,
+            num_retries=0,
+            max_retries=0,
+            **extra,
+            **call_params,
+        )
 
     while True:
         response, latency_ms, attempt = await _answered(
-            model=model, purpose=purpose, caller=caller, prompt=prompt, policy=policy,
-            limits=limits, estimate=estimate, started=started, deadline=deadline,
-            attempt=attempt, api_key=api_key, send=send, tokens=lambda r: sum(_chat_tokens(r)),
-        )  # fmt: skip
+            model=model,
+            purpose=purpose,
+            caller=caller,
+            prompt=prompt,
+            policy=policy,
+            limits=limits,
+            estimate=estimate,
+            started=started,
+            deadline=deadline,
+            attempt=attempt,
+            api_key=api_key,
+            send=send,
+            tokens=lambda r: sum(_chat_tokens(r)),
+        )
         input_tokens, output_tokens = _chat_tokens(response)
         text = _storable(response.choices[0].message.content or "")
         cost = _cost(model, response, input_tokens, output_tokens)
@@ -654,12 +707,19 @@ async def acomplete(
                     spent = (spent or Decimal(0)) + cost
                 invalid_answers += 1
                 await record(
-                    model=model, purpose=purpose, caller=caller, attempt=attempt,
-                    status=CallStatus.INVALID_OUTPUT, error_class="InvalidAnswer",
+                    model=model,
+                    purpose=purpose,
+                    caller=caller,
+                    attempt=attempt,
+                    status=CallStatus.INVALID_OUTPUT,
+                    error_class="InvalidAnswer",
                     error_message=f"{problem}. Answer began: {text[:300]!r}",
-                    input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost,
-                    latency_ms=latency_ms, prompt_template=prompt,
-                )  # fmt: skip
+                    input_tokens=input_tokens,
+                    output_tokens=output_tokens,
+                    cost_usd=cost,
+                    latency_ms=latency_ms,
+                    prompt_template=prompt,
+                )
                 if invalid_answers > policy.schema_retries:
                     error = PermanentLLMError(
                         f"{model.display_name}: the answer failed validation "
@@ -680,17 +740,30 @@ async def acomplete(
                 ]
                 continue
         await record(
-            model=model, purpose=purpose, caller=caller, attempt=attempt, status=CallStatus.OK,
-            input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost,
-            latency_ms=latency_ms, prompt_template=prompt,
-        )  # fmt: skip
+            model=model,
+            purpose=purpose,
+            caller=caller,
+            attempt=attempt,
+            status=CallStatus.OK,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cost_usd=cost,
+            latency_ms=latency_ms,
+            prompt_template=prompt,
+        )
         if spent is not None:
             cost = spent + (cost or Decimal(0))
         return Completion(
-            text=text, data=data, input_tokens=input_tokens, output_tokens=output_tokens,
-            cost_usd=cost, latency_ms=round((loop.time() - started) * 1000), attempts=attempt,
-            model_id=model.pk, offline=model.is_offline,
-        )  # fmt: skip
+            text=text,
+            data=data,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cost_usd=cost,
+            latency_ms=round((loop.time() - started) * 1000),
+            attempts=attempt,
+            model_id=model.pk,
+            offline=model.is_offline,
+        )
 
 
 def _vectors(response, count: int) -> tuple[list[list[float]] | None, str]:
@@ -748,27 +821,48 @@ async def aembed(
 
     def send():
         return lt.aembedding(
-            model=model.litellm_model, input=texts, api_key=api_key,
-            timeout=model.timeout_seconds, num_retries=0, max_retries=0, **extra, **call_params,
-        )  # fmt: skip
+            model=model.litellm_model,
+            input=texts,
+            api_key=api_key,
+            timeout=model.timeout_seconds,
+            num_retries=0,
+            max_retries=0,
+            **extra,
+            **call_params,
+        )
 
     response, latency_ms, attempt = await _answered(
-        model=model, purpose=EMBED_PURPOSE, caller=caller, prompt=None, policy=policy,
-        limits=limits, estimate=sum(len(t) for t in texts) // 4, started=started,
-        deadline=deadline, attempt=0, api_key=api_key, send=send,
+        model=model,
+        purpose=EMBED_PURPOSE,
+        caller=caller,
+        prompt=None,
+        policy=policy,
+        limits=limits,
+        estimate=sum(len(t) for t in texts) // 4,
+        started=started,
+        deadline=deadline,
+        attempt=0,
+        api_key=api_key,
+        send=send,
         tokens=lambda r: _chat_tokens(r)[0],
-    )  # fmt: skip
+    )
     input_tokens = _chat_tokens(response)[0]
     cost = _cost(model, response, input_tokens, 0)
     vectors, problem = _vectors(response, len(texts))
     record = _ledger().write
     if vectors is None:
         await record(
-            model=model, purpose=EMBED_PURPOSE, caller=caller, attempt=attempt,
-            status=CallStatus.INVALID_OUTPUT, error_class="InvalidAnswer",
+            model=model,
+            purpose=EMBED_PURPOSE,
+            caller=caller,
+            attempt=attempt,
+            status=CallStatus.INVALID_OUTPUT,
+            error_class="InvalidAnswer",
             error_message=f"The embeddings answer is unusable: {problem}.",
-            input_tokens=input_tokens, cost_usd=cost, latency_ms=latency_ms,
-        )  # fmt: skip
+            input_tokens=input_tokens,
+            cost_usd=cost,
+            latency_ms=latency_ms,
+        )
         error = PermanentLLMError(
             f"{model.display_name}: the embeddings answer is unusable: {problem}.",
             status=CallStatus.INVALID_OUTPUT,
@@ -777,14 +871,24 @@ async def aembed(
         error.cost_usd = cost
         raise error
     await record(
-        model=model, purpose=EMBED_PURPOSE, caller=caller, attempt=attempt,
-        status=CallStatus.OK, input_tokens=input_tokens, cost_usd=cost, latency_ms=latency_ms,
-    )  # fmt: skip
+        model=model,
+        purpose=EMBED_PURPOSE,
+        caller=caller,
+        attempt=attempt,
+        status=CallStatus.OK,
+        input_tokens=input_tokens,
+        cost_usd=cost,
+        latency_ms=latency_ms,
+    )
     return Embedded(
-        vectors=vectors, input_tokens=input_tokens, cost_usd=cost,
-        latency_ms=round((loop.time() - started) * 1000), attempts=attempt, model_id=model.pk,
+        vectors=vectors,
+        input_tokens=input_tokens,
+        cost_usd=cost,
+        latency_ms=round((loop.time() - started) * 1000),
+        attempts=attempt,
+        model_id=model.pk,
         offline=model.is_offline,
-    )  # fmt: skip
+    )
 
 
 def _run_sync(call, kwargs: dict):

@@ -168,9 +168,16 @@ class Limits:
     async def _try(self, token: str, estimate_tokens: int) -> tuple[int, int]:
         admitted, detail = await self._acquire(
             keys=self.keys,
-            args=[token, self.max_concurrent, self.lease_ms, self.rpm, self.tpm,
-                  estimate_tokens if self.tpm else 0, RPM_WINDOW_MS],
-        )  # fmt: skip
+            args=[
+                token,
+                self.max_concurrent,
+                self.lease_ms,
+                self.rpm,
+                self.tpm,
+                estimate_tokens if self.tpm else 0,
+                RPM_WINDOW_MS,
+            ],
+        )
         return int(admitted), int(detail)
 
     async def acquire(self, *, estimate_tokens: int, deadline: float) -> "Slot":
@@ -256,15 +263,23 @@ class Limits:
         while local.waiters:
             waiter, _estimate, _deadline = local.waiters.popleft()
             if not waiter.done():
-                waiter.set_result(Slot(self, slot.token, minute=slot.minute, reserved=0,
-                                       taken_at=slot.taken_at))  # fmt: skip
+                waiter.set_result(
+                    Slot(self, slot.token, minute=slot.minute, reserved=0, taken_at=slot.taken_at)
+                )
                 return True
         return False
 
 
 class Slot:
-    def __init__(self, limits: Limits, token: str, *, minute: int, reserved: int,
-                 taken_at: float | None = None):  # fmt: skip
+    def __init__(
+        self,
+        limits: Limits,
+        token: str,
+        *,
+        minute: int,
+        reserved: int,
+        taken_at: float | None = None,
+    ):
         self.limits = limits
         self.token = token
         self.minute = minute

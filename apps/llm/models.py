@@ -100,10 +100,12 @@ class ModelConfig(models.Model):
         help_text="litellm's model string, e.g. openai/gpt-4.1 or anthropic/claude-sonnet-4-5",
     )
     kind = models.CharField(
-        max_length=10, choices=ModelKind.choices, default=ModelKind.CHAT,
+        max_length=10,
+        choices=ModelKind.choices,
+        default=ModelKind.CHAT,
         help_text="Chat completions (answers, grades, rewrites) or embeddings (vectors of "
         "texts, e.g. openai/text-embedding-3-small).",
-    )  # fmt: skip
+    )
     api_base = models.URLField(
         blank=True,
         help_text="Only for self-hosted or proxy endpoints. The key variable's key is sent "
@@ -132,13 +134,19 @@ class ModelConfig(models.Model):
     timeout_seconds = models.PositiveIntegerField(default=120, validators=[MinValueValidator(1)])
     input_price_per_mtok = models.DecimalField(
         "input price (USD per million tokens)",
-        max_digits=10, decimal_places=4, null=True, blank=True,
+        max_digits=10,
+        decimal_places=4,
+        null=True,
+        blank=True,
         help_text="Overrides litellm's price table. Blank: litellm's price, if it knows one.",
-    )  # fmt: skip
+    )
     output_price_per_mtok = models.DecimalField(
         "output price (USD per million tokens)",
-        max_digits=10, decimal_places=4, null=True, blank=True,
-    )  # fmt: skip
+        max_digits=10,
+        decimal_places=4,
+        null=True,
+        blank=True,
+    )
     active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -228,9 +236,11 @@ class LLMCall(models.Model):
     model = models.ForeignKey(ModelConfig, on_delete=models.PROTECT, related_name="calls")
     purpose = models.CharField(max_length=32, choices=CALL_PURPOSES)
     caller = models.CharField(
-        max_length=200, blank=True, db_index=True,
+        max_length=200,
+        blank=True,
+        db_index=True,
         help_text="What asked for the call, e.g. response:123.",
-    )  # fmt: skip
+    )
     attempt = models.PositiveSmallIntegerField()
     status = models.CharField(max_length=20, choices=CallStatus.choices)
     error_class = models.CharField(max_length=200, blank=True)
@@ -296,10 +306,12 @@ class Leased(models.Model):
         max_length=200, blank=True, help_text="The worker process holding the row (host:pid)."
     )
     lease_expires_at = models.DateTimeField(
-        null=True, blank=True, db_index=True,
+        null=True,
+        blank=True,
+        db_index=True,
         help_text="Running: when the holder's claim runs out unless renewed. Waiting: by when "
         "a worker should have picked it up.",
-    )  # fmt: skip
+    )
 
     class Meta:
         abstract = True
@@ -342,13 +354,19 @@ class Run(models.Model):
         default=run_seed, help_text="Each call's seed is derived from it and the row."
     )
     budget_usd = models.DecimalField(
-        max_digits=12, decimal_places=2, null=True, blank=True,
+        max_digits=12,
+        decimal_places=2,
+        null=True,
+        blank=True,
         help_text="The most the run may spend; empty: no limit.",
-    )  # fmt: skip
+    )
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
         related_name="+",
-    )  # fmt: skip
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     launched_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -86,9 +86,14 @@ def counted(states: LeaseStates, done: str, **extra) -> dict:
 
 
 def rows_progress(
-    rows: QuerySet, *, states: LeaseStates, done: str, model_field: str,
-    launched_at: dt.datetime | None, now: dt.datetime | None = None,
-) -> RunProgress:  # fmt: skip
+    rows: QuerySet,
+    *,
+    states: LeaseStates,
+    done: str,
+    model_field: str,
+    launched_at: dt.datetime | None,
+    now: dt.datetime | None = None,
+) -> RunProgress:
     """A run's progress from its rows: counts and cost by model (`model_field` names the
     rows' model id), calls per second over the last minute, time left, errors by kind."""
     now = now or timezone.now()
@@ -96,25 +101,38 @@ def rows_progress(
     grouped = list(
         rows.values(model_field)
         .order_by()
-        .annotate(**counted(
-            states, done, recent=Count("pk", filter=Q(completed_at__gte=since)),
-            latency=Avg("latency_ms", filter=Q(status=done)),
-        ))
-    )  # fmt: skip
+        .annotate(
+            **counted(
+                states,
+                done,
+                recent=Count("pk", filter=Q(completed_at__gte=since)),
+                latency=Avg("latency_ms", filter=Q(status=done)),
+            )
+        )
+    )
     models = ModelConfig.objects.in_bulk([row[model_field] for row in grouped])
     per_model, recent = [], 0
     for row in grouped:
         recent += row.pop("recent")
         latency = row.pop("latency")
         model = models[row.pop(model_field)]
-        per_model.append(ModelProgress(model=model, counts=RunCounts(**row),
-                                       mean_latency_ms=latency))  # fmt: skip
+        per_model.append(
+            ModelProgress(model=model, counts=RunCounts(**row), mean_latency_ms=latency)
+        )
     per_model.sort(key=lambda m: m.model.display_name)
-    counts = RunCounts(**{
-        name: sum((getattr(m.counts, name) for m in per_model), start)
-        for name, start in (("total", 0), ("done", 0), ("failed", 0), ("pending", 0),
-                            ("running", 0), ("cost_usd", Decimal(0)))
-    })  # fmt: skip
+    counts = RunCounts(
+        **{
+            name: sum((getattr(m.counts, name) for m in per_model), start)
+            for name, start in (
+                ("total", 0),
+                ("done", 0),
+                ("failed", 0),
+                ("pending", 0),
+                ("running", 0),
+                ("cost_usd", Decimal(0)),
+            )
+        }
+    )
     # Over the last minute, or since launch when the run is younger than that.
     window = RATE_WINDOW_SECONDS
     if launched_at is not None:
@@ -123,9 +141,13 @@ def rows_progress(
     left = counts.pending + counts.running
     eta = left / rate if rate and left else None
     return RunProgress(
-        counts=counts, calls_per_second=rate, eta_seconds=eta,
-        errors=rows_errors(rows, failed=states.failed), models=per_model, measured_at=now,
-    )  # fmt: skip
+        counts=counts,
+        calls_per_second=rate,
+        eta_seconds=eta,
+        errors=rows_errors(rows, failed=states.failed),
+        models=per_model,
+        measured_at=now,
+    )
 
 
 def rows_errors(rows: QuerySet, *, failed: str) -> list[ErrorKind]:
@@ -135,12 +157,13 @@ def rows_errors(rows: QuerySet, *, failed: str) -> list[ErrorKind]:
     errors = [
         ErrorKind(
             key=row["error_kind"] or GAVE_UP_KEY,
-            label=labels.get(row["error_kind"], row["error_kind"]) if row["error_kind"]
+            label=labels.get(row["error_kind"], row["error_kind"])
+            if row["error_kind"]
             else GAVE_UP_LABEL,
             count=row["n"],
         )
         for row in grouped
-    ]  # fmt: skip
+    ]
     return sorted(errors, key=lambda e: (-e.count, e.label))
 
 

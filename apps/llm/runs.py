@@ -74,14 +74,23 @@ class RunWork(engine.Work):
         now = timezone.now()
         for pk, reason in failures:
             leases.lease_end(
-                self.model.objects.filter(pk=pk), states=self.states, owner=owner,
-                status=self.states.failed, error=reason[: self.max_error_chars],
-                error_kind=CallStatus.BAD_REQUEST, reserved_usd=None, completed_at=now,
-            )  # fmt: skip
+                self.model.objects.filter(pk=pk),
+                states=self.states,
+                owner=owner,
+                status=self.states.failed,
+                error=reason[: self.max_error_chars],
+                error_kind=CallStatus.BAD_REQUEST,
+                reserved_usd=None,
+                completed_at=now,
+            )
 
     def gave_up(self):
-        return {**super().gave_up(), "error_kind": "", "reserved_usd": None,
-                "completed_at": timezone.now()}  # fmt: skip
+        return {
+            **super().gave_up(),
+            "error_kind": "",
+            "reserved_usd": None,
+            "completed_at": timezone.now(),
+        }
 
     def failed_requeue(self, scope: int, *, error_kind: str = "") -> int:
         """The scope's failed rows (all, or those that failed with `error_kind`) back to

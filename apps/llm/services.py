@@ -54,9 +54,13 @@ def embeddings_store(
 
 @transaction.atomic
 def prompt_template_save(
-    *, purpose: str, system_text: str, user_text: str, notes: str = "",
+    *,
+    purpose: str,
+    system_text: str,
+    user_text: str,
+    notes: str = "",
     template: PromptTemplate | None = None,
-) -> PromptTemplate:  # fmt: skip
+) -> PromptTemplate:
     """Edit `template` in place while unused; otherwise (or with no template) add a version.
 
     A version that has been used is what some results were produced with, so it never
@@ -76,9 +80,12 @@ def prompt_template_save(
     list(PromptTemplate.objects.select_for_update().filter(purpose=purpose).values("pk"))
     latest = PromptTemplate.objects.filter(purpose=purpose).aggregate(v=Max("version"))["v"] or 0
     return PromptTemplate.objects.create(
-        purpose=purpose, version=latest + 1, system_text=system_text, user_text=user_text,
+        purpose=purpose,
+        version=latest + 1,
+        system_text=system_text,
+        user_text=user_text,
         notes=notes,
-    )  # fmt: skip
+    )
 
 
 def _check_variables(purpose: str, *texts: str) -> None:

@@ -37,6 +37,12 @@ def usage(request):
     return render(
         request,
         "llm/usage.html",
-        {"rows": rows, "totals": totals, "period": period if span or period == "all" else "all",
-         "periods": list(PERIODS), "since": since, "until": until},
-    )  # fmt: skip
+        {
+            "rows": rows,
+            "totals": totals,
+            "period": period if span or period == "all" else "all",
+            "periods": list(PERIODS),
+            "since": since,
+            "until": until,
+        },
+    )

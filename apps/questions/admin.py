@@ -159,16 +159,32 @@ class EstimatedCountPaginator(Paginator):
 
 @admin.register(SourcePost)
 class SourcePostAdmin(ReadOnlyAdmin):
-    list_display = ("external_id", "subreddit", "title", "body_chars", "created_utc",
-                    "batch_id", "line")  # fmt: skip
+    list_display = (
+        "external_id",
+        "subreddit",
+        "title",
+        "body_chars",
+        "created_utc",
+        "batch_id",
+        "line",
+    )
     search_fields = ("=external_id",)
     search_help_text = "An exact post id, such as t3_00000001."
     ordering = ("-id",)
     paginator = EstimatedCountPaginator
     show_full_result_count = False
     list_per_page = 50
-    fields = ("external_id", "subreddit", "title", "body", "created_utc", "topics",
-              "body_chars", "batch", "line")  # fmt: skip
+    fields = (
+        "external_id",
+        "subreddit",
+        "title",
+        "body",
+        "created_utc",
+        "topics",
+        "body_chars",
+        "batch",
+        "line",
+    )
     readonly_fields = fields
 
     @admin.display(description="topics")
@@ -188,15 +204,32 @@ class PostFileForm(forms.Form):
 
 @admin.register(ImportBatch)
 class ImportBatchAdmin(ReadOnlyAdmin):
-    list_display = ("filename", "status", "rows", "topics_shown", "who", "created_at",
-                    "finished_at", "problem_count")  # fmt: skip
+    list_display = (
+        "filename",
+        "status",
+        "rows",
+        "topics_shown",
+        "who",
+        "created_at",
+        "finished_at",
+        "problem_count",
+    )
     list_filter = ("status", "file_format")
     search_fields = ("filename", "sha256")
     list_select_related = ("imported_by",)
     fields = (
-        "filename", "file_format", "size_bytes", "sha256", "status", "rows", "topics_shown",
-        "imported_by", "created_at", "finished_at", "problems_shown",
-    )  # fmt: skip
+        "filename",
+        "file_format",
+        "size_bytes",
+        "sha256",
+        "status",
+        "rows",
+        "topics_shown",
+        "imported_by",
+        "created_at",
+        "finished_at",
+        "problems_shown",
+    )
     readonly_fields = fields
     change_list_template = "admin/questions/importbatch/change_list.html"
 
@@ -235,19 +268,31 @@ class ImportBatchAdmin(ReadOnlyAdmin):
             upload = form.cleaned_data["file"]
             saved, sha256, size = upload_save(upload=upload)
             batch = import_batch_create(
-                path=saved, filename=upload.name, user=request.user, upload=True,
-                sha256=sha256, size=size,
-            )  # fmt: skip
+                path=saved,
+                filename=upload.name,
+                user=request.user,
+                upload=True,
+                sha256=sha256,
+                size=size,
+            )
             return redirect("admin:questions_importbatch_progress", pk=batch.pk)
-        context = {**self.admin_site.each_context(request), "opts": self.model._meta,
-                   "form": form, "title": "Import candidate posts"}  # fmt: skip
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "form": form,
+            "title": "Import candidate posts",
+        }
         return TemplateResponse(request, "admin/questions/importbatch/upload.html", context)
 
     def progress_view(self, request, pk: int):
         batch = get_object_or_404(ImportBatch.objects.select_related("imported_by"), pk=pk)
-        context = {**self.admin_site.each_context(request), "opts": self.model._meta,
-                   "batch": batch, "progress": import_progress(batch=batch),
-                   "title": f"Importing {batch.filename}"}  # fmt: skip
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "batch": batch,
+            "progress": import_progress(batch=batch),
+            "title": f"Importing {batch.filename}",
+        }
         template = "admin/questions/importbatch/progress.html"
         if request.htmx:
             template += "#progress"
@@ -312,17 +357,34 @@ class QuestionAdmin(admin.ModelAdmin):
     the question's page and the export, as on the bank's pages."""
 
     form = QuestionForm
-    list_display = ("external_id", "topic", "needs_sensemaking_shown", "needs_guidance_shown",
-                    "length_bucket", "created_at")  # fmt: skip
-    list_filter = ("topic", _label_filter("needs_sensemaking"), _label_filter("needs_guidance"),
-                   "length_bucket", _label_filter("mentions_prior_attempt"),
-                   "label_status")  # fmt: skip
+    list_display = (
+        "external_id",
+        "topic",
+        "needs_sensemaking_shown",
+        "needs_guidance_shown",
+        "length_bucket",
+        "created_at",
+    )
+    list_filter = (
+        "topic",
+        _label_filter("needs_sensemaking"),
+        _label_filter("needs_guidance"),
+        "length_bucket",
+        _label_filter("mentions_prior_attempt"),
+        "label_status",
+    )
     search_fields = ("external_id", "text")
     # Labels, provenance and metrics change through the bank's pages (their services).
     readonly_fields = (
-        "created_at", "label_status", "source_post", "rewrite", "rewrite_approved_by",
-        "rewrite_approved_at", "rewrite_cosine", "rewrite_trigram_overlap",
-    )  # fmt: skip
+        "created_at",
+        "label_status",
+        "source_post",
+        "rewrite",
+        "rewrite_approved_by",
+        "rewrite_approved_at",
+        "rewrite_cosine",
+        "rewrite_trigram_overlap",
+    )
     raw_id_fields = ("labelled_by", "verified_by")
     change_list_template = "admin/questions/question/change_list.html"
     # Every column, and beside the TF-IDF cosine the method that made it; the labels as the
@@ -436,9 +498,14 @@ class SampledPostAdmin(ReadOnlyAdmin):
     list_select_related = ("post", "sample__topic", "topic")
     raw_id_fields = ("post", "sample")
     csv_fields = (
-        "id", "sample_id", "post__external_id", "topic__name", "position", "outcome",
+        "id",
+        "sample_id",
+        "post__external_id",
+        "topic__name",
+        "position",
+        "outcome",
         "decisions_count",
-    )  # fmt: skip
+    )
 
 
 @admin.register(ScreeningDecision)
@@ -454,9 +521,16 @@ class ScreeningDecisionAdmin(ReadOnlyAdmin):
     list_select_related = ("sampled__post", "sampled__sample__topic", "researcher", "reason")
     raw_id_fields = ("sampled",)
     csv_fields = (
-        "id", "sampled__sample_id", "sampled__post__external_id", "sampled__topic__name",
-        "researcher__username", "include", "reason__text", "note", "decided_at",
-    )  # fmt: skip
+        "id",
+        "sampled__sample_id",
+        "sampled__post__external_id",
+        "sampled__topic__name",
+        "researcher__username",
+        "include",
+        "reason__text",
+        "note",
+        "decided_at",
+    )
 
     def get_queryset(self, request):
         return super().get_queryset(request).filter(decisions_shown_to(viewer=request.user))
@@ -467,16 +541,29 @@ class QuestionLabelAdmin(ReadOnlyAdmin):
     """Each labeller's, verifier's and resolver's strata labels, given on the bank's pages;
     labels still to verify are shown to their labeller alone (labels_blind_to)."""
 
-    list_display = ("question", "stage", "researcher", "mentions_prior_attempt",
-                    "needs_sensemaking", "needs_guidance", "created_at")  # fmt: skip
+    list_display = (
+        "question",
+        "stage",
+        "researcher",
+        "mentions_prior_attempt",
+        "needs_sensemaking",
+        "needs_guidance",
+        "created_at",
+    )
     list_filter = ("stage", "mentions_prior_attempt", "needs_sensemaking", "needs_guidance")
     search_fields = ("question__external_id",)
     list_select_related = ("question", "researcher")
     raw_id_fields = ("question",)
     csv_fields = (
-        "id", "question__external_id", "stage", "researcher__username",
-        "mentions_prior_attempt", "needs_sensemaking", "needs_guidance", "created_at",
-    )  # fmt: skip
+        "id",
+        "question__external_id",
+        "stage",
+        "researcher__username",
+        "mentions_prior_attempt",
+        "needs_sensemaking",
+        "needs_guidance",
+        "created_at",
+    )
 
     def get_queryset(self, request):
         blind = Question.objects.filter(labels_blind_to(viewer=request.user))
@@ -485,29 +572,62 @@ class QuestionLabelAdmin(ReadOnlyAdmin):
 
 @admin.register(RewriteJob)
 class RewriteJobAdmin(ReadOnlyAdmin):
-    list_display = ("pk", "model", "prompt", "status", "seed", "created_by", "created_at",
-                    "finished_at")  # fmt: skip
+    list_display = (
+        "pk",
+        "model",
+        "prompt",
+        "status",
+        "seed",
+        "created_by",
+        "created_at",
+        "finished_at",
+    )
     list_filter = ("status", "model")
     list_select_related = ("model", "prompt", "created_by")
     csv_fields = (
-        "id", "model__display_name", "prompt__purpose", "prompt__version", "seed", "status",
-        "created_by__username", "created_at", "finished_at",
-    )  # fmt: skip
+        "id",
+        "model__display_name",
+        "prompt__purpose",
+        "prompt__version",
+        "seed",
+        "status",
+        "created_by__username",
+        "created_at",
+        "finished_at",
+    )
 
 
 @admin.register(Rewrite)
 class RewriteAdmin(ReadOnlyAdmin):
-    list_display = ("question", "job", "status", "error_kind", "cost_usd", "attempts",
-                    "completed_at")  # fmt: skip
+    list_display = (
+        "question",
+        "job",
+        "status",
+        "error_kind",
+        "cost_usd",
+        "attempts",
+        "completed_at",
+    )
     list_filter = ("status", "error_kind", "job")
     search_fields = ("question__external_id", "text", "error")
     list_select_related = ("question", "job__model")
     raw_id_fields = ("question", "job")
     csv_fields = (
-        "id", "job_id", "job__model__display_name", "question__external_id", "status", "text",
-        "cost_usd", "latency_ms", "error_kind", "error", "attempts", "created_at", "started_at",
+        "id",
+        "job_id",
+        "job__model__display_name",
+        "question__external_id",
+        "status",
+        "text",
+        "cost_usd",
+        "latency_ms",
+        "error_kind",
+        "error",
+        "attempts",
+        "created_at",
+        "started_at",
         "completed_at",
-    )  # fmt: skip
+    )
 
 
 @admin.register(EmbeddingCosineJob)
@@ -518,9 +638,15 @@ class EmbeddingCosineJobAdmin(ReadOnlyAdmin):
     list_filter = ("status", "model")
     list_select_related = ("model", "created_by")
     csv_fields = (
-        "id", "model__display_name", "model__litellm_model", "status", "created_by__username",
-        "created_at", "started_at", "finished_at",
-    )  # fmt: skip
+        "id",
+        "model__display_name",
+        "model__litellm_model",
+        "status",
+        "created_by__username",
+        "created_at",
+        "started_at",
+        "finished_at",
+    )
 
 
 @admin.register(EmbeddingCosine)
@@ -534,10 +660,20 @@ class EmbeddingCosineAdmin(ReadOnlyAdmin):
     list_select_related = ("question", "model")
     raw_id_fields = ("question", "job", "original_embedding", "rewrite_embedding")
     csv_fields = (
-        "id", "question__external_id", "model__display_name", "model__litellm_model",
-        "job_id", "status", "cosine", ("method", "method"), "original_embedding_id",
-        "rewrite_embedding_id", "error_kind", "error", "computed_at",
-    )  # fmt: skip
+        "id",
+        "question__external_id",
+        "model__display_name",
+        "model__litellm_model",
+        "job_id",
+        "status",
+        "cosine",
+        ("method", "method"),
+        "original_embedding_id",
+        "rewrite_embedding_id",
+        "error_kind",
+        "error",
+        "computed_at",
+    )
 
     def csv_queryset(self, queryset):
         return embedding_cosines_with_method(queryset)

@@ -41,10 +41,12 @@ class EmbeddingCosineSerializer(serializers.ModelSerializer):
 
 def _label(source: str) -> serializers.BooleanField:
     return serializers.BooleanField(
-        source=f"{source}_shown", allow_null=True, read_only=True,
+        source=f"{source}_shown",
+        allow_null=True,
+        read_only=True,
         help_text="Null while the labels wait for another researcher to verify them, for "
         "everyone but their labeller (the verifier gives theirs without seeing them).",
-    )  # fmt: skip
+    )
 
 
 class QuestionSerializer(serializers.ModelSerializer):
@@ -62,11 +64,23 @@ class QuestionSerializer(serializers.ModelSerializer):
     class Meta:
         model = Question
         fields = [
-            "id", "external_id", "topic", "topic_slug", "text", "original_text",
-            "length_bucket", "mentions_prior_attempt", "needs_sensemaking", "needs_guidance",
-            "label_status", "rewrite_cosine", "rewrite_cosine_method",
-            "rewrite_embedding_cosines", "rewrite_trigram_overlap", "created_at",
-        ]  # fmt: skip
+            "id",
+            "external_id",
+            "topic",
+            "topic_slug",
+            "text",
+            "original_text",
+            "length_bucket",
+            "mentions_prior_attempt",
+            "needs_sensemaking",
+            "needs_guidance",
+            "label_status",
+            "rewrite_cosine",
+            "rewrite_cosine_method",
+            "rewrite_embedding_cosines",
+            "rewrite_trigram_overlap",
+            "created_at",
+        ]
 
     def get_rewrite_cosine_method(self, obj) -> str:
         return "" if obj.rewrite_cosine is None else f"{COSINE_METHOD}. {COSINE_CHOICE}"

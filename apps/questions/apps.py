@@ -17,7 +17,9 @@ class QuestionsConfig(AppConfig):
         from .services import rewriting  # noqa: F401  (registers the engine's work)
 
         home_panel_register(
-            key="questions.researcher", roles={Role.RESEARCHER},
-            template="questions/home_researcher_panel.html", order=300,
+            key="questions.researcher",
+            roles={Role.RESEARCHER},
+            template="questions/home_researcher_panel.html",
+            order=300,
             context=lambda request: {"pipeline": selectors.pipeline_overview()},
-        )  # fmt: skip
+        )

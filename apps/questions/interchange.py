@@ -164,10 +164,15 @@ def _question(index: int, item: object, topic_names: set[str]):
         return None, problems
     sensemaking, guidance = needs or (False, False)
     record = QuestionRecord(
-        external_id=ident, topic=topic, text=text.strip(), mentions_prior_attempt=prior,
-        index=index, needs_sensemaking=sensemaking, needs_guidance=guidance,
+        external_id=ident,
+        topic=topic,
+        text=text.strip(),
+        mentions_prior_attempt=prior,
+        index=index,
+        needs_sensemaking=sensemaking,
+        needs_guidance=guidance,
         labelled=needs is not None,
-    )  # fmt: skip
+    )
     return record, []
 
 

@@ -74,9 +74,12 @@ class ImportBatch(models.Model):
         max_length=500, blank=True, help_text="Where an upload waits for its worker."
     )
     imported_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
         related_name="+",
-    )  # fmt: skip
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -107,9 +110,12 @@ class SourcePost(models.Model):
     # No database foreign key: COPY would run a trigger per row to check it (millions), and
     # the importer writes a batch's posts in the transaction that creates the batch.
     batch = models.ForeignKey(
-        ImportBatch, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False,
+        ImportBatch,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,
         related_name="posts",
-    )  # fmt: skip
+    )
     line = models.PositiveIntegerField(help_text="The line of the file the post starts on.")
 
     class Meta:
@@ -136,9 +142,12 @@ class SourcePostTopic(models.Model):
         Topic, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False
     )
     post = models.ForeignKey(
-        SourcePost, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False,
+        SourcePost,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,
         related_name="+",
-    )  # fmt: skip
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["topic", "post"], name="source_post_topic")]
@@ -162,9 +171,12 @@ class Sample(models.Model):
     seed = models.BigIntegerField()
     pool = models.PositiveIntegerField(default=0, help_text="Posts it was drawn from.")
     drawn_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
         related_name="+",
-    )  # fmt: skip
+    )
     drawn_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -279,32 +291,48 @@ class Question(models.Model):
         max_length=12, choices=LabelStatus.choices, default=LabelStatus.UNLABELLED
     )
     labelled_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
         related_name="+",
-    )  # fmt: skip
+    )
     verified_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
         related_name="+",
-    )  # fmt: skip
+    )
     rewrite = models.OneToOneField(
-        "Rewrite", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
-        help_text="The model rewrite the approved text came from.",
-    )  # fmt: skip
-    rewrite_approved_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        "Rewrite",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
         related_name="+",
-    )  # fmt: skip
+        help_text="The model rewrite the approved text came from.",
+    )
+    rewrite_approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
     rewrite_approved_at = models.DateTimeField(null=True, blank=True)
     rewrite_cosine = models.FloatField(
-        "rewrite cosine (TF-IDF)", null=True, blank=True,
+        "rewrite cosine (TF-IDF)",
+        null=True,
+        blank=True,
         help_text="Cosine similarity of the TF-IDF vectors of the rewrite and the original, "
         "fitted on the bank. The published study does not say how it computed its cosine: "
         "TF-IDF is Assay's choice (apps/questions/similarity.py).",
-    )  # fmt: skip
+    )
     rewrite_trigram_overlap = models.FloatField(
-        null=True, blank=True,
+        null=True,
+        blank=True,
         help_text="Jaccard overlap of the word 3-grams of the rewrite and the original.",
-    )  # fmt: skip
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -392,9 +420,12 @@ class Rewrite(Leased):
     text = models.TextField(blank=True)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
     reserved_usd = models.DecimalField(
-        max_digits=12, decimal_places=6, null=True, blank=True,
+        max_digits=12,
+        decimal_places=6,
+        null=True,
+        blank=True,
         help_text="The cost held against the job's budget while the call is made.",
-    )  # fmt: skip
+    )
     latency_ms = models.PositiveIntegerField(default=0)
     error_kind = models.CharField(max_length=20, choices=CallStatus.choices, blank=True)
     error = models.TextField(blank=True)
@@ -430,13 +461,17 @@ class EmbeddingCosineJob(models.Model):
 
     model = models.ForeignKey(ModelConfig, on_delete=models.PROTECT, related_name="+")
     status = models.CharField(
-        max_length=10, choices=EmbeddingCosineJobStatus.choices,
+        max_length=10,
+        choices=EmbeddingCosineJobStatus.choices,
         default=EmbeddingCosineJobStatus.QUEUED,
-    )  # fmt: skip
+    )
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
         related_name="+",
-    )  # fmt: skip
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -464,22 +499,33 @@ class EmbeddingCosine(models.Model):
     )
     model = models.ForeignKey(ModelConfig, on_delete=models.PROTECT, related_name="+")
     job = models.ForeignKey(
-        EmbeddingCosineJob, on_delete=models.CASCADE, related_name="cosines",
+        EmbeddingCosineJob,
+        on_delete=models.CASCADE,
+        related_name="cosines",
         help_text="The job that computed it last.",
-    )  # fmt: skip
+    )
     status = models.CharField(
-        max_length=10, choices=EmbeddingCosineStatus.choices,
+        max_length=10,
+        choices=EmbeddingCosineStatus.choices,
         default=EmbeddingCosineStatus.PENDING,
-    )  # fmt: skip
+    )
     cosine = models.FloatField(null=True, blank=True)
     original_embedding = models.ForeignKey(
-        Embedding, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        Embedding,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
         help_text="The vector of the original post.",
-    )  # fmt: skip
+    )
     rewrite_embedding = models.ForeignKey(
-        Embedding, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        Embedding,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
         help_text="The vector of the approved text.",
-    )  # fmt: skip
+    )
     error_kind = models.CharField(max_length=20, choices=CallStatus.choices, blank=True)
     error = models.TextField(blank=True)
     computed_at = models.DateTimeField(null=True, blank=True)

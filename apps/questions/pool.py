@@ -272,13 +272,21 @@ class RowChecker:
         names the problem. `cells` are the values in the order of COLUMNS."""
         external_id, subreddit, title, body, created, topics = cells
         if not (
-            type(external_id) is str and type(subreddit) is str and type(title) is str
-            and type(body) is str and type(created) is str and type(topics) is str
-            and 0 < len(external_id) <= self.id_max and not external_id.isspace()
-            and 0 < len(subreddit) <= self.subreddit_max and not subreddit.isspace()
-            and title and not title.isspace() and 0 < len(body) <= self.body_max
+            type(external_id) is str
+            and type(subreddit) is str
+            and type(title) is str
+            and type(body) is str
+            and type(created) is str
+            and type(topics) is str
+            and 0 < len(external_id) <= self.id_max
+            and not external_id.isspace()
+            and 0 < len(subreddit) <= self.subreddit_max
+            and not subreddit.isspace()
+            and title
+            and not title.isspace()
+            and 0 < len(body) <= self.body_max
             and not body.isspace()
-        ):  # fmt: skip
+        ):
             return self.row(line, dict(zip(COLUMNS, cells, strict=True)))
         known = self.topic_sets.get(topics)
         if known is None:
@@ -336,18 +344,36 @@ class RowChecker:
         for pk in ids:
             counts[pk] = counts.get(pk, 0) + 1
         self.tally.rows += 1
-        return "\t".join((
-            copy_text(external_id), copy_text(subreddit), copy_text(title), copy_text(body),
-            created.isoformat(), "{" + ",".join(map(str, ids)) + "}", str(len(body)),
-            self.batch, str(line),
-        )) + "\n"  # fmt: skip
+        return (
+            "\t".join(
+                (
+                    copy_text(external_id),
+                    copy_text(subreddit),
+                    copy_text(title),
+                    copy_text(body),
+                    created.isoformat(),
+                    "{" + ",".join(map(str, ids)) + "}",
+                    str(len(body)),
+                    self.batch,
+                    str(line),
+                )
+            )
+            + "\n"
+        )
 
 
 # The COPY target: the columns in the order `RowChecker.row` writes them.
 COPY_COLUMNS = (
-    "external_id", "subreddit", "title", "body", "created_utc", "topic_ids", "body_chars",
-    "batch_id", "line",
-)  # fmt: skip
+    "external_id",
+    "subreddit",
+    "title",
+    "body",
+    "created_utc",
+    "topic_ids",
+    "body_chars",
+    "batch_id",
+    "line",
+)
 
 
 def _csv_records(text, problems: Problems) -> Iterator[tuple[int, dict]]:

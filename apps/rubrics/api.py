@@ -22,9 +22,20 @@ class RubricSerializer(serializers.ModelSerializer):
     class Meta:
         model = Rubric
         fields = [
-            "id", "question", "version", "state", "based_on", "shared_set_version", "revision",
-            "created_at", "updated_at", "submitted_at", "approved_at", "verified_at", "criteria",
-        ]  # fmt: skip
+            "id",
+            "question",
+            "version",
+            "state",
+            "based_on",
+            "shared_set_version",
+            "revision",
+            "created_at",
+            "updated_at",
+            "submitted_at",
+            "approved_at",
+            "verified_at",
+            "criteria",
+        ]
 
 
 class RubricFilter(filters.FilterSet):

@@ -19,17 +19,22 @@ class RubricsConfig(AppConfig):
         from .services import drafting  # noqa: F401  (registers the engine's work)
 
         question_condition_register(
-            key="approved_rubric", label="With an approved rubric",
+            key="approved_rubric",
+            label="With an approved rubric",
             apply=lambda questions: questions.filter(
                 Exists(Rubric.objects.filter(question=OuterRef("pk"), state=RubricState.APPROVED))
             ),
-        )  # fmt: skip
+        )
 
         home_panel_register(
-            key="rubrics.expert", roles={Role.EXPERT},
-            template="rubrics/home_expert_panel.html", order=100,
-        )  # fmt: skip
+            key="rubrics.expert",
+            roles={Role.EXPERT},
+            template="rubrics/home_expert_panel.html",
+            order=100,
+        )
         home_panel_register(
-            key="rubrics.reviewer", roles={Role.REVIEWER},
-            template="rubrics/home_reviewer_panel.html", order=200,
-        )  # fmt: skip
+            key="rubrics.reviewer",
+            roles={Role.REVIEWER},
+            template="rubrics/home_reviewer_panel.html",
+            order=200,
+        )

@@ -26,25 +26,31 @@ class CriterionForm(forms.Form):
     """The shape of a criterion from the editor; the service checks the rest (duplicates)."""
 
     text = forms.CharField(
-        max_length=CRITERION_MAX_CHARS, error_messages={
+        max_length=CRITERION_MAX_CHARS,
+        error_messages={
             "required": "Write what a good answer should include or avoid: the text is empty.",
             "max_length": "Keep a criterion under 1,000 characters.",
         },
-    )  # fmt: skip
+    )
     polarity = forms.ChoiceField(
         choices=Polarity.choices,
-        error_messages={"required": "Choose should include or should avoid.",
-                        "invalid_choice": "Choose should include or should avoid."},
-    )  # fmt: skip
+        error_messages={
+            "required": "Choose should include or should avoid.",
+            "invalid_choice": "Choose should include or should avoid.",
+        },
+    )
     kind = forms.ChoiceField(
         choices=Kind.choices,
-        error_messages={"required": "Choose factual or presentation.",
-                        "invalid_choice": "Choose factual or presentation."},
-    )  # fmt: skip
+        error_messages={
+            "required": "Choose factual or presentation.",
+            "invalid_choice": "Choose factual or presentation.",
+        },
+    )
     points = forms.TypedChoiceField(
-        choices=[(p, p) for p in POINTS], coerce=int,
+        choices=[(p, p) for p in POINTS],
+        coerce=int,
         error_messages={"required": POINTS_MESSAGE, "invalid_choice": POINTS_MESSAGE},
-    )  # fmt: skip
+    )
 
     def field_errors(self) -> dict[str, str]:
         return {name: " ".join(errors) for name, errors in self.errors.items()}
@@ -65,9 +71,11 @@ class CommentForm(forms.Form):
 
 class RequestChangesForm(forms.Form):
     message = forms.CharField(
-        required=False, max_length=COMMENT_MAX_CHARS, label="What should change",
+        required=False,
+        max_length=COMMENT_MAX_CHARS,
+        label="What should change",
         error_messages={"max_length": COMMENT_TOO_LONG},
-    )  # fmt: skip
+    )
 
 
 class AssignmentForm(forms.Form):
@@ -91,17 +99,23 @@ class SharedTextForm(forms.Form):
 
     text = forms.CharField(
         max_length=CRITERION_MAX_CHARS,
-        error_messages={"max_length": f"Keep a criterion under {CRITERION_MAX_CHARS:,} "
-                        "characters (this one has %(show_value)s)."},
-    )  # fmt: skip
+        error_messages={
+            "max_length": f"Keep a criterion under {CRITERION_MAX_CHARS:,} "
+            "characters (this one has %(show_value)s)."
+        },
+    )
 
 
 class SharedCriteriaForm(forms.Form):
     notes = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 2}), required=False, max_length=NOTES_MAX_CHARS,
-        error_messages={"max_length": f"Notes are at most {NOTES_MAX_CHARS:,} characters "
-                        "(these have %(show_value)s)."},
-    )  # fmt: skip
+        widget=forms.Textarea(attrs={"rows": 2}),
+        required=False,
+        max_length=NOTES_MAX_CHARS,
+        error_messages={
+            "max_length": f"Notes are at most {NOTES_MAX_CHARS:,} characters "
+            "(these have %(show_value)s)."
+        },
+    )
 
 
 class RubricImportForm(forms.Form):
@@ -112,9 +126,11 @@ class RubricImportForm(forms.Form):
     )
     conversation = forms.ChoiceField(choices=list(CONVERSATIONS.items()), initial="refuse")
     default_topic = forms.ModelChoiceField(
-        queryset=Topic.objects.all(), required=False, to_field_name="name",
+        queryset=Topic.objects.all(),
+        required=False,
+        to_field_name="name",
         empty_label="(none: refuse items without a known theme)",
-    )  # fmt: skip
+    )
 
     def clean_file(self):
         return upload_size_validate(self.cleaned_data["file"], max_bytes=MAX_IMPORT_BYTES)
@@ -165,13 +181,15 @@ FRESHNESS_DAYS = 180
 
 class FreshnessForm(forms.Form):
     days = forms.IntegerField(
-        min_value=0, max_value=36500, required=False,
+        min_value=0,
+        max_value=36500,
+        required=False,
         error_messages={
             "invalid": "Days must be a whole number.",
             "min_value": "Days must be 0 or more.",
             "max_value": "Days must be at most 36,500 (a hundred years).",
         },
-    )  # fmt: skip
+    )
 
     def days_or_default(self) -> tuple[int, str]:
         """(days, "") or (the default, why the given number was not used)."""

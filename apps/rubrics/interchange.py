@@ -154,9 +154,13 @@ def _criterion(
     if problems:
         return None, problems
     planned = PlannedCriterion(
-        text=" ".join(text.split()), polarity=polarity, kind=kind, points=mapped,
-        source_points=points, note=note,
-    )  # fmt: skip
+        text=" ".join(text.split()),
+        polarity=polarity,
+        kind=kind,
+        points=mapped,
+        source_points=points,
+        note=note,
+    )
     return planned, []
 
 
@@ -284,9 +288,14 @@ def _duplicates(at: str, criteria: list[PlannedCriterion]) -> list[str]:
 
 
 def plan_healthbench(
-    content: bytes | str, filename: str, topic_names: set[str], *,
-    points_mapping: str = "refuse", conversation: str = "refuse", default_topic: str = "",
-) -> ImportPlan:  # fmt: skip
+    content: bytes | str,
+    filename: str,
+    topic_names: set[str],
+    *,
+    points_mapping: str = "refuse",
+    conversation: str = "refuse",
+    default_topic: str = "",
+) -> ImportPlan:
     plan = ImportPlan(format="healthbench", filename=filename)
     plan.notes.append(HEALTHBENCH_CONVERSION)
     try:
@@ -366,9 +375,12 @@ def _healthbench_item(at, item, plan, topic_names, points_mapping, conversation,
     if len(plan.problems) > before:
         return None
     record = QuestionRecord(
-        external_id=ident, topic=topic, text=text, mentions_prior_attempt=False,
+        external_id=ident,
+        topic=topic,
+        text=text,
+        mentions_prior_attempt=False,
         index=len(plan.rubrics),  # unlabelled: HealthBench has no strata labels
-    )  # fmt: skip
+    )
     return PlannedRubric(question=record, criteria=criteria, source_max=source_max)
 
 
@@ -465,11 +477,15 @@ def _healthbench_criterion(
         else Kind.FACTUAL
     )
     return PlannedCriterion(
-        text=" ".join(text.split()), polarity=polarity, kind=kind, points=mapped,
-        source_points=points, note="; ".join(notes),
+        text=" ".join(text.split()),
+        polarity=polarity,
+        kind=kind,
+        points=mapped,
+        source_points=points,
+        note="; ".join(notes),
         # An Assay export's shared criterion: the importing rubric carries the current set.
         shared=SHARED_TAG in tags,
-    )  # fmt: skip
+    )
 
 
 def _in_order(rubric) -> list:

@@ -112,9 +112,10 @@ class Rubric(models.Model):
     )
     revision = models.PositiveIntegerField(default=1)
     reverification_reason = models.TextField(
-        blank=True, max_length=COMMENT_MAX_CHARS,
+        blank=True,
+        max_length=COMMENT_MAX_CHARS,
         help_text="Why a researcher sent the approved version back for re-verification.",
-    )  # fmt: skip
+    )
     created_by = models.ForeignKey(
         USER, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -167,9 +168,13 @@ class Criterion(models.Model):
     order = models.PositiveIntegerField()
     origin = models.CharField(max_length=15, choices=Origin.choices, default=Origin.EXPERT)
     derived_from = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
         help_text="The criterion of the previous version that this one continues.",
-    )  # fmt: skip
+    )
     shared_source = models.ForeignKey(
         SharedCriterion, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
@@ -302,9 +307,13 @@ class TopicClaiming(models.Model):
     topic = models.OneToOneField(Topic, on_delete=models.CASCADE, related_name="claiming")
     open = models.BooleanField(default=False)
     default_reviewer = models.ForeignKey(
-        USER, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        USER,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
         help_text="Reviewer of claimed questions; blank: any reviewer may take the review.",
-    )  # fmt: skip
+    )
 
     class Meta:
         ordering = ["topic"]
@@ -318,9 +327,13 @@ class AuthoringSettings(models.Model):
     """Configuration of rubric authoring, one row."""
 
     draft_model = models.ForeignKey(
-        ModelConfig, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        ModelConfig,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
         help_text="The model that suggests criteria in the rubric editor.",
-    )  # fmt: skip
+    )
 
     class Meta:
         verbose_name = verbose_name_plural = "authoring settings"

@@ -269,14 +269,19 @@ def version_diff(*, old: Rubric, new: Rubric) -> dict:
             continue
         matched.add(before.pk)
         fields = [
-            f for f in ("text", "polarity", "kind", "points")
+            f
+            for f in ("text", "polarity", "kind", "points")
             if getattr(before, f) != getattr(criterion, f)
-        ]  # fmt: skip
+        ]
         if fields:
             changed.append(
-                {"before": before, "after": criterion, "fields": fields,
-                 "text_diff": word_diff(before=before.text, after=criterion.text)}
-            )  # fmt: skip
+                {
+                    "before": before,
+                    "after": criterion,
+                    "fields": fields,
+                    "text_diff": word_diff(before=before.text, after=criterion.text),
+                }
+            )
     removed = [c for c in old_criteria if c.pk not in matched]
     return {"added": added, "removed": removed, "changed": changed, "from_version": old.version}
 
@@ -321,10 +326,14 @@ def assignment_for(*, question: Question) -> QuestionAssignment | None:
 
 # Whoever did one of these to a version is one of its authors, and may not approve it.
 AUTHORING_ACTIONS = (
-    EventAction.CREATED, EventAction.IMPORTED, EventAction.CRITERION_ADDED,
-    EventAction.CRITERION_EDITED, EventAction.CRITERION_DELETED, EventAction.CRITERION_MOVED,
+    EventAction.CREATED,
+    EventAction.IMPORTED,
+    EventAction.CRITERION_ADDED,
+    EventAction.CRITERION_EDITED,
+    EventAction.CRITERION_DELETED,
+    EventAction.CRITERION_MOVED,
     EventAction.SUBMITTED,
-)  # fmt: skip
+)
 
 
 def rubric_authors(*, rubric: Rubric) -> set[int]:

@@ -15,18 +15,37 @@ class SamplingRunAdmin(admin.ModelAdmin):
     services that keep their responses whole; here they are listed and renamed. The
     reference run's models are chosen here (the rubric editor shows their answers)."""
 
-    list_display = ("name", "kind", "status", "samples_per_item", "budget_usd", "created_at",
-                    "run_page")  # fmt: skip
+    list_display = (
+        "name",
+        "kind",
+        "status",
+        "samples_per_item",
+        "budget_usd",
+        "created_at",
+        "run_page",
+    )
     list_filter = ("kind", "status")
     search_fields = ("name",)
     filter_horizontal = ("model_configs",)
     raw_id_fields = ("questions",)
     readonly_fields = ("created_at", "run_page")
     csv_fields = (
-        "id", "name", "kind", "status", "prompt__purpose", "prompt__version", "samples_per_item",
-        "params", "seed", "budget_usd", "selection", "created_by__username", "created_at",
-        "launched_at", "finished_at",
-    )  # fmt: skip
+        "id",
+        "name",
+        "kind",
+        "status",
+        "prompt__purpose",
+        "prompt__version",
+        "samples_per_item",
+        "params",
+        "seed",
+        "budget_usd",
+        "selection",
+        "created_by__username",
+        "created_at",
+        "launched_at",
+        "finished_at",
+    )
 
     def has_add_permission(self, request):
         return False  # a run is made whole, with its responses, on /runs/new/
@@ -34,8 +53,10 @@ class SamplingRunAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request, obj=None):
         if obj is not None and obj.kind == RunKind.BENCHMARK:
             return [f.name for f in SamplingRun._meta.fields if f.name != "name"] + [
-                "model_configs", "questions", "run_page",
-            ]  # fmt: skip
+                "model_configs",
+                "questions",
+                "run_page",
+            ]
         return self.readonly_fields
 
     @admin.display(description="page")
@@ -48,20 +69,43 @@ class SamplingRunAdmin(admin.ModelAdmin):
 @admin.register(Response)
 class ResponseAdmin(ReadOnlyAdmin):
     list_display = (
-        "question", "model", "run", "sample_index", "status", "error_kind", "output_tokens",
-        "cost_usd", "latency_ms", "attempts",
-    )  # fmt: skip
+        "question",
+        "model",
+        "run",
+        "sample_index",
+        "status",
+        "error_kind",
+        "output_tokens",
+        "cost_usd",
+        "latency_ms",
+        "attempts",
+    )
     list_filter = ("status", "error_kind", "run", "model")
     search_fields = ("question__external_id", "text", "error")
     list_select_related = ("question", "model", "run")
     show_full_result_count = False
     # The columns of the run page's export (runs:export_responses), for any selection.
     csv_fields = (
-        "id", "run__name", "question__external_id", "question__topic__name",
-        "model__display_name", "model__litellm_model", "offline", "sample_index", "seed",
-        "status", "error_kind", "error", "text", "input_tokens", "output_tokens", "cost_usd",
-        "latency_ms", "attempts", "completed_at",
-    )  # fmt: skip
+        "id",
+        "run__name",
+        "question__external_id",
+        "question__topic__name",
+        "model__display_name",
+        "model__litellm_model",
+        "offline",
+        "sample_index",
+        "seed",
+        "status",
+        "error_kind",
+        "error",
+        "text",
+        "input_tokens",
+        "output_tokens",
+        "cost_usd",
+        "latency_ms",
+        "attempts",
+        "completed_at",
+    )
 
     def get_queryset(self, request):
         offline = ExpressionWrapper(OFFLINE_MODEL, output_field=BooleanField())

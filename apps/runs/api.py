@@ -39,10 +39,22 @@ class SamplingRunSerializer(serializers.ModelSerializer):
     class Meta:
         model = SamplingRun
         fields = [
-            "id", "name", "status", "prompt", "prompt_version", "models", "questions_count",
-            "samples_per_item", "params", "seed", "budget_usd", "selection", "created_at",
-            "launched_at", "finished_at",
-        ]  # fmt: skip
+            "id",
+            "name",
+            "status",
+            "prompt",
+            "prompt_version",
+            "models",
+            "questions_count",
+            "samples_per_item",
+            "params",
+            "seed",
+            "budget_usd",
+            "selection",
+            "created_at",
+            "launched_at",
+            "finished_at",
+        ]
 
 
 class SelectionSerializer(serializers.Serializer):
@@ -50,30 +62,37 @@ class SelectionSerializer(serializers.Serializer):
 
     conditions = serializers.ListField(child=serializers.CharField(), required=False, default=list)
     topics = DistinctList(
-        child=serializers.IntegerField(min_value=1, max_value=BIGINT_MAX), required=False,
+        child=serializers.IntegerField(min_value=1, max_value=BIGINT_MAX),
+        required=False,
         default=list,
-    )  # fmt: skip
+    )
     length_buckets = serializers.ListField(
         child=serializers.ChoiceField(choices=LengthBucket.choices), required=False, default=list
     )
     prior_attempt = serializers.BooleanField(required=False, allow_null=True, default=None)
     needs_sensemaking = serializers.BooleanField(
-        required=False, allow_null=True, default=None,
+        required=False,
+        allow_null=True,
+        default=None,
         help_text="true: questions labelled as asking for sensemaking; false: labelled as not.",
-    )  # fmt: skip
+    )
     needs_guidance = serializers.BooleanField(
-        required=False, allow_null=True, default=None,
+        required=False,
+        allow_null=True,
+        default=None,
         help_text="true: questions labelled as asking for guidance; false: labelled as not.",
-    )  # fmt: skip
+    )
 
     def to_internal_value(self, data):
         # The single need type is gone (each need is its own label): a filter by it would
         # otherwise be dropped in silence and select every question.
         if isinstance(data, dict) and "need_types" in data:
             raise serializers.ValidationError(
-                {"need_types": "Questions are no longer chosen by one need type: give "
-                 "needs_sensemaking and/or needs_guidance (true or false) instead."}
-            )  # fmt: skip
+                {
+                    "need_types": "Questions are no longer chosen by one need type: give "
+                    "needs_sensemaking and/or needs_guidance (true or false) instead."
+                }
+            )
         return super().to_internal_value(data)
 
     def validate_conditions(self, value):
@@ -92,9 +111,10 @@ class SamplingRunCreateSerializer(serializers.Serializer):
         queryset=ModelConfig.objects.filter(active=True, kind=ModelKind.CHAT), allow_empty=False
     )
     questions = distinct_ids(
-        queryset=Question.objects.all(), required=False,
+        queryset=Question.objects.all(),
+        required=False,
         help_text="The questions to answer; without it, those that `selection` chooses.",
-    )  # fmt: skip
+    )
     selection = SelectionSerializer(
         required=False,
         help_text="Without `questions`: how to choose them. Default: every question with an "
@@ -102,17 +122,23 @@ class SamplingRunCreateSerializer(serializers.Serializer):
     )
     samples_per_item = serializers.IntegerField(min_value=1, max_value=MAX_SAMPLES, default=5)
     prompt = serializers.PrimaryKeyRelatedField(
-        queryset=PromptTemplate.objects.filter(purpose=Purpose.SAMPLE), required=False,
-        allow_null=True, help_text="A sample prompt version; default: the newest.",
-    )  # fmt: skip
-    params = serializers.DictField(
-        required=False, default=dict,
-        help_text="Generation parameters for every call: " + ", ".join(GENERATION_PARAMS) + ".",
-    )  # fmt: skip
-    budget_usd = serializers.DecimalField(
-        max_digits=10, decimal_places=2, min_value=Decimal("0.01"), required=False,
+        queryset=PromptTemplate.objects.filter(purpose=Purpose.SAMPLE),
+        required=False,
         allow_null=True,
-    )  # fmt: skip
+        help_text="A sample prompt version; default: the newest.",
+    )
+    params = serializers.DictField(
+        required=False,
+        default=dict,
+        help_text="Generation parameters for every call: " + ", ".join(GENERATION_PARAMS) + ".",
+    )
+    budget_usd = serializers.DecimalField(
+        max_digits=10,
+        decimal_places=2,
+        min_value=Decimal("0.01"),
+        required=False,
+        allow_null=True,
+    )
     seed = serializers.IntegerField(
         min_value=0, max_value=BIGINT_MAX, required=False, allow_null=True
     )
@@ -128,18 +154,26 @@ class SamplingRunCreateSerializer(serializers.Serializer):
         if "questions" in data:
             questions, selection = data["questions"], {}  # chosen one by one, not by filters
         else:
-            default = [APPROVED_RUBRIC] if any(
-                c.key == APPROVED_RUBRIC for c in question_conditions()
-            ) else []  # fmt: skip
+            default = (
+                [APPROVED_RUBRIC]
+                if any(c.key == APPROVED_RUBRIC for c in question_conditions())
+                else []
+            )
             selection = dict(data.get("selection") or {"conditions": default})
             selection.setdefault("conditions", default)
             questions = questions_select(**selection)
         return services.sampling_run_create(
-            name=data["name"], questions=questions, models=data["models"],
-            samples_per_item=data["samples_per_item"], prompt=data.get("prompt"),
-            params=data["params"], budget_usd=data.get("budget_usd"), seed=data.get("seed"),
-            selection=selection, user=self.context["request"].user,
-        )  # fmt: skip
+            name=data["name"],
+            questions=questions,
+            models=data["models"],
+            samples_per_item=data["samples_per_item"],
+            prompt=data.get("prompt"),
+            params=data["params"],
+            budget_usd=data.get("budget_usd"),
+            seed=data.get("seed"),
+            selection=selection,
+            user=self.context["request"].user,
+        )
 
 
 class SamplingRunFilter(filters.FilterSet):
@@ -187,21 +221,49 @@ class ResponseSerializer(serializers.ModelSerializer):
     class Meta:
         model = Response
         fields = [
-            "id", "run", "model", "model_name", "question", "question_external_id",
-            "sample_index", "seed", "status", "text", "input_tokens", "output_tokens",
-            "cost_usd", "latency_ms", "error_kind", "error", "attempts", "created_at",
+            "id",
+            "run",
+            "model",
+            "model_name",
+            "question",
+            "question_external_id",
+            "sample_index",
+            "seed",
+            "status",
+            "text",
+            "input_tokens",
+            "output_tokens",
+            "cost_usd",
+            "latency_ms",
+            "error_kind",
+            "error",
+            "attempts",
+            "created_at",
             "completed_at",
-        ]  # fmt: skip
+        ]
 
 
 RESPONSE_COLUMNS = Columns.of(
-    id="pk", run="run_id", model="model_id", model_name=F("model__display_name"),
-    question="question_id", question_external_id=F("question__external_id"),
-    sample_index="sample_index", seed="seed", status="status", text="text",
-    input_tokens="input_tokens", output_tokens="output_tokens", cost_usd="cost_usd",
-    latency_ms="latency_ms", error_kind="error_kind", error="error", attempts="attempts",
-    created_at="created_at", completed_at="completed_at",
-)  # fmt: skip
+    id="pk",
+    run="run_id",
+    model="model_id",
+    model_name=F("model__display_name"),
+    question="question_id",
+    question_external_id=F("question__external_id"),
+    sample_index="sample_index",
+    seed="seed",
+    status="status",
+    text="text",
+    input_tokens="input_tokens",
+    output_tokens="output_tokens",
+    cost_usd="cost_usd",
+    latency_ms="latency_ms",
+    error_kind="error_kind",
+    error="error",
+    attempts="attempts",
+    created_at="created_at",
+    completed_at="completed_at",
+)
 
 
 class ResponseFilter(filters.FilterSet):

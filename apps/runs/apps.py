@@ -16,7 +16,9 @@ class RunsConfig(AppConfig):
         from .services import sampling  # noqa: F401  (registers the engine's work)
 
         home_panel_register(
-            key="runs.researcher", roles={Role.RESEARCHER},
-            template="runs/home_researcher_panel.html", order=400,
+            key="runs.researcher",
+            roles={Role.RESEARCHER},
+            template="runs/home_researcher_panel.html",
+            order=400,
             context=lambda request: {"runs": selectors.runs_overview()},
-        )  # fmt: skip
+        )

@@ -28,26 +28,41 @@ class SelectionForm(forms.Form):
     """Which questions a run answers: registered conditions, topic and strata."""
 
     conditions = forms.MultipleChoiceField(
-        required=False, widget=forms.CheckboxSelectMultiple, label="Only questions",
-    )  # fmt: skip
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label="Only questions",
+    )
     topics = forms.ModelMultipleChoiceField(
-        queryset=Topic.objects.all(), required=False, widget=forms.CheckboxSelectMultiple,
+        queryset=Topic.objects.all(),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
         help_text="None ticked: every topic.",
-    )  # fmt: skip
+    )
     length_buckets = forms.MultipleChoiceField(
-        choices=LengthBucket.choices, required=False, widget=forms.CheckboxSelectMultiple,
-        label="Length", help_text="None ticked: every length.",
-    )  # fmt: skip
+        choices=LengthBucket.choices,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label="Length",
+        help_text="None ticked: every length.",
+    )
     prior_attempt = forms.ChoiceField(
-        choices=PRIOR_ATTEMPT, required=False, label="A prior attempt to solve it",
-    )  # fmt: skip
+        choices=PRIOR_ATTEMPT,
+        required=False,
+        label="A prior attempt to solve it",
+    )
     # The two needs are labelled independently; choosing both narrows to questions with both.
     needs_sensemaking = forms.ChoiceField(
-        choices=NEEDED, required=False, label="Sensemaking", help_text=SENSEMAKING_HELP,
-    )  # fmt: skip
+        choices=NEEDED,
+        required=False,
+        label="Sensemaking",
+        help_text=SENSEMAKING_HELP,
+    )
     needs_guidance = forms.ChoiceField(
-        choices=NEEDED, required=False, label="Guidance", help_text=GUIDANCE_HELP,
-    )  # fmt: skip
+        choices=NEEDED,
+        required=False,
+        label="Guidance",
+        help_text=GUIDANCE_HELP,
+    )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -75,35 +90,46 @@ class SelectionForm(forms.Form):
 class RunForm(SelectionForm):
     name = forms.CharField(max_length=SamplingRun._meta.get_field("name").max_length)
     models = ModelChoices(
-        queryset=ModelConfig.objects.filter(active=True, kind=ModelKind.CHAT)
-        .order_by("display_name"),
+        queryset=ModelConfig.objects.filter(active=True, kind=ModelKind.CHAT).order_by(
+            "display_name"
+        ),
         widget=forms.CheckboxSelectMultiple,
         error_messages={"required": "Choose at least one model."},
-    )  # fmt: skip
+    )
     samples_per_item = forms.IntegerField(
-        label="Answers per question", min_value=1, max_value=MAX_SAMPLES, initial=5,
+        label="Answers per question",
+        min_value=1,
+        max_value=MAX_SAMPLES,
+        initial=5,
         help_text="Each answer is a separate call with its own seed.",
-    )  # fmt: skip
+    )
     prompt = forms.ModelChoiceField(
         queryset=PromptTemplate.objects.filter(purpose=Purpose.SAMPLE).order_by("-version"),
-        empty_label=None, label="Prompt version",
+        empty_label=None,
+        label="Prompt version",
         help_text="The newest is chosen unless you pick another.",
-    )  # fmt: skip
+    )
     params = ParamsField(
         label="Parameters (JSON)",
         widget=forms.Textarea(attrs={"rows": 2, "placeholder": '{"temperature": 0.7}'}),
         help_text="Sent with every call, over each model's own. Leave empty to use the "
         "providers' defaults (the published benchmark did).",
-    )  # fmt: skip
+    )
     budget_usd = forms.DecimalField(
-        label="Budget (USD)", required=False, min_value=Decimal("0.01"), max_digits=10,
-        decimal_places=2, help_text="Optional. The run stops before it would spend more.",
-    )  # fmt: skip
+        label="Budget (USD)",
+        required=False,
+        min_value=Decimal("0.01"),
+        max_digits=10,
+        decimal_places=2,
+        help_text="Optional. The run stops before it would spend more.",
+    )
     seed = forms.IntegerField(
-        required=False, min_value=0, max_value=BIGINT_MAX,
+        required=False,
+        min_value=0,
+        max_value=BIGINT_MAX,
         help_text="Optional. Blank: a random seed. The same seed asks every model the same "
         "calls again, as far as the provider honours seeds.",
-    )  # fmt: skip
+    )
 
     field_order = ["name"]
 
@@ -123,14 +149,19 @@ def data_as_initial(form_class: type[forms.Form], data) -> dict:
 
 class BudgetForm(forms.Form):
     budget_usd = forms.DecimalField(
-        label="Budget (USD)", required=False, min_value=Decimal("0.01"), max_digits=10,
-        decimal_places=2, help_text="Leave empty for no budget.",
-    )  # fmt: skip
+        label="Budget (USD)",
+        required=False,
+        min_value=Decimal("0.01"),
+        max_digits=10,
+        decimal_places=2,
+        help_text="Leave empty for no budget.",
+    )
 
 
 class ResponseFilterForm(forms.Form):
-    model = forms.ModelChoiceField(queryset=ModelConfig.objects.none(), required=False,
-                                   empty_label="Every model")  # fmt: skip
+    model = forms.ModelChoiceField(
+        queryset=ModelConfig.objects.none(), required=False, empty_label="Every model"
+    )
     status = forms.ChoiceField(required=False)
     question = forms.CharField(required=False, max_length=200, label="Question (id or words in it)")
 

@@ -19,16 +19,19 @@ class SamplingRun(Run):
     name = models.CharField(max_length=200)
     kind = models.CharField(max_length=20, choices=RunKind.choices, default=RunKind.BENCHMARK)
     model_configs = models.ManyToManyField(
-        ModelConfig, related_name="sampling_runs", verbose_name="models",
+        ModelConfig,
+        related_name="sampling_runs",
+        verbose_name="models",
         help_text="For the reference run: the models whose answers the rubric editor shows.",
-    )  # fmt: skip
+    )
     questions = models.ManyToManyField(Question, blank=True, related_name="sampling_runs")
     samples_per_item = models.PositiveSmallIntegerField(default=1)
     params = models.JSONField(
-        default=dict, blank=True,
+        default=dict,
+        blank=True,
         help_text="Parameters sent with every call, over the model's own; "
         "empty: the provider's defaults.",
-    )  # fmt: skip
+    )
     selection = models.JSONField(
         default=dict, blank=True, help_text="How the questions were chosen (topics, strata)."
     )
@@ -76,9 +79,12 @@ class Response(Leased):
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
     latency_ms = models.PositiveIntegerField(default=0)
     reserved_usd = models.DecimalField(
-        max_digits=12, decimal_places=6, null=True, blank=True,
+        max_digits=12,
+        decimal_places=6,
+        null=True,
+        blank=True,
         help_text="The cost held against the run's budget while the call is made.",
-    )  # fmt: skip
+    )
     error_kind = models.CharField(max_length=20, choices=CallStatus.choices, blank=True)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -37,10 +37,14 @@ def question_conditions() -> list[QuestionCondition]:
 
 
 def questions_select(
-    *, conditions: Iterable[str] = (), topics: Iterable[int] = (),
-    length_buckets: Iterable[str] = (), prior_attempt: bool | None = None,
-    needs_sensemaking: bool | None = None, needs_guidance: bool | None = None,
-) -> QuerySet[Question]:  # fmt: skip
+    *,
+    conditions: Iterable[str] = (),
+    topics: Iterable[int] = (),
+    length_buckets: Iterable[str] = (),
+    prior_attempt: bool | None = None,
+    needs_sensemaking: bool | None = None,
+    needs_guidance: bool | None = None,
+) -> QuerySet[Question]:
     """The questions that meet every registered condition named and the filters given
     (an empty filter does not filter). A need filter is true for the questions labelled as
     asking for it, false for those labelled as not (never the unlabelled)."""

@@ -96,9 +96,11 @@ def sampling_runs() -> QuerySet[SamplingRun]:
     return (
         SamplingRun.objects.filter(kind=RunKind.BENCHMARK)
         .order_by("-created_at", "-pk")
-        .annotate(models_count=_through_count("model_configs"),
-                  questions_count=_through_count("questions"))
-    )  # fmt: skip
+        .annotate(
+            models_count=_through_count("model_configs"),
+            questions_count=_through_count("questions"),
+        )
+    )
 
 
 def runs_counts(*, run_ids: Iterable[int]) -> dict[int, RunCounts]:
@@ -115,9 +117,13 @@ def runs_counts(*, run_ids: Iterable[int]) -> dict[int, RunCounts]:
 def run_progress(*, run: SamplingRun, now: dt.datetime | None = None) -> RunProgress:
     """Where a run stands, counted from its rows: the page polls this."""
     return rows_progress(
-        Response.objects.filter(run=run), states=LEASE_STATES, done=ResponseStatus.DONE,
-        model_field="model_id", launched_at=run.launched_at, now=now,
-    )  # fmt: skip
+        Response.objects.filter(run=run),
+        states=LEASE_STATES,
+        done=ResponseStatus.DONE,
+        model_field="model_id",
+        launched_at=run.launched_at,
+        now=now,
+    )
 
 
 def run_responses(
@@ -138,18 +144,47 @@ def run_responses(
 
 
 RESPONSE_EXPORT_HEADER = (
-    "run", "question", "topic", "model", "litellm_model", "offline", "sample_index", "seed",
-    "status", "error_kind", "error", "text", "input_tokens", "output_tokens", "cost_usd",
-    "latency_ms", "attempts", "completed_at",
-)  # fmt: skip
+    "run",
+    "question",
+    "topic",
+    "model",
+    "litellm_model",
+    "offline",
+    "sample_index",
+    "seed",
+    "status",
+    "error_kind",
+    "error",
+    "text",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "latency_ms",
+    "attempts",
+    "completed_at",
+)
 # ModelConfig.is_offline in SQL: the model string's last segment starts with the prefix.
 OFFLINE_MODEL = Q(model__litellm_model__regex=rf"(^|/){re.escape(OFFLINE_PREFIX)}[^/]*$")
 RESPONSE_EXPORT_FIELDS = (
-    "run__name", "question__external_id", "question__topic__name", "model__display_name",
-    "model__litellm_model", "offline", "sample_index", "seed", "status", "error_kind", "error",
-    "text", "input_tokens", "output_tokens", "cost_usd", "latency_ms", "attempts",
+    "run__name",
+    "question__external_id",
+    "question__topic__name",
+    "model__display_name",
+    "model__litellm_model",
+    "offline",
+    "sample_index",
+    "seed",
+    "status",
+    "error_kind",
+    "error",
+    "text",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "latency_ms",
+    "attempts",
     "completed_at",
-)  # fmt: skip
+)
 # The export's (header, column) pairs, for the console's COPY export (copy_csv_chunks).
 RESPONSE_EXPORT_COLUMNS = tuple(zip(RESPONSE_EXPORT_HEADER, RESPONSE_EXPORT_FIELDS, strict=True))
 

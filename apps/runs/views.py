@@ -81,11 +81,17 @@ def _count_context(data) -> dict:
 def _create(request, form: RunForm) -> SamplingRun:
     data = form.cleaned_data
     return services.sampling_run_create(
-        name=data["name"], questions=form.questions(), models=data["models"],
-        samples_per_item=data["samples_per_item"], prompt=data["prompt"], params=data["params"],
-        budget_usd=data["budget_usd"], seed=data["seed"], selection=form.selection(),
+        name=data["name"],
+        questions=form.questions(),
+        models=data["models"],
+        samples_per_item=data["samples_per_item"],
+        prompt=data["prompt"],
+        params=data["params"],
+        budget_usd=data["budget_usd"],
+        seed=data["seed"],
+        selection=form.selection(),
         user=request.user,
-    )  # fmt: skip
+    )
 
 
 @researcher
@@ -100,15 +106,18 @@ def run_detail(request, run_id: int):
         return render(request, "runs/detail.html#progress", context)
     models = list(run.model_configs.order_by("display_name"))
     context = _controls_context(run) | {
-        "models": models, "questions_count": run.questions.count(),
+        "models": models,
+        "questions_count": run.questions.count(),
         "selection": selectors.selection_described(selection=run.selection),
         "notes": selectors.run_fidelity_notes(run=run),
-    }  # fmt: skip
+    }
     if run.status == RunStatus.DRAFT:
         context["estimate"] = services.sampling_estimate(
-            questions=run.questions.only("pk"), models=models,
-            samples_per_item=run.samples_per_item, prompt=run.prompt,
-        )  # fmt: skip
+            questions=run.questions.only("pk"),
+            models=models,
+            samples_per_item=run.samples_per_item,
+            prompt=run.prompt,
+        )
     else:
         context["progress"] = selectors.run_progress(run=run)
     return render(request, "runs/detail.html", context)
@@ -118,9 +127,11 @@ def _controls_context(run: SamplingRun) -> dict:
     """What the run's progress and controls partials read but the progress; cancelling asks
     first (`run_cancel`)."""
     urls = run_urls(
-        "runs:{move}", run.pk, poll=reverse("runs:detail", args=[run.pk]),
+        "runs:{move}",
+        run.pk,
+        poll=reverse("runs:detail", args=[run.pk]),
         failed=reverse("runs:responses", args=[run.pk]) + "?status=failed",
-    )  # fmt: skip
+    )
     budget_form = BudgetForm(initial={"budget_usd": run.budget_usd})
     return {"run": run, "urls": urls, "budget_form": budget_form, "confirm_cancel": True}
 
@@ -210,9 +221,11 @@ def run_responses(request, run_id: int):
     form = ResponseFilterForm(request.GET or None, run=run)
     filters = form.cleaned_data if form.is_valid() else {}
     responses = selectors.run_responses(
-        run=run, model_id=getattr(filters.get("model"), "pk", None),
-        status=filters.get("status", ""), question=filters.get("question", ""),
-    )  # fmt: skip
+        run=run,
+        model_id=getattr(filters.get("model"), "pk", None),
+        status=filters.get("status", ""),
+        question=filters.get("question", ""),
+    )
     page = Paginator(responses, RESPONSES_PER_PAGE).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)

@@ -88,8 +88,16 @@ class ResponseGenerationAdmin(ReadOnlyAdmin):
     """Requests to generate a study's responses, with who holds them and how often they were
     tried: where a researcher looks when a generation stalls."""
 
-    list_display = ("study", "model", "status", "attempts", "lease_owner", "lease_expires_at",
-                    "created_at", "finished_at")  # fmt: skip
+    list_display = (
+        "study",
+        "model",
+        "status",
+        "attempts",
+        "lease_owner",
+        "lease_expires_at",
+        "created_at",
+        "finished_at",
+    )
     list_filter = ("status",)
     search_fields = ("study__name", "error")
     readonly_fields = [f.name for f in ResponseGeneration._meta.fields]
@@ -116,13 +124,28 @@ class StudySimulationAdmin(ReadOnlyAdmin):
 @admin.register(SurveyItem)
 class SurveyItemAdmin(admin.ModelAdmin):
     list_display = (
-        "code", "study", "kind", "group", "attention_check", "explanation_required", "order",
-    )  # fmt: skip
+        "code",
+        "study",
+        "kind",
+        "group",
+        "attention_check",
+        "explanation_required",
+        "order",
+    )
     list_filter = ("study", "attention_check")
     fields = (
-        "study", "code", "wording", "kind", "scale_labels", "explanation_required", "group",
-        "order", "attention_check", "expected_value", "on_page",
-    )  # fmt: skip
+        "study",
+        "code",
+        "wording",
+        "kind",
+        "scale_labels",
+        "explanation_required",
+        "group",
+        "order",
+        "attention_check",
+        "expected_value",
+        "on_page",
+    )
 
     def get_readonly_fields(self, request, obj=None):
         if obj is not None and (obj.study is None or study_items_frozen(study=obj.study)):
@@ -179,11 +202,27 @@ class ParticipantAdmin(ReadOnlyAdmin):
     actions = [mark_returned]
     # Researchers see PIDs on the list (they run the study); the CSV carries the pseudonym.
     csv_fields = (
-        "id", "study_id", "kind", "simulated", "model__display_name", "run_index",
-        PSEUDONYM, "prolific_study_id",
-        "status", "attention_failed", "completion_code", "age", "gender", "education", "income",
-        "review_status", "rejection_category", "created_at", "consented_at", "finished_at",
-    )  # fmt: skip
+        "id",
+        "study_id",
+        "kind",
+        "simulated",
+        "model__display_name",
+        "run_index",
+        PSEUDONYM,
+        "prolific_study_id",
+        "status",
+        "attention_failed",
+        "completion_code",
+        "age",
+        "gender",
+        "education",
+        "income",
+        "review_status",
+        "rejection_category",
+        "created_at",
+        "consented_at",
+        "finished_at",
+    )
 
     def csv_queryset(self, queryset):
         return queryset.annotate(participant_pseudonym=pseudonym_sql("study_id", "prolific_pid"))
@@ -204,11 +243,21 @@ class AssignmentAdmin(ReadOnlyAdmin):
     raw_id_fields = ("participant", "study_scenario")
     show_full_result_count = False
     csv_fields = (
-        "id", PSEUDONYM, "participant__kind", "participant__simulated",
-        "participant__model__display_name", "participant__run_index", "study_scenario__study_id",
-        "study_scenario__scenario__name", "position", "status", "reserved_at", "reserved_until",
-        "answered_at", "completed_at",
-    )  # fmt: skip
+        "id",
+        PSEUDONYM,
+        "participant__kind",
+        "participant__simulated",
+        "participant__model__display_name",
+        "participant__run_index",
+        "study_scenario__study_id",
+        "study_scenario__scenario__name",
+        "position",
+        "status",
+        "reserved_at",
+        "reserved_until",
+        "answered_at",
+        "completed_at",
+    )
 
     def csv_queryset(self, queryset):
         return _with_pseudonym(queryset, "participant")
@@ -221,12 +270,22 @@ class AnswerAdmin(ReadOnlyAdmin):
     list_select_related = ("assignment", "item")
     show_full_result_count = False
     csv_fields = (
-        "id", PSEUDONYM, "assignment__participant__kind",
-        "assignment__participant__simulated", "assignment__participant__model__display_name",
-        "assignment__participant__run_index", "assignment__study_scenario__study_id",
-        "assignment__study_scenario__scenario__name", "assignment__status", "item__code",
-        "value", "explanation", "first_saved_at", "saved_at", "save_count",
-    )  # fmt: skip
+        "id",
+        PSEUDONYM,
+        "assignment__participant__kind",
+        "assignment__participant__simulated",
+        "assignment__participant__model__display_name",
+        "assignment__participant__run_index",
+        "assignment__study_scenario__study_id",
+        "assignment__study_scenario__scenario__name",
+        "assignment__status",
+        "item__code",
+        "value",
+        "explanation",
+        "first_saved_at",
+        "saved_at",
+        "save_count",
+    )
 
     def csv_queryset(self, queryset):
         return _with_pseudonym(queryset, "assignment__participant")
@@ -242,10 +301,18 @@ class PageTimeAdmin(ReadOnlyAdmin):
     raw_id_fields = ("participant", "assignment")
     show_full_result_count = False
     csv_fields = (
-        "id", PSEUDONYM, "participant__kind", "participant__simulated", "participant__study_id",
-        "page", "assignment_id", "assignment__study_scenario__scenario__name",
-        "assignment__position", "shown_at", "submitted_at",
-    )  # fmt: skip
+        "id",
+        PSEUDONYM,
+        "participant__kind",
+        "participant__simulated",
+        "participant__study_id",
+        "page",
+        "assignment_id",
+        "assignment__study_scenario__scenario__name",
+        "assignment__position",
+        "shown_at",
+        "submitted_at",
+    )
 
     def csv_queryset(self, queryset):
         return _with_pseudonym(queryset, "participant")
@@ -261,57 +328,125 @@ class StudyScenarioAdmin(ReadOnlyAdmin):
     search_fields = ("scenario__name",)
     list_select_related = ("study", "scenario", "response")
     csv_fields = (
-        "id", "study_id", "study__name", "scenario__name", "response_id", "response__model_name",
-        "response__prompt_version", "response__offline", "response_error",
-    )  # fmt: skip
+        "id",
+        "study_id",
+        "study__name",
+        "scenario__name",
+        "response_id",
+        "response__model_name",
+        "response__prompt_version",
+        "response__offline",
+        "response_error",
+    )
 
 
 @admin.register(ScenarioResponseCall)
 class ScenarioResponseCallAdmin(ReadOnlyAdmin):
     """One call of a response generation: a scenario's response asked of a model."""
 
-    list_display = ("generation", "study_scenario", "status", "error_kind", "cost_usd", "attempts",
-                    "completed_at")  # fmt: skip
+    list_display = (
+        "generation",
+        "study_scenario",
+        "status",
+        "error_kind",
+        "cost_usd",
+        "attempts",
+        "completed_at",
+    )
     list_filter = ("status", "error_kind", "generation__study")
     search_fields = ("study_scenario__scenario__name", "error")
     list_select_related = ("generation__study", "study_scenario__scenario")
     raw_id_fields = ("generation", "study_scenario", "response")
     csv_fields = (
-        "id", "generation_id", "generation__study_id", "generation__model__display_name",
-        "study_scenario__scenario__name", "status", "seed", "response_id", "error_kind", "error",
-        "cost_usd", "attempts", "started_at", "completed_at",
-    )  # fmt: skip
+        "id",
+        "generation_id",
+        "generation__study_id",
+        "generation__model__display_name",
+        "study_scenario__scenario__name",
+        "status",
+        "seed",
+        "response_id",
+        "error_kind",
+        "error",
+        "cost_usd",
+        "attempts",
+        "started_at",
+        "completed_at",
+    )
 
 
 @admin.register(ProxyRun)
 class ProxyRunAdmin(ReadOnlyAdmin):
     """Made, launched and stopped on the study's proxy page (/studies/<id>/proxies/)."""
 
-    list_display = ("pk", "study", "prompt", "runs_per_model", "temperature", "status",
-                    "budget_usd", "created_at", "finished_at")  # fmt: skip
+    list_display = (
+        "pk",
+        "study",
+        "prompt",
+        "runs_per_model",
+        "temperature",
+        "status",
+        "budget_usd",
+        "created_at",
+        "finished_at",
+    )
     list_filter = ("status", "study")
     list_select_related = ("study", "prompt")
     csv_fields = (
-        "id", "study_id", "study__name", "prompt__purpose", "prompt__version", "runs_per_model",
-        "temperature", "seed", "budget_usd", "status", "created_by__username", "created_at",
-        "launched_at", "finished_at",
-    )  # fmt: skip
+        "id",
+        "study_id",
+        "study__name",
+        "prompt__purpose",
+        "prompt__version",
+        "runs_per_model",
+        "temperature",
+        "seed",
+        "budget_usd",
+        "status",
+        "created_by__username",
+        "created_at",
+        "launched_at",
+        "finished_at",
+    )
 
 
 @admin.register(ProxyCall)
 class ProxyCallAdmin(ReadOnlyAdmin):
     """One proxy participant asked about one scenario (every item in one call)."""
 
-    list_display = ("pk", "run", "participant", "study_scenario", "status", "error_kind",
-                    "cost_usd", "attempts", "completed_at")  # fmt: skip
+    list_display = (
+        "pk",
+        "run",
+        "participant",
+        "study_scenario",
+        "status",
+        "error_kind",
+        "cost_usd",
+        "attempts",
+        "completed_at",
+    )
     list_filter = ("status", "error_kind", "run")
     search_fields = ("study_scenario__scenario__name", "error")
     list_select_related = ("run", "participant__model", "study_scenario__scenario")
     raw_id_fields = ("participant", "study_scenario")
     show_full_result_count = False
     csv_fields = (
-        "id", "run_id", "participant_id", "participant__model__display_name",
-        "participant__run_index", "study_scenario__scenario__name", "position", "status", "seed",
-        "error_kind", "error", "input_tokens", "output_tokens", "cost_usd", "latency_ms",
-        "attempts", "started_at", "completed_at",
-    )  # fmt: skip
+        "id",
+        "run_id",
+        "participant_id",
+        "participant__model__display_name",
+        "participant__run_index",
+        "study_scenario__scenario__name",
+        "position",
+        "status",
+        "seed",
+        "error_kind",
+        "error",
+        "input_tokens",
+        "output_tokens",
+        "cost_usd",
+        "latency_ms",
+        "attempts",
+        "started_at",
+        "completed_at",
+    )

@@ -41,9 +41,16 @@ class StudySerializer(serializers.ModelSerializer):
     class Meta:
         model = Study
         fields = [
-            "id", "name", "slug", "status", "scenarios_per_participant", "ratings_per_scenario",
-            "reservation_minutes", "items_version", "created_at",
-        ]  # fmt: skip
+            "id",
+            "name",
+            "slug",
+            "status",
+            "scenarios_per_participant",
+            "ratings_per_scenario",
+            "reservation_minutes",
+            "items_version",
+            "created_at",
+        ]
 
 
 class StudyFilter(filters.FilterSet):
@@ -66,9 +73,16 @@ class ScenarioSerializer(serializers.ModelSerializer):
     class Meta:
         model = Scenario
         fields = [
-            "id", "name", "sha256", "task", "trajectory", "user_name", "toolkits",
-            "final_action", "imported_at",
-        ]  # fmt: skip
+            "id",
+            "name",
+            "sha256",
+            "task",
+            "trajectory",
+            "user_name",
+            "toolkits",
+            "final_action",
+            "imported_at",
+        ]
 
 
 class ScenarioFilter(filters.FilterSet):
@@ -105,10 +119,25 @@ class ParticipantSerializer(serializers.ModelSerializer):
     class Meta:
         model = Participant
         fields = [
-            "id", "study", "kind", "participant_pseudonym", "model", "run_index", "proxy_run",
-            "simulated", "status", "attention_failed", "age", "gender", "education", "income",
-            "review_status", "created_at", "consented_at", "finished_at",
-        ]  # fmt: skip
+            "id",
+            "study",
+            "kind",
+            "participant_pseudonym",
+            "model",
+            "run_index",
+            "proxy_run",
+            "simulated",
+            "status",
+            "attention_failed",
+            "age",
+            "gender",
+            "education",
+            "income",
+            "review_status",
+            "created_at",
+            "consented_at",
+            "finished_at",
+        ]
 
 
 class ParticipantFilter(filters.FilterSet):
@@ -152,21 +181,41 @@ class AnswerSerializer(serializers.ModelSerializer):
     class Meta:
         model = Answer
         fields = [
-            "id", "study", "participant", "participant_pseudonym", "participant_kind",
-            "scenario", "assignment", "assignment_status", "item", "item_code", "value",
-            "explanation", "first_saved_at", "saved_at", "save_count",
-        ]  # fmt: skip
+            "id",
+            "study",
+            "participant",
+            "participant_pseudonym",
+            "participant_kind",
+            "scenario",
+            "assignment",
+            "assignment_status",
+            "item",
+            "item_code",
+            "value",
+            "explanation",
+            "first_saved_at",
+            "saved_at",
+            "save_count",
+        ]
 
 
 ANSWER_COLUMNS = Columns.of(
-    id="pk", study=F("assignment__participant__study_id"),
-    participant=F("assignment__participant_id"), participant_pseudonym=F("participant_pseudonym"),
+    id="pk",
+    study=F("assignment__participant__study_id"),
+    participant=F("assignment__participant_id"),
+    participant_pseudonym=F("participant_pseudonym"),
     participant_kind=F("assignment__participant__kind"),
-    scenario=F("assignment__study_scenario__scenario_id"), assignment="assignment_id",
-    assignment_status=F("assignment__status"), item="item_id", item_code=F("item__code"),
-    value="value", explanation="explanation", first_saved_at="first_saved_at",
-    saved_at="saved_at", save_count="save_count",
-)  # fmt: skip
+    scenario=F("assignment__study_scenario__scenario_id"),
+    assignment="assignment_id",
+    assignment_status=F("assignment__status"),
+    item="item_id",
+    item_code=F("item__code"),
+    value="value",
+    explanation="explanation",
+    first_saved_at="first_saved_at",
+    saved_at="saved_at",
+    save_count="save_count",
+)
 
 
 class AnswerFilter(filters.FilterSet):
@@ -207,9 +256,20 @@ class ProxyRunSerializer(serializers.ModelSerializer):
     class Meta:
         model = ProxyRun
         fields = [
-            "id", "study", "models", "runs_per_model", "prompt", "prompt_version", "temperature",
-            "seed", "budget_usd", "status", "created_at", "launched_at", "finished_at",
-        ]  # fmt: skip
+            "id",
+            "study",
+            "models",
+            "runs_per_model",
+            "prompt",
+            "prompt_version",
+            "temperature",
+            "seed",
+            "budget_usd",
+            "status",
+            "created_at",
+            "launched_at",
+            "finished_at",
+        ]
 
 
 class ProxyRunCreateSerializer(serializers.Serializer):
@@ -218,18 +278,27 @@ class ProxyRunCreateSerializer(serializers.Serializer):
         queryset=ModelConfig.objects.filter(active=True, kind=ModelKind.CHAT), allow_empty=False
     )
     runs_per_model = serializers.IntegerField(
-        min_value=1, max_value=MAX_RUNS_PER_MODEL, default=5,
+        min_value=1,
+        max_value=MAX_RUNS_PER_MODEL,
+        default=5,
         help_text="Each run is a proxy participant that answers every scenario.",
-    )  # fmt: skip
+    )
     temperature = serializers.DecimalField(
-        max_digits=3, decimal_places=2, min_value=Decimal(0), max_value=Decimal(2),
-        required=False, allow_null=True,
-        help_text="Empty: each provider's default, as the published study left it.",
-    )  # fmt: skip
-    budget_usd = serializers.DecimalField(
-        max_digits=10, decimal_places=2, min_value=Decimal("0.01"), required=False,
+        max_digits=3,
+        decimal_places=2,
+        min_value=Decimal(0),
+        max_value=Decimal(2),
+        required=False,
         allow_null=True,
-    )  # fmt: skip
+        help_text="Empty: each provider's default, as the published study left it.",
+    )
+    budget_usd = serializers.DecimalField(
+        max_digits=10,
+        decimal_places=2,
+        min_value=Decimal("0.01"),
+        required=False,
+        allow_null=True,
+    )
     seed = serializers.IntegerField(
         min_value=0, max_value=BIGINT_MAX, required=False, allow_null=True
     )
@@ -237,10 +306,14 @@ class ProxyRunCreateSerializer(serializers.Serializer):
     def create(self, validated_data):
         data = validated_data
         return services.proxy_run_create(
-            study=data["study"], models=data["models"], runs_per_model=data["runs_per_model"],
-            temperature=data.get("temperature"), budget_usd=data.get("budget_usd"),
-            seed=data.get("seed"), user=self.context["request"].user,
-        )  # fmt: skip
+            study=data["study"],
+            models=data["models"],
+            runs_per_model=data["runs_per_model"],
+            temperature=data.get("temperature"),
+            budget_usd=data.get("budget_usd"),
+            seed=data.get("seed"),
+            user=self.context["request"].user,
+        )
 
 
 class ProxyRunFilter(filters.FilterSet):

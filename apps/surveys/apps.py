@@ -12,7 +12,9 @@ class SurveysConfig(AppConfig):
         from . import selectors
 
         home_panel_register(
-            key="surveys.researcher", roles={Role.RESEARCHER},
-            template="surveys/home_researcher_panel.html", order=300,
+            key="surveys.researcher",
+            roles={Role.RESEARCHER},
+            template="surveys/home_researcher_panel.html",
+            order=300,
             context=lambda request: {"studies": selectors.studies_overview()},
-        )  # fmt: skip
+        )

@@ -28,9 +28,13 @@ def cookie_name(study: Study) -> str:
 def bind(response, participant: Participant):
     """`response`, setting the cookie that binds this browser to `participant`."""
     response.set_signed_cookie(
-        cookie_name(participant.study), f"{participant.pk}:{participant.browser_key}",
-        salt=COOKIE_SALT, httponly=True, samesite="Lax", secure=settings.SESSION_COOKIE_SECURE,
-    )  # fmt: skip
+        cookie_name(participant.study),
+        f"{participant.pk}:{participant.browser_key}",
+        salt=COOKIE_SALT,
+        httponly=True,
+        samesite="Lax",
+        secure=settings.SESSION_COOKIE_SECURE,
+    )
     return response
 
 

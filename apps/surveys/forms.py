@@ -65,19 +65,30 @@ class StudyForm(forms.ModelForm):
     class Meta:
         model = Study
         fields = [
-            "name", "prolific_study_id", "scenarios_per_participant", "ratings_per_scenario",
-            "reservation_minutes", "consent_text", "instructions_text", "example_text",
-            "code_completed", "code_no_consent", "code_failed_attention", "code_full",
-        ]  # fmt: skip
+            "name",
+            "prolific_study_id",
+            "scenarios_per_participant",
+            "ratings_per_scenario",
+            "reservation_minutes",
+            "consent_text",
+            "instructions_text",
+            "example_text",
+            "code_completed",
+            "code_no_consent",
+            "code_failed_attention",
+            "code_full",
+        ]
 
 
 class GenerateForm(forms.Form):
     # No empty choice: the first active model is chosen unless the researcher picks another.
     model = forms.ModelChoiceField(
-        queryset=ModelConfig.objects.filter(active=True, kind=ModelKind.CHAT)
-        .order_by("display_name"),
-        empty_label=None, label="Model to write the responses",
-    )  # fmt: skip
+        queryset=ModelConfig.objects.filter(active=True, kind=ModelKind.CHAT).order_by(
+            "display_name"
+        ),
+        empty_label=None,
+        label="Model to write the responses",
+    )
 
 
 class ScenarioAnswersForm(forms.Form):
@@ -88,18 +99,26 @@ class ScenarioAnswersForm(forms.Form):
         self.items = items
         for item in items:
             self.fields[f"value_{item.code}"] = forms.ChoiceField(
-                label=item.wording, choices=item.choices, widget=forms.RadioSelect,
+                label=item.wording,
+                choices=item.choices,
+                widget=forms.RadioSelect,
                 error_messages={"required": "Please choose an answer."},
-            )  # fmt: skip
+            )
             self.fields[f"explanation_{item.code}"] = forms.CharField(
-                label="Why?", required=item.explanation_required, max_length=MAX_EXPLANATION,
-                widget=forms.Textarea(attrs={
-                    "rows": 3, "maxlength": MAX_EXPLANATION, "data-counter": f"count-{item.code}",
-                    "aria-describedby": f"count-{item.code}",
-                }),
+                label="Why?",
+                required=item.explanation_required,
+                max_length=MAX_EXPLANATION,
+                widget=forms.Textarea(
+                    attrs={
+                        "rows": 3,
+                        "maxlength": MAX_EXPLANATION,
+                        "data-counter": f"count-{item.code}",
+                        "aria-describedby": f"count-{item.code}",
+                    }
+                ),
                 error_messages={"required": "Please explain your answer in a sentence or two."},
                 strip=True,
-            )  # fmt: skip
+            )
 
     def answers(self) -> dict[str, tuple[str, str]]:
         return {
@@ -113,9 +132,10 @@ class ScenarioAnswersForm(forms.Form):
 
 def _bands(choices):
     return forms.ChoiceField(
-        choices=choices, widget=forms.RadioSelect,
+        choices=choices,
+        widget=forms.RadioSelect,
         error_messages={"required": "Please choose one (\u201cPrefer not to say\u201d is fine)."},
-    )  # fmt: skip
+    )
 
 
 class DemographicsForm(forms.Form):
@@ -134,13 +154,17 @@ class DemographicsForm(forms.Form):
 
 class RejectForm(forms.Form):
     category = forms.ChoiceField(
-        choices=RejectionCategory.choices, label="Prolific category",
-        error_messages={"required": "Choose one of Prolific's rejection categories.",
-                        "invalid_choice": "Choose one of Prolific's rejection categories."},
-    )  # fmt: skip
+        choices=RejectionCategory.choices,
+        label="Prolific category",
+        error_messages={
+            "required": "Choose one of Prolific's rejection categories.",
+            "invalid_choice": "Choose one of Prolific's rejection categories.",
+        },
+    )
     message = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 4, "minlength": MIN_REJECTION_MESSAGE}),
-        min_length=MIN_REJECTION_MESSAGE, max_length=REJECTION_MESSAGE_MAX_CHARS,
+        min_length=MIN_REJECTION_MESSAGE,
+        max_length=REJECTION_MESSAGE_MAX_CHARS,
         help_text=f"Sent by Prolific to the participant; {MIN_REJECTION_MESSAGE}+ characters.",
         error_messages={
             "required": f"Prolific requires a message of at least {MIN_REJECTION_MESSAGE} "
@@ -150,7 +174,7 @@ class RejectForm(forms.Form):
             "max_length": f"A message is at most {REJECTION_MESSAGE_MAX_CHARS:,} characters "
             "(this one has %(show_value)s).",
         },
-    )  # fmt: skip
+    )
 
     def problems(self) -> str:
         return " ".join(e for errors in self.errors.values() for e in errors)
@@ -165,9 +189,10 @@ class ImportForm(forms.Form):
         choices=[("scenarios", "Scenarios (PrivacyLens JSON)"), ("responses", "Responses (CSV)")]
     )
     study = forms.ModelChoiceField(
-        queryset=Study.objects.all(), required=False,
+        queryset=Study.objects.all(),
+        required=False,
         help_text="Responses only: show them in this study where it has none yet.",
-    )  # fmt: skip
+    )
 
     def clean_file(self):
         return upload_size_validate(self.cleaned_data["file"], max_bytes=MAX_FILE_BYTES)
@@ -175,39 +200,60 @@ class ImportForm(forms.Form):
 
 class ProxyRunForm(forms.Form):
     models = forms.ModelMultipleChoiceField(
-        queryset=ModelConfig.objects.filter(active=True, kind=ModelKind.CHAT)
-        .order_by("display_name"),
-        widget=forms.CheckboxSelectMultiple, label="Proxy models",
+        queryset=ModelConfig.objects.filter(active=True, kind=ModelKind.CHAT).order_by(
+            "display_name"
+        ),
+        widget=forms.CheckboxSelectMultiple,
+        label="Proxy models",
         error_messages={"required": "Choose at least one model."},
-    )  # fmt: skip
+    )
     runs_per_model = forms.IntegerField(
-        label="Runs per model", min_value=1, max_value=MAX_RUNS_PER_MODEL, initial=5,
+        label="Runs per model",
+        min_value=1,
+        max_value=MAX_RUNS_PER_MODEL,
+        initial=5,
         help_text="Each run is a proxy participant that answers every scenario, as the "
         "published study had each proxy answer its survey five times.",
-    )  # fmt: skip
+    )
     prompt = forms.ModelChoiceField(
         queryset=PromptTemplate.objects.filter(purpose=Purpose.SURVEY_PROXY).order_by("-version"),
-        empty_label=None, label="Prompt version", required=False,
+        empty_label=None,
+        label="Prompt version",
+        required=False,
         help_text="The newest that asks the survey alone, as published, unless you pick "
         "another. A version that adds to the survey people saw (a persona, say) is a departure "
         "that the run's page and the survey report name.",
-    )  # fmt: skip
+    )
     temperature = forms.DecimalField(
-        required=False, min_value=0, max_value=2, max_digits=3, decimal_places=2,
+        required=False,
+        min_value=0,
+        max_value=2,
+        max_digits=3,
+        decimal_places=2,
         help_text="Optional. Empty: each provider's default, as the published study left it.",
-    )  # fmt: skip
+    )
     budget_usd = forms.DecimalField(
-        label="Budget (USD)", required=False, min_value=Decimal("0.01"), max_digits=10,
-        decimal_places=2, help_text="Optional. The run stops before it would spend more.",
-    )  # fmt: skip
+        label="Budget (USD)",
+        required=False,
+        min_value=Decimal("0.01"),
+        max_digits=10,
+        decimal_places=2,
+        help_text="Optional. The run stops before it would spend more.",
+    )
     seed = forms.IntegerField(
-        required=False, min_value=0, max_value=BIGINT_MAX,
+        required=False,
+        min_value=0,
+        max_value=BIGINT_MAX,
         help_text="Optional. Blank: a random seed. Each call's seed is derived from it.",
-    )  # fmt: skip
+    )
 
 
 class BudgetForm(forms.Form):
     budget_usd = forms.DecimalField(
-        label="Budget (USD)", required=False, min_value=Decimal("0.01"), max_digits=10,
-        decimal_places=2, help_text="Empty: no budget.",
-    )  # fmt: skip
+        label="Budget (USD)",
+        required=False,
+        min_value=Decimal("0.01"),
+        max_digits=10,
+        decimal_places=2,
+        help_text="Empty: no budget.",
+    )

@@ -120,14 +120,19 @@ class StudyStatus(models.TextChoices):
 class Study(models.Model):
     name = models.CharField(max_length=200)
     slug = models.SlugField(
-        max_length=40, unique=True, default=new_slug,
+        max_length=40,
+        unique=True,
+        default=new_slug,
         help_text="The study's address for participants: /s/<slug>/.",
-    )  # fmt: skip
+    )
     status = models.CharField(max_length=10, choices=StudyStatus.choices, default=StudyStatus.DRAFT)
     prolific_study_id = models.CharField(
-        "Prolific study id", max_length=24, blank=True, validators=[PROLIFIC_ID],
+        "Prolific study id",
+        max_length=24,
+        blank=True,
+        validators=[PROLIFIC_ID],
         help_text="When set, participants must arrive with this STUDY_ID.",
-    )  # fmt: skip
+    )
     scenarios_per_participant = models.PositiveSmallIntegerField(
         default=5, validators=[MinValueValidator(1), MaxValueValidator(50)]
     )
@@ -135,9 +140,10 @@ class Study(models.Model):
         default=5, validators=[MinValueValidator(1), MaxValueValidator(1000)]
     )
     reservation_minutes = models.PositiveIntegerField(
-        "reservation timeout (minutes)", default=60,
+        "reservation timeout (minutes)",
+        default=60,
         validators=[MinValueValidator(5), MaxValueValidator(24 * 60)],
-    )  # fmt: skip
+    )
     consent_text = models.TextField(max_length=STUDY_TEXT_MAX_CHARS)
     instructions_text = models.TextField(max_length=STUDY_TEXT_MAX_CHARS)
     example_text = models.TextField("worked example", max_length=STUDY_TEXT_MAX_CHARS)
@@ -235,9 +241,12 @@ class ResponseGeneration(Leased):
     )
     error = models.TextField(blank=True)
     requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
         related_name="+",
-    )  # fmt: skip
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -323,16 +332,19 @@ class SurveyItem(models.Model):
         default=list, blank=True, help_text="Scale items: one label per point, lowest first."
     )
     explanation_required = models.BooleanField(
-        "asks for an explanation", default=True,
+        "asks for an explanation",
+        default=True,
         help_text="Shows a box for an explanation, which must be filled in. Unticked, the item "
         "asks for none and shows no box (the published design asks none for H1).",
-    )  # fmt: skip
+    )
     group = models.CharField(
-        max_length=16, choices=ItemGroup.choices, blank=True,
+        max_length=16,
+        choices=ItemGroup.choices,
+        blank=True,
         help_text="What the item measures, as the published study grouped its items "
         "(helpfulness, privacy); the survey report's rho per group takes the group's scale "
         "items. Empty: in no group.",
-    )  # fmt: skip
+    )
     order = models.PositiveSmallIntegerField(default=0)
     attention_check = models.BooleanField(default=False)
     expected_value = models.CharField(
@@ -375,10 +387,13 @@ class ProxyRun(Run):
         default=5, validators=[MinValueValidator(1), MaxValueValidator(20)]
     )
     temperature = models.DecimalField(
-        max_digits=3, decimal_places=2, null=True, blank=True,
+        max_digits=3,
+        decimal_places=2,
+        null=True,
+        blank=True,
         validators=[MinValueValidator(0), MaxValueValidator(2)],
         help_text="Empty: each provider's default, as the published study left it.",
-    )  # fmt: skip
+    )
 
     class Meta(Run.Meta):
         pass
@@ -698,6 +713,7 @@ class ProxyCall(Leased):
 
 # The states the bulk engine moves a proxy call through (apps/llm/leases.py).
 PROXY_CALL_STATES = LeaseStates(
-    waiting=ProxyCallStatus.PENDING, running=ProxyCallStatus.RUNNING,
+    waiting=ProxyCallStatus.PENDING,
+    running=ProxyCallStatus.RUNNING,
     failed=ProxyCallStatus.FAILED,
-)  # fmt: skip
+)

@@ -39,10 +39,15 @@ def proxy_runs(request, study_id: int):
             data = form.cleaned_data
             try:
                 run = services.proxy_run_create(
-                    study=study, models=data["models"], runs_per_model=data["runs_per_model"],
-                    temperature=data["temperature"], budget_usd=data["budget_usd"],
-                    seed=data["seed"], user=request.user, prompt=data["prompt"],
-                )  # fmt: skip
+                    study=study,
+                    models=data["models"],
+                    runs_per_model=data["runs_per_model"],
+                    temperature=data["temperature"],
+                    budget_usd=data["budget_usd"],
+                    seed=data["seed"],
+                    user=request.user,
+                    prompt=data["prompt"],
+                )
             except SurveyError as exc:
                 form.add_error(None, str(exc))
             else:
@@ -63,11 +68,12 @@ def proxy_run(request, study_id: int, run_id: int):
         return render(request, "surveys/proxy_run.html#progress", context)
     models = list(run.model_configs.order_by("display_name"))
     context = _controls_context(run) | {
-        "study": run.study, "models": models,
+        "study": run.study,
+        "models": models,
         "scenarios": run.study.study_scenarios.count(),
         "items": services.proxy_items(study=run.study),
         "notes": selectors.proxy_run_fidelity_notes(run=run, models=models),
-    }  # fmt: skip
+    }
     if run.status == RunStatus.DRAFT:
         context["estimate"] = services.proxy_estimate(
             study=run.study, models=models, runs_per_model=run.runs_per_model, prompt=run.prompt

@@ -103,9 +103,10 @@ def looks_like_words(text: str) -> bool:
     if not tokens:
         return False
     wordlike = [
-        t for t in tokens
+        t
+        for t in tokens
         if _VOWEL.search(t) and not re.search(r"(.)\1\1", t.lower()) and len(t) <= 30
-    ]  # fmt: skip
+    ]
     return len(wordlike) / len(tokens) >= 0.6
 
 
@@ -113,9 +114,10 @@ def explanation_problems(explanations: list[str]) -> list[str]:
     problems = []
     given = [e.strip() for e in explanations if e.strip()]
     short = [
-        e for e in given
+        e
+        for e in given
         if len(e) < MIN_EXPLANATION_CHARS or len(_WORD.findall(e)) < MIN_EXPLANATION_WORDS
-    ]  # fmt: skip
+    ]
     if short:
         problems.append(f"{len(short)} of {len(given)} explanations are very short")
     repeats = Counter(_normalised(e) for e in given if _normalised(e))
@@ -144,9 +146,14 @@ def too_fast_summary(*, times: Times, estimated_minutes: int) -> str:
 
 
 def participant_flags(
-    *, seconds: float | None, others: Times, estimated_minutes: int,
-    attention_failures: int, attention_checks: int, explanations: list[str],
-) -> list[Flag]:  # fmt: skip
+    *,
+    seconds: float | None,
+    others: Times,
+    estimated_minutes: int,
+    attention_failures: int,
+    attention_checks: int,
+    explanations: list[str],
+) -> list[Flag]:
     """`others`: the other finished, non-rejected participants' times."""
     flags = []
     if seconds is not None:

@@ -267,9 +267,10 @@ def items_for_page(*, study: Study, position: int, bundle_size: int) -> list[Sur
     """The study's items for scenario page `position`: every regular item, and the attention
     checks placed on this page (one placed past the bundle's end goes on its last page)."""
     return [
-        item for item in study_items(study=study).items
+        item
+        for item in study_items(study=study).items
         if not item.attention_check or min(item.on_page, bundle_size) == position
-    ]  # fmt: skip
+    ]
 
 
 def answers_by_code(*, assignment: Assignment, items=None) -> dict[str, Answer]:
@@ -392,16 +393,22 @@ def review(*, study: Study, status: str | None = None) -> Review:
         seconds = p.seconds_taken
         counts = seconds is not None and p.review_status != ReviewStatus.REJECTED
         flags = quality.participant_flags(
-            seconds=seconds, others=times.without(seconds) if counts else times,
-            estimated_minutes=estimate.minutes, attention_failures=failures,
-            attention_checks=checks, explanations=explanations,
-        )  # fmt: skip
+            seconds=seconds,
+            others=times.without(seconds) if counts else times,
+            estimated_minutes=estimate.minutes,
+            attention_failures=failures,
+            attention_checks=checks,
+            explanations=explanations,
+        )
         rows.append(ReviewRow(p, seconds, flags, assignments))
     rule = quality.too_fast_summary(times=times, estimated_minutes=estimate.minutes)
     return Review(
-        rows=rows, estimate=estimate, too_fast_rule=rule, attention_checks=checks,
+        rows=rows,
+        estimate=estimate,
+        too_fast_rule=rule,
+        attention_checks=checks,
         attention_needed=quality.attention_failures_needed(minutes=estimate.minutes),
-    )  # fmt: skip
+    )
 
 
 def approvals(*, study: Study):
@@ -448,9 +455,13 @@ def studies_overview(*, limit: int = 10) -> list[StudyOverview]:
 def proxy_run_progress(*, run: ProxyRun, now=None) -> RunProgress:
     """Where a proxy run stands, counted from its calls: the page polls this."""
     return rows_progress(
-        ProxyCall.objects.filter(run=run), states=PROXY_CALL_STATES, done=ProxyCallStatus.DONE,
-        model_field="participant__model_id", launched_at=run.launched_at, now=now,
-    )  # fmt: skip
+        ProxyCall.objects.filter(run=run),
+        states=PROXY_CALL_STATES,
+        done=ProxyCallStatus.DONE,
+        model_field="participant__model_id",
+        launched_at=run.launched_at,
+        now=now,
+    )
 
 
 def proxy_runs_overview(*, study: Study) -> list[tuple[ProxyRun, RunCounts]]:

@@ -181,11 +181,14 @@ def scenario(request, participant, assignment_id):
         form = ScenarioAnswersForm(initial=initial, items=items)
         services.page_time_shown(participant=participant, page=Page.SCENARIO, assignment=assignment)
     context = {
-        "study": study, "assignment": assignment, "form": form, "bundle": len(siblings),
+        "study": study,
+        "assignment": assignment,
+        "form": form,
+        "bundle": len(siblings),
         "body": selectors.scenario_body_html(study_scenario=assignment.study_scenario),
         "previous": next((a for a in siblings if a.position == assignment.position - 1), None),
         "rows": _rows(form, saved),
-    }  # fmt: skip
+    }
     return render(request, "surveys/participant/scenario.html", context)
 
 
@@ -215,10 +218,16 @@ def answer(request, slug, assignment_id, code):
             continue
         with contextlib.suppress(SurveyError):
             if services.answer_save_if_bound(
-                participant_id=participant_id, browser_key=key, study_id=study_id, slug=slug,
-                items_version=known.version, assignment_id=assignment_id, item=item,
-                value=value, explanation=explanation,
-            ):  # fmt: skip
+                participant_id=participant_id,
+                browser_key=key,
+                study_id=study_id,
+                slug=slug,
+                items_version=known.version,
+                assignment_id=assignment_id,
+                item=item,
+                value=value,
+                explanation=explanation,
+            ):
                 return _saved(request, slug, assignment_id, item)
     return _answer(request, slug, assignment_id, code, value, explanation)
 
@@ -231,9 +240,12 @@ def _answer(request, participant, assignment_id, code, value, explanation):
     error, status = "", 200
     try:
         saved = services.answer_save(
-            participant=participant, assignment_id=assignment_id, item=item,
-            value=value, explanation=explanation,
-        )  # fmt: skip
+            participant=participant,
+            assignment_id=assignment_id,
+            item=item,
+            value=value,
+            explanation=explanation,
+        )
     except SurveyError as exc:
         saved, error = True, str(exc)
         status = 400 if isinstance(exc, AnswerInvalid) else 200
@@ -283,9 +295,11 @@ def done(request, participant):
         return redirect(_next_url(participant))
     code = participant.completion_code
     context = {
-        "study": participant.study, "participant": participant, "code": code,
+        "study": participant.study,
+        "participant": participant,
+        "code": code,
         "prolific_url": f"{PROLIFIC_COMPLETE}?{urlencode({'cc': code})}" if code else "",
-    }  # fmt: skip
+    }
     return render(request, "surveys/participant/done.html", context)
 
 
@@ -347,9 +361,11 @@ def study_edit(request, study_id):
 def _study_form_context(form, study: Study | None) -> dict:
     estimate = selectors.study_estimate(study=study) if study is not None else None
     return {
-        "form": form, "study": study, "estimate": estimate,
+        "form": form,
+        "study": study,
+        "estimate": estimate,
         "minutes_per_explanation": duration.MINUTES_PER_EXPLANATION,
-    }  # fmt: skip
+    }
 
 
 @researcher
@@ -357,13 +373,17 @@ def study_detail(request, study_id):
     study = get_object_or_404(Study, pk=study_id)
     rows = list(selectors.study_scenarios_with_counts(study=study))
     context = {
-        "study": study, "rows": rows, "progress": selectors.study_progress(study=study, rows=rows),
-        "generate_form": GenerateForm(), "frozen": selectors.study_items_frozen(study=study),
-        "items": study.items.all(), "participant_link": _participant_link(request, study),
+        "study": study,
+        "rows": rows,
+        "progress": selectors.study_progress(study=study, rows=rows),
+        "generate_form": GenerateForm(),
+        "frozen": selectors.study_items_frozen(study=study),
+        "items": study.items.all(),
+        "participant_link": _participant_link(request, study),
         "prolific_configured": prolific_client() is not None,
         "generation": selectors.study_generation_latest(study=study),
         "estimate": selectors.study_estimate(study=study),
-    }  # fmt: skip
+    }
     return render(request, "surveys/study_detail.html", context)
 
 
@@ -382,11 +402,14 @@ def study_status(request, study_id):
     status = request.POST.get("status", "")
     if status == StudyStatus.CLOSED and request.POST.get("confirmed") != "yes":
         return _confirm(
-            request, title=f"Close “{study.name}”?", button="Close the study",
+            request,
+            title=f"Close “{study.name}”?",
+            button="Close the study",
             lines=["Nobody new can start it, and a closed study cannot go live again."],
             action=reverse("surveys:study_status", args=[study.pk]),
-            fields=[("status", status)], back=reverse("surveys:study_detail", args=[study.pk]),
-        )  # fmt: skip
+            fields=[("status", status)],
+            back=reverse("surveys:study_detail", args=[study.pk]),
+        )
     try:
         study = services.study_set_status(study=study, status=status)
         messages.success(request, f"The study is now {study.get_status_display().lower()}.")
@@ -422,18 +445,27 @@ def study_preview(request, study_id):
     )
     form = ScenarioAnswersForm(items=items)
     context = {
-        "study": study, "form": form, "rows": _rows(form, {}),
+        "study": study,
+        "form": form,
+        "rows": _rows(form, {}),
         "body": selectors.scenario_body_html(study_scenario=first),
-        "bundle": study.scenarios_per_participant, "preview": True,
+        "bundle": study.scenarios_per_participant,
+        "preview": True,
         "assignment": Assignment(position=1, study_scenario=first),
-    }  # fmt: skip
+    }
     return render(request, "surveys/preview.html", context)
 
 
 def _confirm(request, *, title: str, lines: list[str], action: str, fields, button: str, back):
     """A page asking to confirm a POST: it posts `fields` again with confirmed=yes."""
-    context = {"title": title, "lines": lines, "action": action, "fields": fields,
-               "button": button, "back": back}  # fmt: skip
+    context = {
+        "title": title,
+        "lines": lines,
+        "action": action,
+        "fields": fields,
+        "button": button,
+        "back": back,
+    }
     return render(request, "surveys/confirm.html", context)
 
 
@@ -450,11 +482,15 @@ def study_review(request, study_id):
     status = status if status in ReviewStatus.values else ""
     review = selectors.review(study=study, status=status or None)
     context = {
-        "study": study, "review": review, "rows": review.rows,
-        "status": status, "statuses": ReviewStatus.choices, "reject_form": RejectForm(),
+        "study": study,
+        "review": review,
+        "rows": review.rows,
+        "status": status,
+        "statuses": ReviewStatus.choices,
+        "reject_form": RejectForm(),
         "active": selectors.people(study).filter(status=ParticipantStatus.ACTIVE),
         "prolific_configured": prolific_client() is not None,
-    }  # fmt: skip
+    }
     return render(request, "surveys/review.html", context)
 
 
@@ -471,9 +507,12 @@ def participant_review(request, study_id, participant_id):
             if not form.is_valid():
                 raise SurveyError(f"not rejected: {form.problems()}")
             services.participant_reject(
-                participant=participant, user=request.user, client=client,
-                category=form.cleaned_data["category"], message=form.cleaned_data["message"],
-            )  # fmt: skip
+                participant=participant,
+                user=request.user,
+                client=client,
+                category=form.cleaned_data["category"],
+                message=form.cleaned_data["message"],
+            )
         elif action == "returned":
             services.participant_mark_returned(participant=participant)
         else:
@@ -507,15 +546,18 @@ def study_approve(request, study_id):
         client = prolific_client()
         lines.append(
             "Prolific pays them when it accepts the approval."
-            if client is not None else
-            "Prolific's API is not configured: approve them on Prolific too (approvals CSV)."
-        )  # fmt: skip
+            if client is not None
+            else "Prolific's API is not configured: approve them on Prolific too (approvals CSV)."
+        )
         return _confirm(
-            request, title=f"Approve {len(rows)} submission{'s' if len(rows) != 1 else ''}?",
-            lines=lines, button="Approve", action=reverse("surveys:study_approve", args=[study.pk]),
+            request,
+            title=f"Approve {len(rows)} submission{'s' if len(rows) != 1 else ''}?",
+            lines=lines,
+            button="Approve",
+            action=reverse("surveys:study_approve", args=[study.pk]),
             fields=[("participant", i) for i in ids] + [("back", back)],
             back=_review_url(study.pk, back),
-        )  # fmt: skip
+        )
     client = prolific_client()
     try:
         approved = services.participants_approve(

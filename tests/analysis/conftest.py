@@ -70,9 +70,14 @@ def hand_study(make_study):
     """
     study = make_study(live=False, count=2)
     SurveyItem.objects.create(
-        study=study, code="AC1", wording="Please choose 'No'.", kind="yes_no",
-        attention_check=True, expected_value="no", order=99,
-    )  # fmt: skip
+        study=study,
+        code="AC1",
+        wording="Please choose 'No'.",
+        kind="yes_no",
+        attention_check=True,
+        expected_value="no",
+        order=99,
+    )
     rated = Rated(study=study)
     kept = [
         (
@@ -103,8 +108,10 @@ def hand_study(make_study):
         )
     rated.models.append(model)
 
-    extreme = {0: {"H1": "yes", "H2": "5", "P1": "1", "AC1": "no"},
-               1: {"H1": "yes", "H2": "1", "P1": "1", "AC1": "no"}}  # fmt: skip
+    extreme = {
+        0: {"H1": "yes", "H2": "5", "P1": "1", "AC1": "no"},
+        1: {"H1": "yes", "H2": "1", "P1": "1", "AC1": "no"},
+    }
     rejected = person(study, 10, age="65+", gender="non_binary")
     rate(rejected, extreme)
     # In review, not through `participant_reject`: that also marks the assignments rejected,

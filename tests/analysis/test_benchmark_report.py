@@ -56,13 +56,22 @@ A1, A2, BETA = "Alpha 1", "Alpha 2", "offline-beta"
 #   Alpha 2  .5             .5             .5          .35          .45 .5 -> .475
 #   beta     .2 .4 -> .3    .65            err, .1     failed       ungraded, .8
 HAND_ANSWERS = {
-    (A1, "q1"): [0.5, 0.7], (A1, "q2"): [0.9, 0.9], (A1, "q3"): [0.3],
-    (A1, "q4"): [0.8, 0.8, 0.8], (A1, "q5"): [1.0, 0.95],
-    (A2, "q1"): [0.5], (A2, "q2"): [0.5], (A2, "q3"): [0.5], (A2, "q4"): [0.35],
+    (A1, "q1"): [0.5, 0.7],
+    (A1, "q2"): [0.9, 0.9],
+    (A1, "q3"): [0.3],
+    (A1, "q4"): [0.8, 0.8, 0.8],
+    (A1, "q5"): [1.0, 0.95],
+    (A2, "q1"): [0.5],
+    (A2, "q2"): [0.5],
+    (A2, "q3"): [0.5],
+    (A2, "q4"): [0.35],
     (A2, "q5"): [0.45, 0.5],
-    (BETA, "q1"): [0.2, 0.4], (BETA, "q2"): [0.65], (BETA, "q3"): [ERROR, 0.1],
-    (BETA, "q4"): [FAILED], (BETA, "q5"): [UNGRADED, 0.8],
-}  # fmt: skip
+    (BETA, "q1"): [0.2, 0.4],
+    (BETA, "q2"): [0.65],
+    (BETA, "q3"): [ERROR, 0.1],
+    (BETA, "q4"): [FAILED],
+    (BETA, "q5"): [UNGRADED, 0.8],
+}
 # Needs: q1 sensemaking only, q2 neither, q3 both, q4 sensemaking (labels not verified), q5
 # guidance only.
 HAND_QUESTIONS = [
@@ -76,18 +85,23 @@ HAND_QUESTIONS = [
 # positive factual 5s met (15), the positive presentation 5s not met (0), the negative
 # factual 3s avoided (9), the negative presentation 2s not avoided (0).
 WORKED_CRITERIA = (
-    [("positive", "factual", 5)] * 3 + [("positive", "presentation", 5)] * 3
-    + [("negative", "factual", 3)] * 3 + [("negative", "presentation", 2)] * 2
-)  # fmt: skip
+    [("positive", "factual", 5)] * 3
+    + [("positive", "presentation", 5)] * 3
+    + [("negative", "factual", 3)] * 3
+    + [("negative", "presentation", 2)] * 2
+)
 WORKED_VERDICTS = [True] * 3 + [False] * 3 + [False] * 3 + [True] * 2
 
 
 @pytest.fixture(scope="module")
 def hand(django_db_setup, django_db_blocker):
     with bench_committed(
-        django_db_blocker, models={A1: "Alpha", A2: "Alpha", BETA: "Beta"},
-        questions=HAND_QUESTIONS, answers=HAND_ANSWERS, name="Hand",
-    ) as bench:  # fmt: skip
+        django_db_blocker,
+        models={A1: "Alpha", A2: "Alpha", BETA: "Beta"},
+        questions=HAND_QUESTIONS,
+        answers=HAND_ANSWERS,
+        name="Hand",
+    ) as bench:
         yield bench
 
 
@@ -154,12 +168,16 @@ def stored_scores(run) -> list[tuple]:
     scored answer."""
     return list(
         ResponseScore.objects.filter(grading_run=run).values_list(
-            "response__model__display_name", "response__question_id",
-            "response__question__topic__name", "response__question__mentions_prior_attempt",
-            "response__question__needs_sensemaking", "response__question__needs_guidance",
-            "response__question__label_status", "score",
+            "response__model__display_name",
+            "response__question_id",
+            "response__question__topic__name",
+            "response__question__mentions_prior_attempt",
+            "response__question__needs_sensemaking",
+            "response__question__needs_guidance",
+            "response__question__label_status",
+            "score",
         )
-    )  # fmt: skip
+    )
 
 
 def question_means(run) -> dict[str, dict[int, float]]:
@@ -197,8 +215,13 @@ def test_a_models_mean_averages_its_samples_first_then_its_questions(hand_report
     assert beta["topic-scams"] == pytest.approx(10.0)  # q3's one scored sample
     assert beta["model"] == "offline-beta (offline demo model)"
     assert [c.label for c in table.columns[:6]] == [
-        "Model", "Overall mean", "Mean SD across samples", "accounts", "scams", "harassment",
-    ]  # fmt: skip
+        "Model",
+        "Overall mean",
+        "Mean SD across samples",
+        "accounts",
+        "scams",
+        "harassment",
+    ]
 
 
 def test_the_sd_under_each_mean_is_the_sample_sd_over_questions_with_two_samples(hand_report):
@@ -277,11 +300,16 @@ def test_the_headline_names_tied_models_together():
     bench = bench_make(
         models={"Even 1": "Even", "Even 2": "Even", "Odd": "Odd"},
         questions=[Q("t1"), Q("t2", topic="scams")],
-        answers={("Even 1", "t1"): [0.5], ("Even 1", "t2"): [0.7],
-                 ("Even 2", "t1"): [0.7], ("Even 2", "t2"): [0.5],
-                 ("Odd", "t1"): [0.2], ("Odd", "t2"): [0.2]},
+        answers={
+            ("Even 1", "t1"): [0.5],
+            ("Even 1", "t2"): [0.7],
+            ("Even 2", "t1"): [0.7],
+            ("Even 2", "t2"): [0.5],
+            ("Odd", "t1"): [0.2],
+            ("Odd", "t2"): [0.2],
+        },
         name="Ties",
-    )  # fmt: skip
+    )
     rows = {r["figure"]: r for r in benchmark_report_for(run=bench.grading).tables["headline"].rows}
     assert rows["Best model"]["which"] == "Even 1 and Even 2"
     assert rows["Best model"]["value"] == pytest.approx(60.0)
@@ -310,9 +338,11 @@ def test_table_3_equals_the_means_of_the_stored_scores(drawn):
 
 def test_the_published_worked_example_scores_55_8_percent():
     bench = bench_make(
-        models={"Worked": "W"}, questions=[Q("w1", criteria=WORKED_CRITERIA)],
-        answers={("Worked", "w1"): [WORKED_VERDICTS]}, name="Worked",
-    )  # fmt: skip
+        models={"Worked": "W"},
+        questions=[Q("w1", criteria=WORKED_CRITERIA)],
+        answers={("Worked", "w1"): [WORKED_VERDICTS]},
+        name="Worked",
+    )
     score = ResponseScore.objects.get(grading_run=bench.grading)
     assert (score.earned_points, score.max_points) == (24, 43)
     report = benchmark_report_for(run=bench.grading)
@@ -321,8 +351,12 @@ def test_the_published_worked_example_scores_55_8_percent():
     rates = report.tables["table-4"].rows[0]
     # Met: 3 of 3 positive factual, 0 of 3 positive presentation, 0 of 3 negative factual
     # (avoided), 2 of 2 negative presentation (not avoided).
-    groups = ("positive-factual", "positive-presentation", "negative-factual",
-              "negative-presentation")  # fmt: skip
+    groups = (
+        "positive-factual",
+        "positive-presentation",
+        "negative-factual",
+        "negative-presentation",
+    )
     assert [rates[k] for k in groups] == [100, 0, 0, 100]
     assert [rates[f"{k}-n"] for k in groups] == [3, 3, 3, 2]
 
@@ -333,9 +367,11 @@ def test_table_4_counts_the_judgments_of_scored_answers_in_the_database(drawn, h
         for model_name, model in bench.models.items():
             row = by_model(report.tables["table-4"], model_name)
             judged = Judgment.objects.filter(
-                grading_run=bench.grading, response__model=model, status=CallState.DONE,
+                grading_run=bench.grading,
+                response__model=model,
+                status=CallState.DONE,
                 response__scores__grading_run=bench.grading,
-            )  # fmt: skip
+            )
             assert row["positive-factual-n"] == judged.count()
             assert row["positive-factual"] == pytest.approx(
                 100 * judged.filter(met=True).count() / judged.count()
@@ -361,15 +397,22 @@ def test_table_3_sorts_by_any_column_with_missing_values_last(hand_report):
     assert table_sorted(table, key="nothing", descending=True) is table
     with_gap = [dict(r) for r in table.rows]
     with_gap[0]["sd"] = None
-    gapped = table_sorted(type(table)(**{**table.__dict__, "rows": with_gap}), key="sd",
-                          descending=False)  # fmt: skip
+    gapped = table_sorted(
+        type(table)(**{**table.__dict__, "rows": with_gap}), key="sd", descending=False
+    )
     assert gapped.rows[-1]["sd"] is None
 
 
 # --- Table 1: one model per family ------------------------------------------------------------
 
-FAMILIES = {"Alpha 1": "Alpha", "Alpha 2": "Alpha", "Alpha 3": "Alpha", "Beta old": "Beta",
-            "Beta new": "Beta", "Solo": "Gamma"}  # fmt: skip
+FAMILIES = {
+    "Alpha 1": "Alpha",
+    "Alpha 2": "Alpha",
+    "Alpha 3": "Alpha",
+    "Beta old": "Beta",
+    "Beta new": "Beta",
+    "Solo": "Gamma",
+}
 
 
 def families_world():
@@ -377,9 +420,14 @@ def families_world():
     release dates, the one named "old" added last; Gamma: one model."""
     answers = {(name, "f1"): [0.05 * (i + 10)] for i, name in enumerate(FAMILIES)}
     bench = bench_make(models=FAMILIES, questions=[Q("f1")], answers=answers, name="Families")
-    dates = {"Alpha 1": (date(2024, 9, 1), 1), "Alpha 2": (date(2024, 5, 1), 2),
-             "Alpha 3": (None, 3), "Beta old": (None, 5), "Beta new": (None, 4),
-             "Solo": (None, 6)}  # fmt: skip
+    dates = {
+        "Alpha 1": (date(2024, 9, 1), 1),
+        "Alpha 2": (date(2024, 5, 1), 2),
+        "Alpha 3": (None, 3),
+        "Beta old": (None, 5),
+        "Beta new": (None, 4),
+        "Solo": (None, 6),
+    }
     start = datetime(2025, 1, 1, tzinfo=UTC)
     for name, (released, day) in dates.items():
         ModelConfig.objects.filter(pk=bench.models[name].pk).update(
@@ -715,9 +763,16 @@ def test_the_spearman_over_model_topic_cells_equals_spearmanr_on_the_stored_rows
 def test_every_familys_bh_column_equals_false_discovery_control(drawn):
     report = benchmark_report_for(run=drawn.grading)
     families = [
-        "wilcoxon", "kruskal", "ks-prior", "ks-sensemaking", "ks-guidance", "spearman",
-        "spearman-topics", "skewness", "kurtosis",
-    ]  # fmt: skip
+        "wilcoxon",
+        "kruskal",
+        "ks-prior",
+        "ks-sensemaking",
+        "ks-guidance",
+        "spearman",
+        "spearman-topics",
+        "skewness",
+        "kurtosis",
+    ]
     for name in families:
         table = report.tables[name]
         tested = [r for r in table.rows if r["p"] is not None]
@@ -757,14 +812,22 @@ def sparse(django_db_setup, django_db_blocker):
     """Two models of one family with the same scores (every difference zero); a third with
     two questions only, both scored alike; one topic; nobody mentions a prior attempt."""
     answers = {
-        ("Same 1", "s1"): [0.5, 0.6], ("Same 1", "s2"): [0.7], ("Same 1", "s3"): [0.2],
-        ("Same 2", "s1"): [0.55], ("Same 2", "s2"): [0.7], ("Same 2", "s3"): [0.2],
-        ("Flat", "s1"): [0.4], ("Flat", "s2"): [0.4],
-    }  # fmt: skip
+        ("Same 1", "s1"): [0.5, 0.6],
+        ("Same 1", "s2"): [0.7],
+        ("Same 1", "s3"): [0.2],
+        ("Same 2", "s1"): [0.55],
+        ("Same 2", "s2"): [0.7],
+        ("Same 2", "s3"): [0.2],
+        ("Flat", "s1"): [0.4],
+        ("Flat", "s2"): [0.4],
+    }
     with bench_committed(
-        django_db_blocker, models={"Same 1": "Same", "Same 2": "Same", "Flat": "Same"},
-        questions=[Q("s1"), Q("s2"), Q("s3")], answers=answers, name="Sparse",
-    ) as bench:  # fmt: skip
+        django_db_blocker,
+        models={"Same 1": "Same", "Same 2": "Same", "Flat": "Same"},
+        questions=[Q("s1"), Q("s2"), Q("s3")],
+        answers=answers,
+        name="Sparse",
+    ) as bench:
         yield bench
 
 
@@ -783,8 +846,17 @@ def test_undefined_tests_say_why_and_hold_no_nan(sparse):
     assert "1 topic with scored questions (at least 3 needed)" in spearman["note"]
     skew = by_model(report.tables["skewness"], "Flat")
     assert "every score is the same" in skew["note"]
-    families = ("wilcoxon", "kruskal", "ks-prior", "ks-sensemaking", "ks-guidance", "spearman",
-                "spearman-topics", "skewness", "kurtosis")  # fmt: skip
+    families = (
+        "wilcoxon",
+        "kruskal",
+        "ks-prior",
+        "ks-sensemaking",
+        "ks-guidance",
+        "spearman",
+        "spearman-topics",
+        "skewness",
+        "kurtosis",
+    )
     for name in families:
         for row in report.tables[name].rows:
             if row["note"].startswith(NOT_ENOUGH):
@@ -797,8 +869,12 @@ def test_undefined_tests_say_why_and_hold_no_nan(sparse):
 
 
 def test_an_empty_grading_run_gives_a_report_of_dashes():
-    bench = bench_make(models={"Quiet": "Q"}, questions=[Q("e1")],
-                       answers={("Quiet", "e1"): [UNGRADED]}, name="Empty")  # fmt: skip
+    bench = bench_make(
+        models={"Quiet": "Q"},
+        questions=[Q("e1")],
+        answers={("Quiet", "e1"): [UNGRADED]},
+        name="Empty",
+    )
     report = benchmark_report_for(run=bench.grading)
     assert report.scored == 0 and report.missing == 1
     row = report.tables["table-3"].rows[0]

@@ -33,14 +33,37 @@ FORMULA = '=HYPERLINK("http://example.org","x")'
 MODELS = {"Plain 1": "Plain", "Plain 2": "Plain", SCRIPT: "Hostile", FORMULA: "Hostile"}
 # Shown on the report page, with a CSV link each; the long lists and the rubric versions
 # are linked from it.
-ON_PAGE = ["method", "table-1", "table-3", "table-4", "below-65", "wilcoxon", "kruskal",
-           "ks-prior", "ks-sensemaking", "ks-guidance", "spearman", "spearman-topics",
-           "skewness", "kurtosis", "missing", "errors"]  # fmt: skip
+ON_PAGE = [
+    "method",
+    "table-1",
+    "table-3",
+    "table-4",
+    "below-65",
+    "wilcoxon",
+    "kruskal",
+    "ks-prior",
+    "ks-sensemaking",
+    "ks-guidance",
+    "spearman",
+    "spearman-topics",
+    "skewness",
+    "kurtosis",
+    "missing",
+    "errors",
+]
 
 
 def world():
-    questions = [Q(f"v{i}", topic=("accounts", "scams", "harassment")[i % 3], prior=i % 2 == 0,
-                   sensemaking=i % 3 != 1, guidance=i % 2 == 1) for i in range(6)]  # fmt: skip
+    questions = [
+        Q(
+            f"v{i}",
+            topic=("accounts", "scams", "harassment")[i % 3],
+            prior=i % 2 == 0,
+            sensemaking=i % 3 != 1,
+            guidance=i % 2 == 1,
+        )
+        for i in range(6)
+    ]
     answers = {}
     for m, model in enumerate(MODELS):
         for i, q in enumerate(questions):
@@ -508,8 +531,12 @@ def test_the_chooser_opens_two_runs_side_by_side(researcher_client, bench, other
 
 
 def test_an_empty_grading_run_renders_every_page(researcher_client):
-    made = bench_make(models={"Nobody": "N"}, questions=[Q("z1")],
-                      answers={("Nobody", "z1"): [UNGRADED]}, name="Empty")  # fmt: skip
+    made = bench_make(
+        models={"Nobody": "N"},
+        questions=[Q("z1")],
+        answers={("Nobody", "z1"): [UNGRADED]},
+        name="Empty",
+    )
     run = made.grading
     for url in (
         reverse("analysis:benchmark_report", args=[run.pk]),
@@ -543,13 +570,20 @@ def test_a_grading_run_the_demo_made_states_what_made_it_with_its_parameters(
     record = {
         "made_by": "the demo",
         "parts": [
-            {"what": "Grades", "how": "By an offline grader.", "parameters": [
-                {"name": "default_threshold", "value": 0.5, "about": SCRIPT},
-                {"name": "Offline Expert A (demo): grading_threshold", "value": 0.44,
-                 "about": "its share of key terms"},
-            ]},
+            {
+                "what": "Grades",
+                "how": "By an offline grader.",
+                "parameters": [
+                    {"name": "default_threshold", "value": 0.5, "about": SCRIPT},
+                    {
+                        "name": "Offline Expert A (demo): grading_threshold",
+                        "value": 0.44,
+                        "about": "its share of key terms",
+                    },
+                ],
+            },
         ],
-    }  # fmt: skip
+    }
     GradingRun.objects.filter(pk=run.pk).update(simulation=record)
 
     html = researcher_client.get(url).text

@@ -191,9 +191,11 @@ def test_histograms_show_a_panel_per_series_and_the_axis_labels():
 @pytest.mark.parametrize("draw", [bar_panels, line_panels])
 def test_panels_show_each_panels_title_one_legend_and_the_axis_labels(draw):
     shown = texts(draw())
-    panels = ["H1: done?", "H2: helpful?", "P1: sensitive?"] if draw is bar_panels else [
-        "H2: helpful?", "P1: sensitive?", "P4: own preferences?"
-    ]  # fmt: skip
+    panels = (
+        ["H1: done?", "H2: helpful?", "P1: sensitive?"]
+        if draw is bar_panels
+        else ["H2: helpful?", "P1: sensitive?", "P4: own preferences?"]
+    )
     for label in panels:
         assert shown.count(label) == 1, label
     # One legend for every panel, even where a panel lacks a series.

@@ -179,9 +179,11 @@ def test_alpha_across_proxies_takes_every_run_of_every_proxy_as_a_coder(make_stu
         for rater, name, code, value in Answer.objects.filter(
             assignment__participant_id__in=coders, item__code__in=codes
         ).values_list(
-            "assignment__participant_id", "assignment__study_scenario__scenario__name",
-            "item__code", "value",
-        ):  # fmt: skip
+            "assignment__participant_id",
+            "assignment__study_scenario__scenario__name",
+            "item__code",
+            "value",
+        ):
             s = sorted(study.study_scenarios.values_list("scenario__name", flat=True)).index(name)
             number = {"yes": 1.0, "no": 0.0}[value] if code == "H1" else float(value)
             matrix[coders.index(rater), units.index((s, code))] = number
@@ -238,14 +240,20 @@ def test_across_proxies_an_even_number_of_runs_takes_the_lower_median(make_study
     # terse: s0 H1 yes/no -> no (a tie goes to no), H2 2/4 -> 2; s1 yes, 5.
     # friendly: s0 no, 3; s1 H1 yes/no -> no, H2 1/5 -> 1.
     consensus = proxy_consensus(data.answers)
-    found = {(data.group(g).label.split(" @")[0], s, i): v for g, s, i, v in
-             consensus[["group", "scenario", "item", "value"]].itertuples(index=False)}  # fmt: skip
+    found = {
+        (data.group(g).label.split(" @")[0], s, i): v
+        for g, s, i, v in consensus[["group", "scenario", "item", "value"]].itertuples(index=False)
+    }
     assert found == {
-        ("offline-terse", 0, "H1"): 0, ("offline-terse", 0, "H2"): 2,
-        ("offline-terse", 1, "H1"): 1, ("offline-terse", 1, "H2"): 5,
-        ("offline-friendly", 0, "H1"): 0, ("offline-friendly", 0, "H2"): 3,
-        ("offline-friendly", 1, "H1"): 0, ("offline-friendly", 1, "H2"): 1,
-    }  # fmt: skip
+        ("offline-terse", 0, "H1"): 0,
+        ("offline-terse", 0, "H2"): 2,
+        ("offline-terse", 1, "H1"): 1,
+        ("offline-terse", 1, "H2"): 5,
+        ("offline-friendly", 0, "H1"): 0,
+        ("offline-friendly", 0, "H2"): 3,
+        ("offline-friendly", 1, "H1"): 0,
+        ("offline-friendly", 1, "H2"): 1,
+    }
     h1 = np.array([[0.0, 1.0], [0.0, 0.0]])
     h2 = np.array([[2.0, 5.0], [3.0, 1.0]])
     assert rows[MEDIANS, "H1"]["alpha"] == pytest.approx(packages_alpha(h1, ["H1"]))
@@ -315,8 +323,9 @@ def test_a_group_holds_the_items_of_that_group_whatever_their_codes(rated_study)
     notes = report.tables["rho"].notes
     assert any("helpfulness: H2, H3, P2; privacy: P1, P3, P4" in note for note in notes)
     assert report.methods["rho"].settings["groups"] == {
-        "helpfulness": ["H2", "H3", "P2"], "privacy": ["P1", "P3", "P4"]
-    }  # fmt: skip
+        "helpfulness": ["H2", "H3", "P2"],
+        "privacy": ["P1", "P3", "P4"],
+    }
 
 
 def test_an_item_in_no_group_is_in_no_groups_rho(rated_study):
@@ -487,10 +496,14 @@ def test_demographics_count_the_people_kept(hand_study):
     # Person 1: 18-24, man, bachelor's; persons 2 and 3: 25-34, woman, no education given.
     # Nobody gave an income. The two people left out (65+, non-binary) are not counted.
     expected = {
-        "Age: 18-24": 1, "Age: 25-34": 2, "Gender: Man": 1, "Gender: Woman": 2,
-        "Education: Bachelor's degree": 1, "Education: Not answered": 2,
+        "Age: 18-24": 1,
+        "Age: 25-34": 2,
+        "Gender: Man": 1,
+        "Gender: Woman": 2,
+        "Education: Bachelor's degree": 1,
+        "Education: Not answered": 2,
         "Household income: Not answered": 3,
-    }  # fmt: skip
+    }
     for what, count in expected.items():
         assert rows[what] == pytest.approx((count, 100 * count / 3))
     assert {what for what, (count, _p) in rows.items() if count} == set(expected)
@@ -597,9 +610,12 @@ def test_the_intervals_equal_the_agreement_bootstrap_on_the_same_draws(rated_stu
 
     matrix = reliability(records, who="people", codes=SCALES, scenarios=8)
     expected = agreement.alpha_bootstrap(
-        matrix, level="ordinal", clusters=np.repeat(np.arange(8), len(SCALES)), draws=draws,
+        matrix,
+        level="ordinal",
+        clusters=np.repeat(np.arange(8), len(SCALES)),
+        draws=draws,
         value_domain=[1, 2, 3, 4, 5],
-    )  # fmt: skip
+    )
     low, high, used, undefined = intervals["alpha:people:pooled"]
     assert (low, high) == pytest.approx((expected.low, expected.high), abs=1e-12)
     assert (used, undefined) == (expected.resamples_used, expected.resamples_undefined)

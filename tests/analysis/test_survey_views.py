@@ -113,8 +113,10 @@ def test_the_page_says_figures_4_and_5_are_per_item_and_whose_choice_the_sd_is(
     html = response.content.decode()
     spread = html[html.index('id="spread-heading"') :]
     # Figures 4 and 5 per item first, then the pooled views, labelled as Assay's addition.
-    order = [spread.index(f'data-figure="{name}"') for name in
-             ("ranges", "sd-cdf", "ranges-pooled", "sd-cdf-pooled")]  # fmt: skip
+    order = [
+        spread.index(f'data-figure="{name}"')
+        for name in ("ranges", "sd-cdf", "ranges-pooled", "sd-cdf-pooled")
+    ]
     assert order == sorted(order)
     addition = spread.index("Assay's addition: the scale items pooled")
     assert order[1] < addition < order[2]
@@ -153,12 +155,18 @@ def test_every_table_and_figure_downloads_as_its_data(researcher_client, hand_st
 
 def test_a_table_that_does_not_exist_is_404(researcher_client, hand_study):
     study = hand_study.study
-    assert researcher_client.get(
-        reverse("analysis:survey_table_csv", args=[study.pk, "nothing"])
-    ).status_code == 404  # fmt: skip
-    assert researcher_client.get(
-        reverse("analysis:survey_figure_svg", args=[study.pk, "alpha"])
-    ).status_code == 404  # fmt: skip
+    assert (
+        researcher_client.get(
+            reverse("analysis:survey_table_csv", args=[study.pk, "nothing"])
+        ).status_code
+        == 404
+    )
+    assert (
+        researcher_client.get(
+            reverse("analysis:survey_figure_svg", args=[study.pk, "alpha"])
+        ).status_code
+        == 404
+    )
 
 
 def test_every_figure_is_served_as_svg_that_parses(researcher_client, hand_study):
@@ -284,9 +292,9 @@ def test_disagreements_are_ranked_by_gap_with_both_sides_explanations(
 
 def test_a_hostile_explanation_is_shown_as_text(researcher_client, hand_study):
     study = hand_study.study
-    Answer.objects.filter(
-        assignment__participant=hand_study.people[0], item__code="H2"
-    ).update(explanation="<script>alert(1)</script>", saved_at=timezone.now())  # fmt: skip
+    Answer.objects.filter(assignment__participant=hand_study.people[0], item__code="H2").update(
+        explanation="<script>alert(1)</script>", saved_at=timezone.now()
+    )
 
     html = researcher_client.get(disagreements_url(study)).content.decode()
 
@@ -325,9 +333,9 @@ def test_a_study_with_people_and_no_proxy_renders(researcher_client, make_study)
     assert response.status_code == 200
     assert "No proxy has answered yet" in response.content.decode()
     assert response.context["report"].tables["rho"].rows == []
-    assert "Nothing to compare yet" in researcher_client.get(
-        disagreements_url(study)
-    ).content.decode()  # fmt: skip
+    assert (
+        "Nothing to compare yet" in researcher_client.get(disagreements_url(study)).content.decode()
+    )
 
 
 def test_a_study_with_proxies_and_no_people_renders(researcher_client, make_study):

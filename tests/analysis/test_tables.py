@@ -68,11 +68,14 @@ def test_float_columns_show_three_decimals_unless_told_otherwise():
 def test_a_bounded_p_too_small_to_show_reads_as_a_bound_and_keeps_its_value_in_the_csv():
     p = Column("p", "p", kind="float", digits=4, bounded=True)
     assert [p.format(v) for v in (0.0, 4.9e-5, 5e-5, 0.0312, None)] == [
-        "< 0.0001", "< 0.0001", "0.0001", "0.0312", "\u2014",
-    ]  # fmt: skip
+        "< 0.0001",
+        "< 0.0001",
+        "0.0001",
+        "0.0312",
+        "\u2014",
+    ]
     assert Column("p", "p", kind="float", digits=4).format(0.0) == "0.0000"  # unbounded
-    table = agreement_table(columns=[Column("model", "Rater"), p],
-                            rows=[{"model": "m", "p": 1e-9}])  # fmt: skip
+    table = agreement_table(columns=[Column("model", "Rater"), p], rows=[{"model": "m", "p": 1e-9}])
     assert table.formatted_rows() == [["m", "< 0.0001"]]
     _response, rows = download(table)
     assert rows[1] == ["m", "1e-09"]

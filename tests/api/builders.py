@@ -47,15 +47,22 @@ def world_make(offline_url: str, make_study) -> World:
     researcher = user_with_role(Role.RESEARCHER, username="rahul-api")
     second = user_with_role(Role.RESEARCHER, username="sam-api")
     sampling = answered_run(
-        {"erin": erin, "rosa": rosa}, offline_url, questions=2, samples=2,
+        {"erin": erin, "rosa": rosa},
+        offline_url,
+        questions=2,
+        samples=2,
         models=("offline-terse", "offline-thorough"),
-    )  # fmt: skip
+    )
     grader = offline_model(offline_url, name="offline-grader")
     grading = graded_run(sampling, grader)
     calibration_set = calibration_set_create(
-        sampling_run=sampling, models=list(sampling.model_configs.all()), second_grader=second,
-        user=researcher, name="Calibration", seed=3,
-    )  # fmt: skip
+        sampling_run=sampling,
+        models=list(sampling.model_configs.all()),
+        second_grader=second,
+        user=researcher,
+        name="Calibration",
+        seed=3,
+    )
     calibration_create(calibration_set=calibration_set, grading_run=grading, user=researcher)
 
     study = make_study(count=3, live=False)
@@ -71,6 +78,11 @@ def world_make(offline_url: str, make_study) -> World:
         rate(participant, {0: {"H2": "3"}, 2: {"P1": "1"}}, explanation="A proxy's reason")
         proxies.append(participant)
     return World(
-        researcher=researcher, sampling_run=sampling, grading_run=grading, grader=grader,
-        study=study, people=people, proxies=proxies,
-    )  # fmt: skip
+        researcher=researcher,
+        sampling_run=sampling,
+        grading_run=grading,
+        grader=grader,
+        study=study,
+        people=people,
+        proxies=proxies,
+    )

@@ -48,8 +48,11 @@ def test_a_sampling_run_is_made_as_a_draft_with_every_response(api, api_research
     assert response.status_code == 201
     body = response.json()
     run = SamplingRun.objects.get(pk=body["id"])
-    assert (run.status, run.name, run.created_by) == (RunStatus.DRAFT, "Asked through the API",
-                                                       api_researcher)  # fmt: skip
+    assert (run.status, run.name, run.created_by) == (
+        RunStatus.DRAFT,
+        "Asked through the API",
+        api_researcher,
+    )
     assert body["status"] == "draft" and body["budget_usd"] == 2.5
     assert Response.objects.filter(run=run).count() == 2 * 2 * 3  # questions x models x samples
     assert body["questions_count"] == 2
@@ -98,8 +101,9 @@ def test_a_selection_by_the_old_need_type_is_refused_not_ignored(api, world):
 def test_an_invalid_new_run_is_a_400_naming_its_fields(api, world):
     error = _refused(
         post(api, "/api/v1/sampling-runs/", {"models": [999999], "samples_per_item": 0}),
-        400, "invalid",
-    )  # fmt: skip
+        400,
+        "invalid",
+    )
     assert {"name", "models", "samples_per_item"} <= set(error["fields"])
     assert not SamplingRun.objects.filter(name="").exists()
 
@@ -139,8 +143,12 @@ def test_a_control_the_runs_state_refuses_is_a_409_with_the_services_message(
 def test_a_grading_run_is_made_as_a_draft_at_temperature_0_and_controlled(
     api, world, quiet_queue, django_capture_on_commit_callbacks
 ):
-    body = {"sampling_run": world.sampling_run.pk, "grader": world.grader.pk,
-            "mode": "per_criterion", "params": {"max_tokens": 500}}  # fmt: skip
+    body = {
+        "sampling_run": world.sampling_run.pk,
+        "grader": world.grader.pk,
+        "mode": "per_criterion",
+        "params": {"max_tokens": 500},
+    }
     response = post(api, "/api/v1/grading-runs/", body)
     assert response.status_code == 201
     run = GradingRun.objects.get(pk=response.json()["id"])
@@ -161,11 +169,18 @@ def test_a_grading_run_is_made_as_a_draft_at_temperature_0_and_controlled(
 
 def test_a_grading_prompt_for_the_other_mode_is_refused_with_the_services_message(api, world):
     checklist = PromptTemplate.objects.filter(purpose=Purpose.GRADE_CHECKLIST).first()
-    body = {"sampling_run": world.sampling_run.pk, "grader": world.grader.pk,
-            "mode": "per_criterion", "prompt": checklist.pk}  # fmt: skip
+    body = {
+        "sampling_run": world.sampling_run.pk,
+        "grader": world.grader.pk,
+        "mode": "per_criterion",
+        "prompt": checklist.pk,
+    }
     _refused(post(api, "/api/v1/grading-runs/", body), 400, "refused", "is not a prompt for")
-    body = {"sampling_run": world.sampling_run.pk, "grader": world.grader.pk,
-            "params": {"temperature": 1}}  # fmt: skip
+    body = {
+        "sampling_run": world.sampling_run.pk,
+        "grader": world.grader.pk,
+        "params": {"temperature": 1},
+    }
     error = _refused(post(api, "/api/v1/grading-runs/", body), 400, "invalid")
     assert "params" in error["fields"]
 
@@ -201,8 +216,11 @@ def test_a_proxy_run_for_a_study_without_responses_is_refused(api, world, make_s
 
 def test_a_switched_off_model_cannot_be_chosen(api, world):
     model = ModelConfigFactory(name="offline-thorough", active=False)
-    error = _refused(post(api, "/api/v1/sampling-runs/", _sampling_body(world, models=[model.pk])),
-                     400, "invalid")  # fmt: skip
+    error = _refused(
+        post(api, "/api/v1/sampling-runs/", _sampling_body(world, models=[model.pk])),
+        400,
+        "invalid",
+    )
     assert "models" in error["fields"]
 
 
@@ -240,17 +258,27 @@ def _ids_listed_twice(world) -> dict[str, tuple[str, dict, str]]:
     sampling = _sampling_body(world)
     selection = {k: v for k, v in sampling.items() if k != "questions"}
     return {
-        "sampling models": ("/api/v1/sampling-runs/", {**sampling, "models": [model] * 3},
-                            "models"),
-        "sampling questions": ("/api/v1/sampling-runs/",
-                               {**sampling, "questions": [question, question]}, "questions"),
-        "selection topics": ("/api/v1/sampling-runs/",
-                             {**selection, "selection": {"topics": [topic, topic]}},
-                             "selection.topics"),
-        "proxy models": ("/api/v1/proxy-runs/",
-                         {"study": world.study.pk, "models": [proxy_model, proxy_model]},
-                         "models"),
-    }  # fmt: skip
+        "sampling models": (
+            "/api/v1/sampling-runs/",
+            {**sampling, "models": [model] * 3},
+            "models",
+        ),
+        "sampling questions": (
+            "/api/v1/sampling-runs/",
+            {**sampling, "questions": [question, question]},
+            "questions",
+        ),
+        "selection topics": (
+            "/api/v1/sampling-runs/",
+            {**selection, "selection": {"topics": [topic, topic]}},
+            "selection.topics",
+        ),
+        "proxy models": (
+            "/api/v1/proxy-runs/",
+            {"study": world.study.pk, "models": [proxy_model, proxy_model]},
+            "models",
+        ),
+    }
 
 
 @pytest.mark.parametrize(

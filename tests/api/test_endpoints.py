@@ -128,11 +128,15 @@ def test_a_judgment_is_served_as_stored(api, world):
     row = api.get(f"/api/v1/judgments/{judgment.pk}/").json()
     assert row["grading_run"] == world.grading_run.pk
     assert (row["response"], row["criterion"], row["rubric"]) == (
-        judgment.response_id, judgment.criterion_id, judgment.rubric_id,
-    )  # fmt: skip
+        judgment.response_id,
+        judgment.criterion_id,
+        judgment.rubric_id,
+    )
     assert (row["status"], row["met"], row["explanation"]) == (
-        judgment.status, judgment.met, judgment.explanation,
-    )  # fmt: skip
+        judgment.status,
+        judgment.met,
+        judgment.explanation,
+    )
 
 
 def test_a_score_is_served_as_stored_with_its_answers_model(api, world):
@@ -148,8 +152,10 @@ def test_a_rubric_comes_with_its_criteria_in_order(api, world):
     rubric = Rubric.objects.filter(question__in=world.sampling_run.questions.all()).first()
     row = api.get(f"/api/v1/rubrics/{rubric.pk}/").json()
     assert (row["version"], row["state"], row["question"]) == (
-        rubric.version, rubric.state, rubric.question_id,
-    )  # fmt: skip
+        rubric.version,
+        rubric.state,
+        rubric.question_id,
+    )
     stored = list(rubric.criteria.order_by("order", "pk").values_list("pk", "text", "points"))
     assert [(c["id"], c["text"], c["points"]) for c in row["criteria"]] == stored
 
@@ -233,9 +239,11 @@ def test_questions_carry_and_filter_by_each_need(api, world):
 
 
 def test_a_filter_value_that_is_not_one_is_a_400_naming_the_field(api, world):
-    for query, field in (("judgments/?grading_run=abc", "grading_run"),
-                         ("judgments/?status=maybe", "status"),
-                         ("responses/?run=0", "run")):  # fmt: skip
+    for query, field in (
+        ("judgments/?grading_run=abc", "grading_run"),
+        ("judgments/?status=maybe", "status"),
+        ("responses/?run=0", "run"),
+    ):
         response = api.get(f"/api/v1/{query}")
         assert response.status_code == 400
         error = response.json()["error"]

@@ -69,9 +69,13 @@ def test_an_unknown_id_of_a_resource_is_a_404_in_the_error_shape(api, settings, 
 @DEBUG
 @pytest.mark.parametrize(
     ("method", "url"),
-    [("delete", "/api/v1/topics/"), ("put", "/api/v1/sampling-runs/1/"),
-     ("get", "/api/v1/sampling-runs/1/launch/"), ("patch", "/api/v1/judgments/")],
-)  # fmt: skip
+    [
+        ("delete", "/api/v1/topics/"),
+        ("put", "/api/v1/sampling-runs/1/"),
+        ("get", "/api/v1/sampling-runs/1/launch/"),
+        ("patch", "/api/v1/judgments/"),
+    ],
+)
 def test_a_method_a_route_does_not_take_is_a_405_in_the_error_shape(
     api, settings, debug, method, url
 ):
@@ -152,11 +156,13 @@ def test_a_fault_in_an_api_view_is_a_500_in_the_error_shape_with_its_traceback_l
 @DEBUG
 @pytest.mark.parametrize(
     ("url", "status", "code"),
-    [("/api/v1/plain/missing/", 404, "not_found"),
-     ("/api/v1/plain/forbidden/", 403, "permission_denied"),
-     ("/api/v1/plain/bad/", 400, "bad_request"),
-     ("/api/v1/plain/suspicious/", 400, "bad_request")],
-)  # fmt: skip
+    [
+        ("/api/v1/plain/missing/", 404, "not_found"),
+        ("/api/v1/plain/forbidden/", 403, "permission_denied"),
+        ("/api/v1/plain/bad/", 400, "bad_request"),
+        ("/api/v1/plain/suspicious/", 400, "bad_request"),
+    ],
+)
 def test_djangos_refusals_in_an_api_view_are_in_the_error_shape(
     api, settings, caplog, debug, url, status, code
 ):

@@ -141,5 +141,8 @@ def test_an_unknown_api_url_is_a_404_in_the_error_shape(api):
 
 def test_a_method_the_operation_has_not_is_a_405_in_the_error_shape(api):
     _refused(api.delete("/api/v1/topics/1/"), 405, "method_not_allowed")
-    _refused(api.post("/api/v1/judgments/", {}, content_type="application/json"), 405,
-             "method_not_allowed")  # fmt: skip
+    _refused(
+        api.post("/api/v1/judgments/", {}, content_type="application/json"),
+        405,
+        "method_not_allowed",
+    )

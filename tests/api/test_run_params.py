@@ -17,21 +17,27 @@ def redirecting(listener) -> dict:
 def test_the_api_refuses_redirecting_parameters_for_sampling_and_grading_runs(api, world, listener):
     run = world.sampling_run
     body = {
-        "name": "Forged", "samples_per_item": 1,
+        "name": "Forged",
+        "samples_per_item": 1,
         "models": list(run.model_configs.values_list("pk", flat=True)),
         "questions": list(run.questions.values_list("pk", flat=True)),
-    }  # fmt: skip
+    }
     grading_runs = GradingRun.objects.count()
-    for params, named in [(redirecting(listener), "base_url"), ({"mock_response": "x"},
-                                                                "mock_response")]:  # fmt: skip
-        response = api.post("/api/v1/sampling-runs/", {**body, "params": params},
-                            content_type="application/json")  # fmt: skip
+    for params, named in [
+        (redirecting(listener), "base_url"),
+        ({"mock_response": "x"}, "mock_response"),
+    ]:
+        response = api.post(
+            "/api/v1/sampling-runs/", {**body, "params": params}, content_type="application/json"
+        )
         assert response.status_code == 400, response.content
         error = response.json()["error"]
         assert named in error["fields"]["params"][0]
-        response = api.post("/api/v1/grading-runs/", {
-            "sampling_run": world.sampling_run.pk, "grader": world.grader.pk,
-            "params": params}, content_type="application/json")  # fmt: skip
+        response = api.post(
+            "/api/v1/grading-runs/",
+            {"sampling_run": world.sampling_run.pk, "grader": world.grader.pk, "params": params},
+            content_type="application/json",
+        )
         assert response.status_code == 400, response.content
         assert named in response.json()["error"]["fields"]["params"][0]
     assert not SamplingRun.objects.filter(name="Forged").exists()

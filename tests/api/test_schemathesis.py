@@ -102,17 +102,23 @@ def _seeded(world) -> Seeded:
     sampling, grading, study = world.sampling_run, world.grading_run, world.study
     models = list(sampling.model_configs.values_list("pk", flat=True))
     questions = list(sampling.questions.values_list("pk", flat=True))
-    new_sampling = {"name": "From the API", "models": models, "questions": questions,
-                    "samples_per_item": 1}  # fmt: skip
+    new_sampling = {
+        "name": "From the API",
+        "models": models,
+        "questions": questions,
+        "samples_per_item": 1,
+    }
     new_grading = {"sampling_run": sampling.pk, "grader": world.grader.pk, "mode": "checklist"}
     proxy_model = ModelConfigFactory(name="offline-thorough")
     new_proxy = {"study": study.pk, "models": [proxy_model.pk], "runs_per_model": 1}
 
     def sampling_draft():
         return sampling_run_create(
-            name="Draft", questions=Question.objects.filter(pk__in=questions),
-            models=sampling.model_configs.all(), samples_per_item=1,
-        ).pk  # fmt: skip
+            name="Draft",
+            questions=Question.objects.filter(pk__in=questions),
+            models=sampling.model_configs.all(),
+            samples_per_item=1,
+        ).pk
 
     def grading_draft():
         return grading_run_create(sampling_run=sampling, grader=world.grader, mode="checklist").pk

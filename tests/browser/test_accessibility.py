@@ -197,9 +197,11 @@ def model_runs_made(url):
             calibration_set=calibration_set, grading_run=grading, user=world.researcher
         )
         draft = sampling_run_create(
-            name="Draft run", questions=world.questions, models=world.models[:1],
+            name="Draft run",
+            questions=world.questions,
+            models=world.models[:1],
             samples_per_item=2,
-        )  # fmt: skip
+        )
         sample = calibration_set.samples.order_by("question_id").first()
         return world, draft, grading, calibration, sample
     finally:
@@ -257,10 +259,20 @@ def question_bank_made():
     for who in (first, second):
         screening_decide(sampled=settled, researcher=who, include=True)
     disputed = question_from_post_make(body="Someone logs into my email. I changed it. Why?")
-    question_label(question=disputed, researcher=first, mentions_prior_attempt=True,
-                   needs_sensemaking=True, needs_guidance=False)  # fmt: skip
-    question_label_verify(question=disputed, researcher=second, mentions_prior_attempt=False,
-                          needs_sensemaking=True, needs_guidance=True)  # fmt: skip
+    question_label(
+        question=disputed,
+        researcher=first,
+        mentions_prior_attempt=True,
+        needs_sensemaking=True,
+        needs_guidance=False,
+    )
+    question_label_verify(
+        question=disputed,
+        researcher=second,
+        mentions_prior_attempt=False,
+        needs_sensemaking=True,
+        needs_guidance=True,
+    )
     rewrite = rewrite_made(
         question_from_post_make(body="Throwaway. My ex reads my texts. How do I stop it?"),
         text="Can you help me stop my ex from reading my texts?",
@@ -269,14 +281,19 @@ def question_bank_made():
     text = "A fake courier asked me for a fee. What now?"
     approved = rewrite_approve(
         rewrite=rewrite_made(question_from_post_make(body=text + " Thanks"), text=text),
-        text=text, user=first,
-    )  # fmt: skip
+        text=text,
+        user=first,
+    )
     embedder = ModelConfigFactory(name="offline-embed", kind=ModelKind.EMBEDDING)
     job = EmbeddingCosineJob.objects.create(model=embedder, status="finished")
     EmbeddingCosine.objects.create(
-        question=approved, model=embedder, job=job, status="failed", error_kind="rate_limited",
+        question=approved,
+        model=embedder,
+        job=job,
+        status="failed",
+        error_kind="rate_limited",
         error="offline-embed: gave up after 6 attempts; last error: RateLimitError",
-    )  # fmt: skip
+    )
     return first, rewrite
 
 

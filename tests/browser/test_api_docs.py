@@ -94,8 +94,9 @@ def test_the_tokens_page_shows_a_new_key_once_and_the_api_takes_it(
     page.get_by_role("button", name="Revoke analysis notebook").click()
     page.get_by_role("button", name="Revoke the token").click()
     expect(page.get_by_text("is refused from now on")).to_be_visible()
-    refused = httpx.get(f"{live_server.url}/api/v1/topics/",
-                        headers={"Authorization": f"Bearer {key}"})  # fmt: skip
+    refused = httpx.get(
+        f"{live_server.url}/api/v1/topics/", headers={"Authorization": f"Bearer {key}"}
+    )
     assert refused.status_code == 401
     page.wait_for_timeout(200)
     assert page.evaluate("window.__violations") == []

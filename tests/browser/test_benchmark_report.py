@@ -82,8 +82,10 @@ def test_the_report_shows_its_figures_with_their_data_and_sorts_table_3(
         header, *rows = list(csv.reader(io.StringIO(response.text())))
         assert header == shown[0], name
         assert len(rows) == len(shown) - 1 > 0, name
-        as_shown = [[shown_as(raw, cell) for raw, cell in zip(row, cells, strict=True)]
-                    for row, cells in zip(rows, shown[1:], strict=True)]  # fmt: skip
+        as_shown = [
+            [shown_as(raw, cell) for raw, cell in zip(row, cells, strict=True)]
+            for row, cells in zip(rows, shown[1:], strict=True)
+        ]
         assert as_shown == shown[1:], name
         assert shown[1:] == expected.figures[name].table.formatted_rows(), name
     screenshot(page, "figures")

@@ -44,16 +44,23 @@ def notice_shows(page, record: dict) -> None:
 
 @pytest.mark.parametrize("size", list(SIZES))
 def test_the_demo_studys_survey_report_states_what_made_it(
-    new_context, live_server, transactional_db, make_study, offline_provider_url, screenshot,
+    new_context,
+    live_server,
+    transactional_db,
+    make_study,
+    offline_provider_url,
+    screenshot,
     size,
-):  # fmt: skip
+):
     study = make_study(live=False, count=4, name="Demo illustration")
     people_rated(study, people=5)
     record = study_simulation(
-        people=5, proxies={"offline-terse": "Offline Terse (demo)"}, runs=2,
+        people=5,
+        proxies={"offline-terse": "Offline Terse (demo)"},
+        runs=2,
         writer="Offline Thorough (demo)",
         reported=reported(offline_provider_url, ["offline-terse"]),
-    )  # fmt: skip
+    )
     StudySimulation.objects.create(study=study, record=record)
     researcher = user_with_role(Role.RESEARCHER)
     context = signed_in(new_context, live_server, researcher, viewport=SIZES[size])

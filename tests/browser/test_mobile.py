@@ -74,9 +74,15 @@ def test_item_legends_sit_inside_their_cards_on_a_phone(new_context, study, scre
 def test_table_headers_break_between_words_on_a_phone(new_context, live_server, study, screenshot):
     model = ModelConfigFactory(name="offline-thorough")
     LLMCall.objects.create(
-        model=model, purpose="scenario_response", attempt=1, status="ok", input_tokens=812,
-        output_tokens=240, cost_usd=Decimal("0.004430"), latency_ms=900,
-    )  # fmt: skip
+        model=model,
+        purpose="scenario_response",
+        attempt=1,
+        status="ok",
+        input_tokens=812,
+        output_tokens=240,
+        cost_usd=Decimal("0.004430"),
+        latency_ms=900,
+    )
     researcher = user_with_role(Role.RESEARCHER)
     page = signed_in(new_context, live_server, researcher, viewport=PHONE).new_page()
     for url in ("/llm/usage/", "/studies/", f"/studies/{study.pk}/"):
@@ -90,14 +96,19 @@ def test_the_llm_call_list_fits_a_1280_px_screen(new_context, live_server, scree
     model = ModelConfigFactory(name="offline-friendly")
     for attempt in range(1, 4):
         LLMCall.objects.create(
-            model=model, purpose="grade_checklist", attempt=attempt, status="rate_limited",
+            model=model,
+            purpose="grade_checklist",
+            attempt=attempt,
+            status="rate_limited",
             caller=f"grading-run:17 judgment-batch:{attempt} response:1204{attempt} "
             "criteria:88,89,90,91,92,93,94,95,96,97,98,99",
             error_class="litellm.RateLimitError",
             error_message="Rate limit reached for requests per minute; retry after 2 s.",
-            input_tokens=123456, output_tokens=654321, cost_usd=Decimal("12.345678"),
+            input_tokens=123456,
+            output_tokens=654321,
+            cost_usd=Decimal("12.345678"),
             latency_ms=123456,
-        )  # fmt: skip
+        )
     researcher = user_with_role(Role.RESEARCHER)
     screen = {"width": 1280, "height": 800}
     context = signed_in(new_context, live_server, researcher, viewport=screen)

@@ -61,9 +61,13 @@ def expert_labels(made, grading: GradingRun):
     once. In a thread of its own, as tests/browser/test_calibration.py says why."""
     try:
         calibration_set = calibration_set_create(
-            sampling_run=grading.sampling_run, models=made["models"], seed=11,
-            second_grader=made["second"], user=made["researcher"], name="Experts",
-        )  # fmt: skip
+            sampling_run=grading.sampling_run,
+            models=made["models"],
+            seed=11,
+            second_grader=made["second"],
+            user=made["researcher"],
+            name="Experts",
+        )
         rater = {
             (j.response_id, j.criterion_id): j.met
             for j in Judgment.objects.filter(grading_run=grading)
@@ -98,11 +102,13 @@ def expected_statistics(calibration) -> tuple[str, float, int]:
         )
         specs = [
             scoring.ScoredCriterion(
-                id=r.criterion_id, polarity=r.criterion.polarity, kind=r.criterion.kind,
+                id=r.criterion_id,
+                polarity=r.criterion.polarity,
+                kind=r.criterion.kind,
                 points=r.criterion.points,
             )
             for r in rows
-        ]  # fmt: skip
+        ]
         rater_scores.append(scoring.score(specs, met).score)
         expert_scores.append(
             scoring.score(specs, {r.criterion_id: r.final_met for r in rows}).score

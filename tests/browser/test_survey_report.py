@@ -59,9 +59,7 @@ def watched(context) -> list[str]:
     problems = []
     context.expose_function("__violation", lambda text: problems.append(f"CSP: {text}"))
     context.add_init_script(WATCH.replace("window.__violations.push(", "window.__violation("))
-    context.on(
-        "console", lambda m: problems.append(m.text) if m.type == "error" else None
-    )  # fmt: skip
+    context.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
     return problems
 
 
@@ -232,8 +230,10 @@ def test_the_report_shows_people_and_the_proxy_run_with_its_data_and_intervals(
         header, *rows = list(csv.reader(io.StringIO(response.text())))
         assert header == shown[0], name
         assert len(rows) == len(shown) - 1 > 0, name
-        as_shown = [[shown_as(raw, cell) for raw, cell in zip(row, cells, strict=True)]
-                    for row, cells in zip(rows, shown[1:], strict=True)]  # fmt: skip
+        as_shown = [
+            [shown_as(raw, cell) for raw, cell in zip(row, cells, strict=True)]
+            for row, cells in zip(rows, shown[1:], strict=True)
+        ]
         assert as_shown == shown[1:], name
         table_of = expected.figures[name].table
         assert [[*row] for row in shown[1:]] == table_of.formatted_rows(), name

@@ -31,10 +31,18 @@ from apps.console.csv_export import (
 pytestmark = pytest.mark.django_db
 
 COLUMNS = [
-    ("id", "id"), ("=label", "label"), ("note", "note"), ("flag", "flag"), ("when", "when"),
-    ("day", "day"), ("amount", "amount"), ("count", "count"), ("ratio", "ratio"),
-    ("data", "data"), ("numbers", "numbers"),
-]  # fmt: skip
+    ("id", "id"),
+    ("=label", "label"),
+    ("note", "note"),
+    ("flag", "flag"),
+    ("when", "when"),
+    ("day", "day"),
+    ("amount", "amount"),
+    ("count", "count"),
+    ("ratio", "ratio"),
+    ("data", "data"),
+    ("numbers", "numbers"),
+]
 BLANKS = leading_blank_characters()
 UTC = dt.UTC
 
@@ -133,14 +141,40 @@ def test_hostile_text_is_exported_as_the_python_writer_writes_it(table):
 def test_values_of_every_type_are_exported_as_the_python_writer_writes_them(table):
     when = dt.datetime(2024, 2, 29, 23, 59, 58, 123456, tzinfo=UTC)
     rows = [
-        table(flag=True, when=when, day=dt.date(2024, 2, 29), amount=Decimal("-12.50"),
-              count=-4, ratio=0.1, data={"b": [1, 2.5, "=x"], "a": "ü\n\"q\""}, numbers=[1, -2]),
-        table(flag=False, when=when.replace(microsecond=0), day=dt.date(1, 1, 1),
-              amount=Decimal("0.00012345"), count=0, ratio=2.0, data=[], numbers=[]),
-        table(flag=None, when=when.replace(year=996, microsecond=1), amount=Decimal("123456789.1"),
-              count=-(2**62), ratio=-3.5, data="=HYPERLINK(1)", numbers=None),
-        table(ratio=1e-05, data=-7, when=dt.datetime(2024, 1, 1, 5, tzinfo=dt.timezone(
-              dt.timedelta(hours=5)))),  # stored as 00:00 UTC
+        table(
+            flag=True,
+            when=when,
+            day=dt.date(2024, 2, 29),
+            amount=Decimal("-12.50"),
+            count=-4,
+            ratio=0.1,
+            data={"b": [1, 2.5, "=x"], "a": 'ü\n"q"'},
+            numbers=[1, -2],
+        ),
+        table(
+            flag=False,
+            when=when.replace(microsecond=0),
+            day=dt.date(1, 1, 1),
+            amount=Decimal("0.00012345"),
+            count=0,
+            ratio=2.0,
+            data=[],
+            numbers=[],
+        ),
+        table(
+            flag=None,
+            when=when.replace(year=996, microsecond=1),
+            amount=Decimal("123456789.1"),
+            count=-(2**62),
+            ratio=-3.5,
+            data="=HYPERLINK(1)",
+            numbers=None,
+        ),
+        table(
+            ratio=1e-05,
+            data=-7,
+            when=dt.datetime(2024, 1, 1, 5, tzinfo=dt.timezone(dt.timedelta(hours=5))),
+        ),  # stored as 00:00 UTC
         table(ratio=1e20, data=True),
         table(ratio=123456.789, data=2.5),
         table(ratio=-0.0, data={}),
@@ -149,7 +183,7 @@ def test_values_of_every_type_are_exported_as_the_python_writer_writes_them(tabl
         table(ratio=float("-inf")),
         table(ratio=1e15),
         table(ratio=None, data=None),
-    ]  # fmt: skip
+    ]
     table.objects.bulk_create(rows)
     python, copied = both_ways(table.objects.all())
     assert copied == python

@@ -29,8 +29,15 @@ def work_through(work_name: str, scope: int) -> None:
             return
 
 
-def answered_run(people, url: str, *, questions: int = 2, samples: int = 2,
-                 models=("offline-thorough",), topics=("accounts",)) -> SamplingRun:  # fmt: skip
+def answered_run(
+    people,
+    url: str,
+    *,
+    questions: int = 2,
+    samples: int = 2,
+    models=("offline-thorough",),
+    topics=("accounts",),
+) -> SamplingRun:
     """A finished sampling run: `questions` questions with approved rubrics (3 criteria
     each), answered `samples` times by each offline model."""
     made = []
@@ -39,9 +46,11 @@ def answered_run(people, url: str, *, questions: int = 2, samples: int = 2,
         approved_rubric(question, people["erin"], people["rosa"])
         made.append(question)
     run = sampling_run_create(
-        name="Sampled", questions=made, models=[offline_model(url, name=m) for m in models],
+        name="Sampled",
+        questions=made,
+        models=[offline_model(url, name=m) for m in models],
         samples_per_item=samples,
-    )  # fmt: skip
+    )
     sampling_run_launch(run=run)
     work_through(SAMPLE_WORK.name, run.pk)
     run.refresh_from_db()
@@ -49,8 +58,9 @@ def answered_run(people, url: str, *, questions: int = 2, samples: int = 2,
     return run
 
 
-def graded_run(sampling_run: SamplingRun, grader, *, mode=GradingMode.CHECKLIST,
-               finish: bool = True, **fields) -> GradingRun:  # fmt: skip
+def graded_run(
+    sampling_run: SamplingRun, grader, *, mode=GradingMode.CHECKLIST, finish: bool = True, **fields
+) -> GradingRun:
     run = grading_run_create(sampling_run=sampling_run, grader=grader, mode=mode, **fields)
     run = grading_run_launch(run=run)
     if finish:

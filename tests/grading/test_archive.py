@@ -86,13 +86,16 @@ def test_the_manifest_says_what_made_the_files_and_how_many_rows_each_holds(
     assert manifest["grader"]["litellm_model"] == graded.grader.litellm_model
     assert manifest["grader"]["offline_demo_model"] is True
     assert manifest["grader_prompt"] == {
-        "id": graded.prompt.pk, "purpose": graded.prompt.purpose, "version": graded.prompt.version,
-    }  # fmt: skip
+        "id": graded.prompt.pk,
+        "purpose": graded.prompt.purpose,
+        "version": graded.prompt.version,
+    }
     assert manifest["sampling_run"]["id"] == sampling.pk
     assert manifest["sampling_run"]["prompt"]["version"] == sampling.prompt.version
     assert {m["litellm_model"]: m["offline_demo_model"] for m in manifest["models"]} == {
-        "openai/offline-terse": True, "openai/paid-one": False,
-    }  # fmt: skip
+        "openai/offline-terse": True,
+        "openai/paid-one": False,
+    }
     graded_rubrics = {
         (j.rubric.question.external_id, j.rubric_id, j.rubric.version)
         for j in Judgment.objects.filter(grading_run=graded).select_related("rubric__question")
@@ -103,9 +106,12 @@ def test_the_manifest_says_what_made_the_files_and_how_many_rows_each_holds(
     answers = sampling.responses.count()
     scored = graded.scores.count()
     assert manifest["counts"] == {
-        "responses": answers, "judgments": graded.judgments.count(), "scores": answers,
-        "scored": scored, "missing": answers - scored,
-    }  # fmt: skip
+        "responses": answers,
+        "judgments": graded.judgments.count(),
+        "scores": answers,
+        "scored": scored,
+        "missing": answers - scored,
+    }
     assert manifest["counts"]["missing"] >= 1  # the answer whose judgment is an error
     for name in MEMBERS[:3]:  # each count is the file's rows (its header apart)
         rows = list(csv.reader(io.StringIO(archive.read(name).decode(), newline="")))
@@ -152,14 +158,19 @@ def test_only_researchers_download_the_archive(client, role_client, graded):
 
 def test_a_run_with_nothing_graded_yet_gives_empty_files_and_zero_counts(client, researcher):
     model = offline_model("http://127.0.0.1:9", name="offline-grader")
-    sampling = sampling_run_create(name="S", questions=[question_make()], models=[model],
-                                   samples_per_item=1)  # fmt: skip
+    sampling = sampling_run_create(
+        name="S", questions=[question_make()], models=[model], samples_per_item=1
+    )
     run = grading_run_create(sampling_run=sampling, grader=model, mode=GradingMode.CHECKLIST)
     client.force_login(researcher)
     _data, archive = archive_of(client, run)
     manifest = json.loads(archive.read("manifest.json"))
-    assert manifest["counts"] == {"responses": sampling.responses.count(), "judgments": 0,
-                                  "scores": sampling.responses.count(), "scored": 0,
-                                  "missing": sampling.responses.count()}  # fmt: skip
+    assert manifest["counts"] == {
+        "responses": sampling.responses.count(),
+        "judgments": 0,
+        "scores": sampling.responses.count(),
+        "scored": 0,
+        "missing": sampling.responses.count(),
+    }
     assert manifest["rubric_versions"] == [] and manifest["grading_run"]["status"] == "draft"
     assert archive.read("judgments.csv").decode().splitlines()[0].startswith("grading run,")

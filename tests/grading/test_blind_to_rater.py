@@ -184,8 +184,17 @@ def below_65_api(site, user) -> set[int]:
     return listed
 
 
-ROUTES = [judgments_page, judgments_csv, scores_csv, archive, api_list, api_rows, api_exports,
-          console_rows, console_exports]  # fmt: skip
+ROUTES = [
+    judgments_page,
+    judgments_csv,
+    scores_csv,
+    archive,
+    api_list,
+    api_rows,
+    api_exports,
+    console_rows,
+    console_exports,
+]
 
 
 @pytest.mark.parametrize("route", ROUTES, ids=lambda route: route.__name__)
@@ -247,9 +256,13 @@ def test_a_blind_graders_scores_csv_says_why_a_score_is_withheld(client, site):
 
 def test_a_report_of_another_set_with_the_same_answers_is_refused_to_a_blind_grader(client, site):
     other = calibration_set_create(
-        sampling_run=site.run, models=site.models[:2], seed=7, second_grader=site.researcher,
-        user=site.researcher, name="Same draw",
-    )  # fmt: skip
+        sampling_run=site.run,
+        models=site.models[:2],
+        seed=7,
+        second_grader=site.researcher,
+        user=site.researcher,
+        name="Same draw",
+    )
     calibration = calibration_create(
         calibration_set=other, grading_run=site.grading, user=site.researcher
     )

@@ -44,9 +44,18 @@ def grader(offline_provider_url):
 
 def test_grade_creates_and_launches_a_run(answered, grader, quiet_queue):
     out = run_command(
-        "grade", "--sampling-run", str(answered.pk), "--grader", grader.display_name,
-        "--mode", "per_criterion", "--temperature", "0.5", "--budget", "3",
-    )  # fmt: skip
+        "grade",
+        "--sampling-run",
+        str(answered.pk),
+        "--grader",
+        grader.display_name,
+        "--mode",
+        "per_criterion",
+        "--temperature",
+        "0.5",
+        "--budget",
+        "3",
+    )
     run = GradingRun.objects.get()
     assert run.status == RunStatus.RUNNING and run.mode == GradingMode.PER_CRITERION
     assert run.params == {"temperature": 0.5} and str(run.budget_usd) == "3.00"
@@ -56,8 +65,16 @@ def test_grade_creates_and_launches_a_run(answered, grader, quiet_queue):
 
 
 def test_grade_draft_only_creates(answered, grader):
-    out = run_command("grade", "--sampling-run", str(answered.pk), "--grader", grader.display_name,
-                      "--draft", "--prompt-version", "1")  # fmt: skip
+    out = run_command(
+        "grade",
+        "--sampling-run",
+        str(answered.pk),
+        "--grader",
+        grader.display_name,
+        "--draft",
+        "--prompt-version",
+        "1",
+    )
     run = GradingRun.objects.get()
     assert run.status == RunStatus.DRAFT and run.prompt.version == 1
     assert "Draft: 4 calls for 4 answers." in out
@@ -72,14 +89,35 @@ def test_grade_names_the_graders_there_are(answered, grader):
 
 def test_grade_refuses_a_bad_prompt_version_and_json(answered, grader):
     with pytest.raises(CommandError, match="prompt version 99"):
-        run_command("grade", "--sampling-run", str(answered.pk), "--grader", grader.display_name,
-                    "--prompt-version", "99")  # fmt: skip
+        run_command(
+            "grade",
+            "--sampling-run",
+            str(answered.pk),
+            "--grader",
+            grader.display_name,
+            "--prompt-version",
+            "99",
+        )
     with pytest.raises(CommandError, match="JSON object"):
-        run_command("grade", "--sampling-run", str(answered.pk), "--grader", grader.display_name,
-                    "--params", "[1]")  # fmt: skip
+        run_command(
+            "grade",
+            "--sampling-run",
+            str(answered.pk),
+            "--grader",
+            grader.display_name,
+            "--params",
+            "[1]",
+        )
     with pytest.raises(CommandError, match="mock_response is not a parameter"):
-        run_command("grade", "--sampling-run", str(answered.pk), "--grader", grader.display_name,
-                    "--params", '{"mock_response": "forged"}')  # fmt: skip
+        run_command(
+            "grade",
+            "--sampling-run",
+            str(answered.pk),
+            "--grader",
+            grader.display_name,
+            "--params",
+            '{"mock_response": "forged"}',
+        )
 
 
 @pytest.mark.worker
@@ -87,8 +125,9 @@ def test_grade_waits_with_a_progress_bar_until_the_run_ends(answered, grader, ro
     from workers.engine import run_batch_task
 
     route_to_worker(run_batch_task)
-    out = run_command("grade", "--sampling-run", str(answered.pk), "--grader", grader.display_name,
-                      "--wait")  # fmt: skip
+    out = run_command(
+        "grade", "--sampling-run", str(answered.pk), "--grader", grader.display_name, "--wait"
+    )
     run = GradingRun.objects.get()
     assert run.status == RunStatus.FINISHED
     assert "\r[" in out and "4/4 calls, 0 errors" in out and out.rstrip().endswith("finished")

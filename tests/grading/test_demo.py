@@ -28,18 +28,26 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def demo_world(settings, offline_provider_url):
     settings.OFFLINE_LLM_URL = api_base(offline_provider_url)
-    roles = {"expert": [Role.EXPERT], "expert2": [Role.EXPERT],
-             "reviewer": [Role.EXPERT, Role.REVIEWER], "researcher": [Role.RESEARCHER]}  # fmt: skip
+    roles = {
+        "expert": [Role.EXPERT],
+        "expert2": [Role.EXPERT],
+        "reviewer": [Role.EXPERT, Role.REVIEWER],
+        "researcher": [Role.RESEARCHER],
+    }
     for username, role_list in roles.items():
         user = user_with_role(role_list[0], username=username)
         user_set_roles(user=user, roles=role_list)
     for display_name in [*demo.ANSWERERS, demo.GRADER]:
         served_as = "offline-" + display_name.split()[1].lower()
         ModelConfig.objects.create(
-            display_name=display_name, family="Offline demo", litellm_model=f"openai/{served_as}",
-            api_base=settings.OFFLINE_LLM_URL, max_concurrent=16, input_price_per_mtok=0,
+            display_name=display_name,
+            family="Offline demo",
+            litellm_model=f"openai/{served_as}",
+            api_base=settings.OFFLINE_LLM_URL,
+            max_concurrent=16,
+            input_price_per_mtok=0,
             output_price_per_mtok=0,
-        )  # fmt: skip
+        )
     demo_rubrics_load()
 
 

@@ -76,16 +76,26 @@ def test_scores_csv_has_every_answer_and_says_why_one_is_missing(client, researc
         score = graded.scores.get(response_id=row["response id"])
         assert float(row["score"]) == pytest.approx(score.score)
         assert (int(row["earned points"]), int(row["max points"])) == (
-            score.earned_points, score.max_points,
-        )  # fmt: skip
+            score.earned_points,
+            score.max_points,
+        )
         earned, total = score.breakdown["positive_factual_met"]
         assert (row["positive_factual_met earned"], row["positive_factual_met total"]) == (
-            str(earned), str(total),
-        )  # fmt: skip
+            str(earned),
+            str(total),
+        )
 
 
-CONSOLE_MODELS = ["gradingrun", "checklistcall", "judgment", "responsescore", "calibrationset",
-                  "calibrationsample", "expertjudgment", "calibration"]  # fmt: skip
+CONSOLE_MODELS = [
+    "gradingrun",
+    "checklistcall",
+    "judgment",
+    "responsescore",
+    "calibrationset",
+    "calibrationsample",
+    "expertjudgment",
+    "calibration",
+]
 
 
 def test_the_console_lists_every_grading_table_read_only(client, researcher, graded):

@@ -184,9 +184,13 @@ def test_grader_parameters_the_column_cannot_hold_are_refused_on_the_form(
 ):
     client.force_login(world.researcher)
     data = {
-        "sampling_run": world.run.pk, "grader": grader_model(offline_provider_url).pk,
-        "mode": "checklist", "temperature": "0", "params": params, "name": "Bad",
-    }  # fmt: skip
+        "sampling_run": world.run.pk,
+        "grader": grader_model(offline_provider_url).pk,
+        "mode": "checklist",
+        "temperature": "0",
+        "params": params,
+        "name": "Bad",
+    }
     page = client.post(reverse("grading:run_new"), data)
     assert page.status_code == 422
     assert expected in html.unescape(page.text)

@@ -78,8 +78,9 @@ def test_both_modes_judge_every_criterion_and_scores_follow_the_rule(answered, g
             {j.criterion_id: j.met for j in rows},
         )
         assert (score.earned_points, score.max_points) == (
-            expected.earned_points, expected.max_points,
-        )  # fmt: skip
+            expected.earned_points,
+            expected.max_points,
+        )
     assert ResponseScore.objects.filter(grading_run=grading).count() == 4
 
 
@@ -89,11 +90,18 @@ def test_a_checklist_answer_recorded_twice_keeps_its_first_judgments(answered, g
     work_through(CHECKLIST_WORK, grading.pk)
     before = list(grading.judgments.order_by("pk").values_list("pk", "met", "explanation"))
     again = [
-        {"grading_run_id": j.grading_run_id, "response_id": j.response_id,
-         "criterion_id": j.criterion_id, "rubric_id": j.rubric_id, "checklist_id": j.checklist_id,
-         "status": CallState.DONE, "met": not j.met, "explanation": "a second answer"}
+        {
+            "grading_run_id": j.grading_run_id,
+            "response_id": j.response_id,
+            "criterion_id": j.criterion_id,
+            "rubric_id": j.rubric_id,
+            "checklist_id": j.checklist_id,
+            "status": CallState.DONE,
+            "met": not j.met,
+            "explanation": "a second answer",
+        }
         for j in grading.judgments.all()
-    ]  # fmt: skip
+    ]
     assert engine.rows_insert(Judgment, again) == 0
     assert list(grading.judgments.order_by("pk").values_list("pk", "met", "explanation")) == before
 

@@ -66,10 +66,17 @@ def client_researcher(client, researcher):
 def test_a_draft_shows_its_estimate_and_launches(client_researcher, answered, grader, quiet_queue):
     page = client_researcher.get(reverse("grading:run_new") + f"?sampling_run={answered.pk}")
     assert f'<option value="{answered.pk}" selected>' in page.content.decode()
-    response = client_researcher.post(reverse("grading:run_new"), {
-        "sampling_run": answered.pk, "grader": grader.pk, "mode": GradingMode.PER_CRITERION,
-        "temperature": "0", "params": "", "budget_usd": "5",
-    })  # fmt: skip
+    response = client_researcher.post(
+        reverse("grading:run_new"),
+        {
+            "sampling_run": answered.pk,
+            "grader": grader.pk,
+            "mode": GradingMode.PER_CRITERION,
+            "temperature": "0",
+            "params": "",
+            "budget_usd": "5",
+        },
+    )
     run = GradingRun.objects.get()
     assert response.status_code == 302 and response.url == reverse(
         "grading:run_detail", args=[run.pk]
@@ -102,10 +109,16 @@ def test_checklist_estimate_is_one_call_per_answer(client_researcher, answered, 
 
 def test_a_grading_error_is_shown_on_the_form(client_researcher, answered, grader):
     v2 = PromptTemplate.objects.get(purpose=Purpose.GRADE_CRITERION, version=2)
-    response = client_researcher.post(reverse("grading:run_new"), {
-        "sampling_run": answered.pk, "grader": grader.pk, "mode": GradingMode.CHECKLIST,
-        "prompt": v2.pk, "temperature": "0.7",
-    })  # fmt: skip
+    response = client_researcher.post(
+        reverse("grading:run_new"),
+        {
+            "sampling_run": answered.pk,
+            "grader": grader.pk,
+            "mode": GradingMode.CHECKLIST,
+            "prompt": v2.pk,
+            "temperature": "0.7",
+        },
+    )
     html = response.content.decode()
     assert response.status_code == 422
     assert "is not a prompt for one call per answer" in html
@@ -116,10 +129,16 @@ def test_a_grading_error_is_shown_on_the_form(client_researcher, answered, grade
 def test_the_grading_form_refuses_parameters_that_are_not_generation_settings(
     client_researcher, answered, grader
 ):
-    response = client_researcher.post(reverse("grading:run_new"), {
-        "sampling_run": answered.pk, "grader": grader.pk, "mode": GradingMode.CHECKLIST,
-        "temperature": "0", "params": '{"base_url": "http://127.0.0.1:9/v1"}',
-    })  # fmt: skip
+    response = client_researcher.post(
+        reverse("grading:run_new"),
+        {
+            "sampling_run": answered.pk,
+            "grader": grader.pk,
+            "mode": GradingMode.CHECKLIST,
+            "temperature": "0",
+            "params": '{"base_url": "http://127.0.0.1:9/v1"}',
+        },
+    )
     assert response.status_code in (400, 422)
     assert "base_url is not a parameter a call may carry" in response.content.decode()
     assert not GradingRun.objects.exists()
@@ -169,8 +188,12 @@ def test_the_poll_gets_only_the_progress_partial_until_the_run_ends(
 
 
 def test_fidelity_note_for_a_temperature_other_than_zero(client_researcher, answered, grader):
-    hot = grading_run_create(sampling_run=answered, grader=grader, mode=GradingMode.CHECKLIST,
-                             params={"temperature": 0.7})  # fmt: skip
+    hot = grading_run_create(
+        sampling_run=answered,
+        grader=grader,
+        mode=GradingMode.CHECKLIST,
+        params={"temperature": 0.7},
+    )
     cold = grading_run_create(sampling_run=answered, grader=grader, mode=GradingMode.CHECKLIST)
     note = "The published auto-rater graded at temperature 0; this run uses 0.7."
     assert (
@@ -182,8 +205,9 @@ def test_fidelity_note_for_a_temperature_other_than_zero(client_researcher, answ
 
 def test_fidelity_note_for_a_verdict_first_prompt(client_researcher, answered, grader):
     v1 = PromptTemplate.objects.get(purpose=Purpose.GRADE_CHECKLIST, version=1)
-    run = grading_run_create(sampling_run=answered, grader=grader, mode=GradingMode.CHECKLIST,
-                             prompt=v1)  # fmt: skip
+    run = grading_run_create(
+        sampling_run=answered, grader=grader, mode=GradingMode.CHECKLIST, prompt=v1
+    )
     html = client_researcher.get(reverse("grading:run_detail", args=[run.pk])).content.decode()
     assert "asks for the verdict first" in html
 
@@ -209,9 +233,10 @@ def test_retry_puts_errored_calls_back(client_researcher, answered, offline_prov
     html = client_researcher.get(reverse("grading:run_detail", args=[run.pk])).content.decode()
     assert "<td>Answer failed validation</td><td>4</td>" in html and "Retry these" in html
     response = client_researcher.post(
-        reverse("grading:errors_retry", args=[run.pk]), {"error_kind": "invalid_output"},
+        reverse("grading:errors_retry", args=[run.pk]),
+        {"error_kind": "invalid_output"},
         follow=True,
-    )  # fmt: skip
+    )
     assert "4 call(s) will be made again." in response.content.decode()
     assert ChecklistCall.objects.filter(grading_run=run, status=CallState.PENDING).count() == 4
     run.refresh_from_db()
@@ -269,15 +294,28 @@ def test_list_shows_runs_with_progress(client_researcher, answered, grader):
 def draft(db):
     model = offline_model("http://127.0.0.1:9", name="offline-grader")
     question = question_make()
-    sampling = sampling_run_create(name="S", questions=[question], models=[model],
-                                   samples_per_item=1)  # fmt: skip
+    sampling = sampling_run_create(
+        name="S", questions=[question], models=[model], samples_per_item=1
+    )
     return grading_run_create(sampling_run=sampling, grader=model, mode=GradingMode.CHECKLIST)
 
 
-PAGES = ["grading:list", "grading:run_new", "grading:run_detail", "grading:judgments",
-         "grading:export_judgments", "grading:export_scores"]  # fmt: skip
-ACTIONS = ["grading:run_launch", "grading:run_pause", "grading:run_resume", "grading:run_cancel",
-           "grading:run_budget", "grading:errors_retry"]  # fmt: skip
+PAGES = [
+    "grading:list",
+    "grading:run_new",
+    "grading:run_detail",
+    "grading:judgments",
+    "grading:export_judgments",
+    "grading:export_scores",
+]
+ACTIONS = [
+    "grading:run_launch",
+    "grading:run_pause",
+    "grading:run_resume",
+    "grading:run_cancel",
+    "grading:run_budget",
+    "grading:errors_retry",
+]
 
 
 def _url(name, run):

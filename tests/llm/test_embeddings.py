@@ -41,8 +41,10 @@ def test_vectors_are_stored_with_their_model_and_each_call_is_in_the_ledger(db, 
 
     assert requests_seen(url) == 1  # one call for the two distinct texts
     assert [row.text_sha256 for row in rows] == [
-        text_digest(HACKED), text_digest(REWRITTEN), text_digest(HACKED),
-    ]  # fmt: skip
+        text_digest(HACKED),
+        text_digest(REWRITTEN),
+        text_digest(HACKED),
+    ]
     assert rows[0].pk == rows[2].pk and Embedding.objects.count() == 2
     stored = Embedding.objects.get(text_sha256=text_digest(HACKED))
     assert (stored.model, stored.litellm_model) == (model, "openai/offline-embed")
@@ -51,8 +53,11 @@ def test_vectors_are_stored_with_their_model_and_each_call_is_in_the_ledger(db, 
     assert stored.dimensions == 256 == len(stored.vector)
     call = LLMCall.objects.get()
     assert (call.purpose, call.status, call.attempt, call.caller) == (
-        EMBED_PURPOSE, CallStatus.OK, 1, "test:1",
-    )  # fmt: skip
+        EMBED_PURPOSE,
+        CallStatus.OK,
+        1,
+        "test:1",
+    )
     assert call.input_tokens > 0 and call.output_tokens == 0
     assert call.cost_usd == pytest.approx(
         Decimal("2.50") * call.input_tokens / Decimal(1_000_000), abs=Decimal("0.000001")
@@ -75,8 +80,9 @@ def test_a_text_already_embedded_by_the_model_is_never_sent_again(db, offline_pr
     other = embedder(url, name="offline-embed-large")  # another model embeds for itself
     [mine] = texts_embed(model=other, texts=[HACKED])
     assert requests_seen(url) == 3 and mine.model == other
-    assert not np.array_equal(mine.vector, Embedding.objects.get(model=model,
-                              text_sha256=text_digest(HACKED)).vector)  # fmt: skip
+    assert not np.array_equal(
+        mine.vector, Embedding.objects.get(model=model, text_sha256=text_digest(HACKED)).vector
+    )
 
 
 def test_a_failing_provider_raises_after_the_retries_and_stores_no_vector(db, offline_provider):
@@ -88,8 +94,10 @@ def test_a_failing_provider_raises_after_the_retries_and_stores_no_vector(db, of
     assert "gave up after 3 attempts" in str(raised.value)
     assert not Embedding.objects.exists()
     assert list(LLMCall.objects.order_by("attempt").values_list("attempt", "status")) == [
-        (1, "server_error"), (2, "server_error"), (3, "server_error"),
-    ]  # fmt: skip
+        (1, "server_error"),
+        (2, "server_error"),
+        (3, "server_error"),
+    ]
 
 
 def test_the_gateway_refuses_a_call_of_the_other_kind(db, offline_provider):
@@ -98,8 +106,9 @@ def test_the_gateway_refuses_a_call_of_the_other_kind(db, offline_provider):
     with pytest.raises(PermanentLLMError, match="serves chat completions"):
         embed(model=chat, texts=[HACKED])
     with pytest.raises(PermanentLLMError, match="serves embeddings"):
-        complete(model=embedder(url), messages=[{"role": "user", "content": "hi"}],
-                 purpose="sample")  # fmt: skip
+        complete(
+            model=embedder(url), messages=[{"role": "user", "content": "hi"}], purpose="sample"
+        )
     assert requests_seen(url) == 0 and not LLMCall.objects.exists()
 
 
@@ -116,13 +125,15 @@ def test_every_picker_of_a_model_to_answer_offers_chat_models_only(db):
 
     chat, embedding = offline_model("http://127.0.0.1:9"), embedder("http://127.0.0.1:9")
     pickers = [
-        RunForm().fields["models"].queryset, GradingRunForm().fields["grader"].queryset,
-        GenerateForm().fields["model"].queryset, ProxyRunForm().fields["models"].queryset,
+        RunForm().fields["models"].queryset,
+        GradingRunForm().fields["grader"].queryset,
+        GenerateForm().fields["model"].queryset,
+        ProxyRunForm().fields["models"].queryset,
         StartForm().fields["model"].queryset,
         SamplingRunCreateSerializer().fields["models"].child_relation.queryset,
         GradingRunCreateSerializer().fields["grader"].queryset,
         ProxyRunCreateSerializer().fields["models"].child_relation.queryset,
-    ]  # fmt: skip
+    ]
     for queryset in pickers:
         assert list(queryset.all()) == [chat], queryset.model
     assert list(EmbeddingForm().fields["model"].queryset.all()) == [embedding]

@@ -16,13 +16,25 @@ def test_rows_insert_stores_values_as_given_and_fills_the_rest_from_defaults():
     inserted = engine.rows_insert(
         LLMCall,
         [
-            {"model_id": model.pk, "attempt": 1, "status": CallStatus.OK, "error_message": text,
-             "cost_usd": "0.000125", "prompt_template_id": None},
-            {"model_id": model.pk, "attempt": 2, "status": CallStatus.TIMEOUT, "error_message": "",
-             "cost_usd": None, "prompt_template_id": None},
+            {
+                "model_id": model.pk,
+                "attempt": 1,
+                "status": CallStatus.OK,
+                "error_message": text,
+                "cost_usd": "0.000125",
+                "prompt_template_id": None,
+            },
+            {
+                "model_id": model.pk,
+                "attempt": 2,
+                "status": CallStatus.TIMEOUT,
+                "error_message": "",
+                "cost_usd": None,
+                "prompt_template_id": None,
+            },
         ],
         constants={"purpose": Purpose.SAMPLE, "latency_ms": 300},
-    )  # fmt: skip
+    )
     assert inserted == 2
     first, second = LLMCall.objects.filter(model=model).order_by("attempt")
     assert (first.status, first.error_message, str(first.cost_usd)) == ("ok", text, "0.000125")

@@ -62,9 +62,11 @@ def test_a_call_marks_the_prompt_version_it_was_made_with_as_used(db, offline_pr
     messages = prompt_render(template=template, variables={"question": "My email was hacked."})
 
     complete(
-        model=offline_model(offline_provider_url), messages=messages, purpose="sample",
+        model=offline_model(offline_provider_url),
+        messages=messages,
+        purpose="sample",
         prompt=template,
-    )  # fmt: skip
+    )
 
     template.refresh_from_db()
     assert template.used_at is not None
@@ -183,9 +185,12 @@ def test_requests_per_minute_hold_and_waiters_give_up_at_the_deadline(db, offlin
     for i in range(5):
         try:
             complete(
-                model=model, messages=QUESTION, purpose="sample", caller=f"r{i}",
+                model=model,
+                messages=QUESTION,
+                purpose="sample",
+                caller=f"r{i}",
                 policy=patient if i < 3 else waiter,
-            )  # fmt: skip
+            )
             outcomes.append("ok")
         except RetryableLLMError as exc:
             assert "rate limits" in str(exc)
@@ -216,9 +221,13 @@ def test_the_key_never_reaches_logs_or_the_ledger(db, offline_provider, provider
             policy=FAST.__class__(max_attempts=10, base_delay=0.01),
         )
     with pytest.raises(PermanentLLMError):
-        complete(model=offline_model(url, name="offline-x", api_key_env="ASSAY_TEST_KEY",
-                                     params={"offline_fault": "400"}),
-                 messages=QUESTION, purpose="sample")  # fmt: skip
+        complete(
+            model=offline_model(
+                url, name="offline-x", api_key_env="ASSAY_TEST_KEY", params={"offline_fault": "400"}
+            ),
+            messages=QUESTION,
+            purpose="sample",
+        )
     assert LLMCall.objects.exclude(status="ok").exists()
     assert secret not in caplog.text
     for row in LLMCall.objects.values_list("error_message", "error_class", "caller"):
@@ -232,9 +241,12 @@ def test_a_real_provider_model_string_goes_through_litellm_with_its_price(
     # server by api_base; litellm still prices the call from its own table for gpt-4.1.
     provider_key("ASSAY_TEST_OPENAI_KEY", "sk-test-not-a-real-key-123456")
     model = offline_model(
-        offline_provider(), litellm_model="openai/gpt-4.1", api_key_env="ASSAY_TEST_OPENAI_KEY",
-        input_price_per_mtok=None, output_price_per_mtok=None,
-    )  # fmt: skip
+        offline_provider(),
+        litellm_model="openai/gpt-4.1",
+        api_key_env="ASSAY_TEST_OPENAI_KEY",
+        input_price_per_mtok=None,
+        output_price_per_mtok=None,
+    )
     result = complete(model=model, messages=QUESTION, purpose="sample")
     assert not result.offline
     assert result.cost_usd is not None and result.cost_usd > 0
@@ -340,8 +352,13 @@ def test_a_model_unknown_to_litellm_is_priced_by_litellm_as_ours_and_no_other(db
     ) / Decimal(1_000_000)
     assert result.cost_usd == expected
     # The same litellm model string with no price of its own stays unknown, not the first's.
-    unpriced = offline_model(url, name=name, display_name="Unpriced", input_price_per_mtok=None,
-                             output_price_per_mtok=None)  # fmt: skip
+    unpriced = offline_model(
+        url,
+        name=name,
+        display_name="Unpriced",
+        input_price_per_mtok=None,
+        output_price_per_mtok=None,
+    )
     assert unpriced.pk != priced.pk and unpriced.litellm_model == priced.litellm_model
     assert complete(model=unpriced, messages=QUESTION, purpose="sample").cost_usd is None
     assert price_per_mtok(unpriced) is None  # nor does a run's estimate borrow it
@@ -355,8 +372,15 @@ def test_litellm_has_no_callback_and_sends_nothing_out(db, offline_provider_url)
     litellm = gateway.litellm_module()
     complete(model=offline_model(offline_provider_url), messages=QUESTION, purpose="sample")
     assert litellm.telemetry is False
-    for name in ("callbacks", "success_callback", "failure_callback", "_async_success_callback",
-                 "_async_failure_callback", "input_callback", "service_callback"):  # fmt: skip
+    for name in (
+        "callbacks",
+        "success_callback",
+        "failure_callback",
+        "_async_success_callback",
+        "_async_failure_callback",
+        "input_callback",
+        "service_callback",
+    ):
         assert getattr(litellm, name, []) == [], name
 
 
@@ -375,10 +399,18 @@ def test_a_nul_in_an_answer_is_replaced_so_that_the_answer_can_be_stored(
     assert result.text == "Change it\ufffd now."
     graded = model('{"explanation": "a NUL: \\u0000.", "met": true}', "stand-in-2")
     result = complete(
-        model=graded, messages=GRADE_MESSAGES, purpose="grade_criterion", schema=GRADE_SCHEMA,
+        model=graded,
+        messages=GRADE_MESSAGES,
+        purpose="grade_criterion",
+        schema=GRADE_SCHEMA,
         policy=FAST,
-    )  # fmt: skip
+    )
     assert result.data == {"explanation": "a NUL: \ufffd.", "met": True}
     # Both stored as they came back.
-    LLMCall.objects.create(model=graded, purpose="sample", attempt=1, status=CallStatus.OK,
-                           error_message=result.data["explanation"] + result.text)  # fmt: skip
+    LLMCall.objects.create(
+        model=graded,
+        purpose="sample",
+        attempt=1,
+        status=CallStatus.OK,
+        error_message=result.data["explanation"] + result.text,
+    )

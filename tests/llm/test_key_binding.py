@@ -32,9 +32,14 @@ def redirecting(listener) -> dict:
 def provider_model(listener, **fields) -> ModelConfig:
     """A real provider's model whose API base was changed to the listener (written past the
     console's check, as a row edited by hand or before the check would be)."""
-    values = {"display_name": "GPT (edited)", "family": "GPT",
-              "litellm_model": "openai/gpt-4.1-mini", "api_base": listener.url,
-              "api_key_env": KEY_VARIABLE, "timeout_seconds": 5} | fields  # fmt: skip
+    values = {
+        "display_name": "GPT (edited)",
+        "family": "GPT",
+        "litellm_model": "openai/gpt-4.1-mini",
+        "api_base": listener.url,
+        "api_key_env": KEY_VARIABLE,
+        "timeout_seconds": 5,
+    } | fields
     return ModelConfig.objects.create(**values)
 
 
@@ -82,16 +87,26 @@ def test_a_parameter_given_as_null_is_not_sent_and_an_unprintable_name_is_shown_
 
 
 def test_the_allowed_parameters_pass_unchanged():
-    params = {"temperature": 0.7, "top_p": 1, "max_tokens": 2000, "stop": ["\n\n"],
-              "presence_penalty": -1.5, "reasoning_effort": "low"}  # fmt: skip
+    params = {
+        "temperature": 0.7,
+        "top_p": 1,
+        "max_tokens": 2000,
+        "stop": ["\n\n"],
+        "presence_penalty": -1.5,
+        "reasoning_effort": "low",
+    }
     assert params_check(params) == params
     assert params_check({"offline_fault": "429"}, offline=True) == {"offline_fault": "429"}
     assert params_check({"seed": 3}, per_call=True) == {"seed": 3}
 
 
 def test_a_model_configs_own_parameters_are_checked_in_the_console(listener):
-    model = ModelConfig(display_name="m", family="f", litellm_model="openai/gpt-4.1-mini",
-                        params=redirecting(listener))  # fmt: skip
+    model = ModelConfig(
+        display_name="m",
+        family="f",
+        litellm_model="openai/gpt-4.1-mini",
+        params=redirecting(listener),
+    )
     with pytest.raises(ValidationError) as refused:
         model.full_clean()
     assert "base_url is not a parameter" in str(refused.value.message_dict["params"])
@@ -101,13 +116,16 @@ def test_parameters_written_around_the_entries_are_refused_by_the_gateway_before
     offline_provider_url, listener
 ):
     model = offline_model(offline_provider_url)
-    run = sampling_run_create(name="Pilot", questions=[question_make()], models=[model],
-                              samples_per_item=2)  # fmt: skip
+    run = sampling_run_create(
+        name="Pilot", questions=[question_make()], models=[model], samples_per_item=2
+    )
     SamplingRun.objects.filter(pk=run.pk).update(params=redirecting(listener))
-    forged = offline_model(offline_provider_url, name="offline-friendly",
-                           params={"mock_response": "a forged answer"})  # fmt: skip
-    run2 = sampling_run_create(name="Pilot 2", questions=[question_make()], models=[forged],
-                               samples_per_item=1)  # fmt: skip
+    forged = offline_model(
+        offline_provider_url, name="offline-friendly", params={"mock_response": "a forged answer"}
+    )
+    run2 = sampling_run_create(
+        name="Pilot 2", questions=[question_make()], models=[forged], samples_per_item=1
+    )
     for each in (run, run2):
         sampling_run_launch(run=SamplingRun.objects.get(pk=each.pk))
         run_all(each)
@@ -143,8 +161,12 @@ def test_a_key_of_a_known_provider_goes_only_to_its_own_host(listener, monkeypat
     model = provider_model(listener, api_key_env="OPENAI_API_KEY")
     with pytest.raises(PermanentLLMError, match=r"may go to api\.openai\.com"):
         complete(model=model, messages=QUESTION, purpose="sample", caller="test")
-    other = ModelConfig(display_name="c", family="Claude", api_key_env="OPENAI_API_KEY",
-                        litellm_model="anthropic/claude-sonnet-4-5")  # fmt: skip
+    other = ModelConfig(
+        display_name="c",
+        family="Claude",
+        api_key_env="OPENAI_API_KEY",
+        litellm_model="anthropic/claude-sonnet-4-5",
+    )
     with pytest.raises(ValidationError, match="key of the provider openai"):
         other.full_clean()
     assert listener.connections == 0
@@ -152,8 +174,12 @@ def test_a_key_of_a_known_provider_goes_only_to_its_own_host(listener, monkeypat
 
 def test_a_sampling_run_on_a_redirected_model_fails_without_a_call(listener, monkeypatch):
     monkeypatch.setenv(KEY_VARIABLE, SECRET)
-    run = sampling_run_create(name="Pilot", questions=[question_make()],
-                              models=[provider_model(listener)], samples_per_item=2)  # fmt: skip
+    run = sampling_run_create(
+        name="Pilot",
+        questions=[question_make()],
+        models=[provider_model(listener)],
+        samples_per_item=2,
+    )
     sampling_run_launch(run=run)
     run_all(run)
     assert set(run.responses.values_list("status", flat=True)) == {ResponseStatus.FAILED}

@@ -13,10 +13,13 @@ from apps.llm.limits import Limits
 
 def limits(client, **fields) -> Limits:
     values = {
-        "key": f"assay:test:limits:{uuid.uuid4().hex}", "max_concurrent": 2,
-        "requests_per_minute": None, "tokens_per_minute": None, "lease_seconds": 40,
+        "key": f"assay:test:limits:{uuid.uuid4().hex}",
+        "max_concurrent": 2,
+        "requests_per_minute": None,
+        "tokens_per_minute": None,
+        "lease_seconds": 40,
         "call_seconds": 10,
-    }  # fmt: skip
+    }
     return Limits(client, **{**values, **fields})
 
 

@@ -41,9 +41,12 @@ def sampling_run() -> SamplingRun:
 def grading_run(mode: str) -> GradingRun:
     purpose = Purpose.GRADE_CHECKLIST if mode == GradingMode.CHECKLIST else Purpose.GRADE_CRITERION
     return GradingRun.objects.create(
-        name="G", sampling_run=sampling_run(), grader=ModelConfigFactory(), mode=mode,
+        name="G",
+        sampling_run=sampling_run(),
+        grader=ModelConfigFactory(),
+        mode=mode,
         prompt=prompt_current(purpose=purpose),
-    )  # fmt: skip
+    )
 
 
 def proxy_run(make_study) -> ProxyRun:
@@ -133,9 +136,14 @@ def test_retrying_failed_rows_runs_a_finished_run_again_and_starts_its_work(
     run = sampling_run()
     model = ModelConfigFactory()
     failed = Response.objects.create(
-        run=run, model=model, question=question_make(), status=ResponseStatus.FAILED,
-        error="boom", error_kind="rate_limited", attempts=3,
-    )  # fmt: skip
+        run=run,
+        model=model,
+        question=question_make(),
+        status=ResponseStatus.FAILED,
+        error="boom",
+        error_kind="rate_limited",
+        attempts=3,
+    )
     SamplingRun.objects.filter(pk=run.pk).update(status=RunStatus.FINISHED)
     run.refresh_from_db()
     with pytest.raises(Exception, match="Unknown kind of error"):

@@ -14,9 +14,14 @@ def test_usage_page_totals_by_model_and_purpose(role_client):
     )
     for attempt, status in [(1, "rate_limited"), (2, "ok")]:
         LLMCall.objects.create(
-            model=model, purpose="sample", attempt=attempt, status=status, input_tokens=10,
-            output_tokens=20, cost_usd=Decimal("0.001"),
-        )  # fmt: skip
+            model=model,
+            purpose="sample",
+            attempt=attempt,
+            status=status,
+            input_tokens=10,
+            output_tokens=20,
+            cost_usd=Decimal("0.001"),
+        )
     body = role_client(Role.RESEARCHER).get(reverse("llm:usage")).content.decode()
     assert "Offline Terse (demo)" in body
     assert "offline demo model" in body
@@ -102,14 +107,24 @@ def test_a_models_release_date_is_set_in_the_console(role_client):
     response = client.post(
         url,
         {
-            "display_name": model.display_name, "family": "Offline", "version": "2",
-            "released_on": "2025-04-14", "litellm_model": model.litellm_model, "kind": "chat",
+            "display_name": model.display_name,
+            "family": "Offline",
+            "version": "2",
+            "released_on": "2025-04-14",
+            "litellm_model": model.litellm_model,
+            "kind": "chat",
             "active": "on",
-            "api_base": "", "api_key_env": "", "timeout_seconds": 120, "params": "{}",
-            "max_concurrent": 8, "requests_per_minute": "", "tokens_per_minute": "",
-            "input_price_per_mtok": "", "output_price_per_mtok": "",
+            "api_base": "",
+            "api_key_env": "",
+            "timeout_seconds": 120,
+            "params": "{}",
+            "max_concurrent": 8,
+            "requests_per_minute": "",
+            "tokens_per_minute": "",
+            "input_price_per_mtok": "",
+            "output_price_per_mtok": "",
         },
-    )  # fmt: skip
+    )
     assert response.status_code == 302, response.content[:2000]
     model.refresh_from_db()
     assert model.released_on == dt.date(2025, 4, 14)
@@ -120,13 +135,19 @@ def test_a_models_release_date_is_set_in_the_console(role_client):
 @pytest.mark.parametrize(
     "fields, field, message",
     [
-        ({"params": '{"base_url": "http://127.0.0.1:9/v1"}'}, "params",
-         "base_url is not a parameter a call may carry"),
+        (
+            {"params": '{"base_url": "http://127.0.0.1:9/v1"}'},
+            "params",
+            "base_url is not a parameter a call may carry",
+        ),
         ({"params": '{"temperature": 7}'}, "params", "temperature must be a number from 0 to 2"),
-        ({"api_base": "http://127.0.0.1:9/v1", "api_key_env": "OPENAI_API_KEY"}, "api_base",
-         "The key in OPENAI_API_KEY may not be sent to 127.0.0.1:9"),
+        (
+            {"api_base": "http://127.0.0.1:9/v1", "api_key_env": "OPENAI_API_KEY"},
+            "api_base",
+            "The key in OPENAI_API_KEY may not be sent to 127.0.0.1:9",
+        ),
     ],
-)  # fmt: skip
+)
 def test_the_console_refuses_a_model_config_that_could_send_a_call_or_key_elsewhere(
     role_client, fields, field, message
 ):
@@ -136,12 +157,24 @@ def test_the_console_refuses_a_model_config_that_could_send_a_call_or_key_elsewh
     client = role_client(Role.RESEARCHER)
     url = reverse("admin:llm_modelconfig_change", args=[model.pk])
     data = {
-        "display_name": "GPT", "family": "GPT", "version": "", "released_on": "",
-        "litellm_model": model.litellm_model, "kind": "chat", "active": "on",
-        "api_base": "", "api_key_env": "", "timeout_seconds": 120, "params": "{}",
-        "max_concurrent": 8, "requests_per_minute": "", "tokens_per_minute": "",
-        "input_price_per_mtok": "", "output_price_per_mtok": "", **fields,
-    }  # fmt: skip
+        "display_name": "GPT",
+        "family": "GPT",
+        "version": "",
+        "released_on": "",
+        "litellm_model": model.litellm_model,
+        "kind": "chat",
+        "active": "on",
+        "api_base": "",
+        "api_key_env": "",
+        "timeout_seconds": 120,
+        "params": "{}",
+        "max_concurrent": 8,
+        "requests_per_minute": "",
+        "tokens_per_minute": "",
+        "input_price_per_mtok": "",
+        "output_price_per_mtok": "",
+        **fields,
+    }
     response = client.post(url, data)
     assert response.status_code == 200
     assert message in response.context["adminform"].form.errors[field][0]

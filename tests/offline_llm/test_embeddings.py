@@ -98,13 +98,15 @@ def test_base64_encoding_carries_the_same_float32_vector(offline_provider_url):
         ({"model": "offline-embed", "input": []}, "invalid_input"),
         ({"model": "offline-embed", "input": [HACKED, " "]}, "invalid_input"),
         ({"model": "offline-embed", "input": [[1, 2, 3]]}, "invalid_input"),
-        ({"model": "offline-embed", "input": HACKED, "encoding_format": "hex"},
-         "invalid_encoding_format"),
+        (
+            {"model": "offline-embed", "input": HACKED, "encoding_format": "hex"},
+            "invalid_encoding_format",
+        ),
         ({"model": "offline-embed", "input": HACKED, "dimensions": 0}, "invalid_dimensions"),
         ({"model": "offline-embed", "input": HACKED, "dimensions": True}, "invalid_dimensions"),
         ([HACKED], "invalid_body"),
     ],
-)  # fmt: skip
+)
 def test_bad_embedding_requests_get_an_openai_style_400(offline_provider_url, body, code):
     response = embed(offline_provider_url, body)
     assert response.status_code == 400

@@ -132,9 +132,12 @@ def test_parameters_are_served_each_with_what_it_does_and_what_each_model_makes_
     served = httpx.get(url).json()
     assert served["survey_proxy"] == [p._asdict() for p in generate.PROXY_PARAMETERS]
     assert [p["name"] for p in served["survey_proxy"]] == [
-        "run_noise", "model_scenario_noise", "model_item_spread", "model_leniency",
+        "run_noise",
+        "model_scenario_noise",
+        "model_item_spread",
+        "model_leniency",
         "done_threshold",
-    ]  # fmt: skip
+    ]
     for parameter in served["survey_proxy"] + served["grading"]:
         assert isinstance(parameter["value"], int | float), parameter
         assert parameter["about"].strip(), parameter

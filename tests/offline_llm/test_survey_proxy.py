@@ -33,12 +33,17 @@ V1_SYSTEM, V1_USER = import_module("apps.llm.migrations.0002_default_prompts").P
 USER = import_module("apps.llm.migrations.0007_survey_proxy_prompt_v2").USER_TEXT
 PUBLISHED = import_module("apps.surveys.migrations.0008_published_scale_labels")
 ITEMS = [
-    {"code": code, "wording": wording, "kind": kind, "scale_labels": labels,
-     "explanation_required": explain}
+    {
+        "code": code,
+        "wording": wording,
+        "kind": kind,
+        "scale_labels": labels,
+        "explanation_required": explain,
+    }
     for code, wording, kind, labels, explain in import_module(
         "apps.surveys.migrations.0002_default_items"
     ).ITEMS
-]  # fmt: skip
+]
 # The default set as 0008 left it: H3 asks how likely, on the published labels.
 ITEMS = [
     item | {"wording": PUBLISHED.WORDING, "scale_labels": PUBLISHED.LABELS}
@@ -87,8 +92,10 @@ def proxy_answers(
         )
         messages = [("user", user)]
     else:
-        listed = [{key: item[key] for key in ("code", "wording", "kind", "scale_labels")}
-                  for item in items]  # fmt: skip
+        listed = [
+            {key: item[key] for key in ("code", "wording", "kind", "scale_labels")}
+            for item in items
+        ]
         user = string.Template(V1_USER).substitute(
             scenario=scenario, response=response, items=json.dumps(listed)
         )

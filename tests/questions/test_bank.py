@@ -17,26 +17,40 @@ pytestmark = pytest.mark.django_db
 def bank():
     return {
         "short-guide": question_make(
-            topic="scams", external_id="scams-01", text="Is this text from my bank a scam?",
-            needs_guidance=True, mentions_prior_attempt=True, label_status=LabelStatus.VERIFIED,
-            rewrite_cosine=0.5, rewrite_trigram_overlap=0.1,
+            topic="scams",
+            external_id="scams-01",
+            text="Is this text from my bank a scam?",
+            needs_guidance=True,
+            mentions_prior_attempt=True,
+            label_status=LabelStatus.VERIFIED,
+            rewrite_cosine=0.5,
+            rewrite_trigram_overlap=0.1,
         ),
         "long-sense": question_make(
-            topic="scams", external_id="scams-02", text="w " * 340 + "why?",
-            length_bucket=LengthBucket.LONG, needs_sensemaking=True,
-            label_status=LabelStatus.RESOLVED, rewrite_cosine=0.7,
+            topic="scams",
+            external_id="scams-02",
+            text="w " * 340 + "why?",
+            length_bucket=LengthBucket.LONG,
+            needs_sensemaking=True,
+            label_status=LabelStatus.RESOLVED,
+            rewrite_cosine=0.7,
         ),
         "both": question_make(
-            topic="harassment", external_id="harassment-01", needs_sensemaking=True,
-            needs_guidance=True, label_status=LabelStatus.VERIFIED,
+            topic="harassment",
+            external_id="harassment-01",
+            needs_sensemaking=True,
+            needs_guidance=True,
+            label_status=LabelStatus.VERIFIED,
         ),
         "neither": question_make(
-            topic="harassment", external_id="harassment-02", label_status=LabelStatus.VERIFIED,
+            topic="harassment",
+            external_id="harassment-02",
+            label_status=LabelStatus.VERIFIED,
         ),
         "accounts": question_make(
             topic="accounts", external_id="accounts-01", text="How do I lock my email account?"
         ),
-    }  # fmt: skip
+    }
 
 
 def ids(questions):
@@ -52,8 +66,11 @@ def test_bank_filters_by_topic_and_each_stratum(bank, researcher):
     assert found(length_bucket="long") == ["scams-02"]
     assert found(prior_attempt=True) == ["scams-01"]
     assert found(prior_attempt=False) == [
-        "accounts-01", "harassment-01", "harassment-02", "scams-02",
-    ]  # fmt: skip
+        "accounts-01",
+        "harassment-01",
+        "harassment-02",
+        "scams-02",
+    ]
     assert found(label_status="unlabelled") == ["accounts-01"]
     assert found(search="lock my") == ["accounts-01"]
     assert found(search="SCAMS-0", needs_guidance=True) == ["scams-01"]
@@ -83,16 +100,24 @@ def test_metric_means_are_over_the_questions_that_have_them(bank):
 
 def test_the_document_carries_only_settled_labels(bank, researcher):
     pending = question_make(
-        topic="accounts", external_id="accounts-02", needs_guidance=True,
-        mentions_prior_attempt=True, label_status=LabelStatus.LABELLED, labelled_by=researcher,
-    )  # fmt: skip
+        topic="accounts",
+        external_id="accounts-02",
+        needs_guidance=True,
+        mentions_prior_attempt=True,
+        label_status=LabelStatus.LABELLED,
+        labelled_by=researcher,
+    )
     doc = questions_document(questions=selectors.bank_questions(viewer=researcher))
     assert doc["format"] == FORMAT and doc["topics"] == ["accounts", "scams", "harassment"]
     items = {item["id"]: item for item in doc["questions"]}
     assert items["scams-01"] == {
-        "id": "scams-01", "topic": "scams", "text": "Is this text from my bank a scam?",
-        "mentions_prior_attempt": True, "needs_sensemaking": False, "needs_guidance": True,
-    }  # fmt: skip
+        "id": "scams-01",
+        "topic": "scams",
+        "text": "Is this text from my bank a scam?",
+        "mentions_prior_attempt": True,
+        "needs_sensemaking": False,
+        "needs_guidance": True,
+    }
 
     def needs(key):
         return items[key]["needs_sensemaking"], items[key]["needs_guidance"]
@@ -108,10 +133,15 @@ def test_the_document_carries_only_settled_labels(bank, researcher):
 def test_the_document_imports_into_an_empty_bank_unchanged(bank):
     def labels(questions):
         return {
-            q.external_id: (q.topic.name, q.text, q.mentions_prior_attempt, q.needs_sensemaking,
-                            q.needs_guidance)
+            q.external_id: (
+                q.topic.name,
+                q.text,
+                q.mentions_prior_attempt,
+                q.needs_sensemaking,
+                q.needs_guidance,
+            )
             for q in questions
-        }  # fmt: skip
+        }
 
     before = labels(Question.objects.filter(label_status__in=["verified", "resolved"]))
     content = json.dumps(

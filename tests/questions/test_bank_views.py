@@ -55,14 +55,19 @@ def test_the_bank_filters_by_each_need_and_shows_both_labels(signed_in):
         ("guide", False, True),
         ("neither", False, False),
     ]:
-        question_make(external_id=f"need-{key}", needs_sensemaking=sensemaking,
-                      needs_guidance=guidance, label_status=LabelStatus.VERIFIED)  # fmt: skip
+        question_make(
+            external_id=f"need-{key}",
+            needs_sensemaking=sensemaking,
+            needs_guidance=guidance,
+            label_status=LabelStatus.VERIFIED,
+        )
     question_make(external_id="need-unlabelled")
 
     def shown(**params):
         page = signed_in.get(reverse("questions:bank"), params, **HTMX).content.decode()
-        return sorted(k for k in ("both", "sense", "guide", "neither", "unlabelled")
-                      if f">need-{k}<" in page)  # fmt: skip
+        return sorted(
+            k for k in ("both", "sense", "guide", "neither", "unlabelled") if f">need-{k}<" in page
+        )
 
     assert shown(sensemaking="yes") == ["both", "sense"]
     assert shown(sensemaking="no") == ["guide", "neither"]
@@ -101,10 +106,14 @@ def test_the_bank_shows_the_metric_means_beside_the_published_ones(signed_in):
 
 def test_the_csv_neutralises_a_formula_and_honours_the_filters(signed_in, researcher):
     question_make(
-        topic="scams", external_id="scams-01", text="=HYPERLINK(\"http://x\")",
-        needs_sensemaking=True, needs_guidance=True, label_status=LabelStatus.LABELLED,
+        topic="scams",
+        external_id="scams-01",
+        text='=HYPERLINK("http://x")',
+        needs_sensemaking=True,
+        needs_guidance=True,
+        label_status=LabelStatus.LABELLED,
         labelled_by=researcher,
-    )  # fmt: skip
+    )
     question_make(topic="accounts", external_id="accounts-01")
     scams = Topic.objects.get(name="scams")
     response = signed_in.get(reverse("questions:bank-csv"), {"topic": scams.pk})
@@ -114,8 +123,15 @@ def test_the_csv_neutralises_a_formula_and_honours_the_filters(signed_in, resear
     assert rows[0]["text"] == '\'=HYPERLINK("http://x")'
     assert rows[0]["label_status"] == "labelled"
     assert rows[0]["labelled_by"] == researcher.get_username()
-    assert {"length_bucket", "needs_sensemaking", "needs_guidance", "verified_by", "rewrite_model",
-            "rewrite_prompt_version", "rewrite_cosine"} <= set(rows[0])  # fmt: skip
+    assert {
+        "length_bucket",
+        "needs_sensemaking",
+        "needs_guidance",
+        "verified_by",
+        "rewrite_model",
+        "rewrite_prompt_version",
+        "rewrite_cosine",
+    } <= set(rows[0])
     assert "need_type" not in rows[0]
     assert (rows[0]["needs_sensemaking"], rows[0]["needs_guidance"]) == ("true", "true")
     everything = csv_of(signed_in.get(reverse("questions:bank-csv")))
@@ -123,12 +139,22 @@ def test_the_csv_neutralises_a_formula_and_honours_the_filters(signed_in, resear
 
 
 def test_the_json_export_round_trips_through_the_import_into_an_empty_bank(signed_in, tmp_path):
-    question_make(topic="scams", external_id="scams-01", text="Is this a scam?",
-                  needs_guidance=True, mentions_prior_attempt=True,
-                  label_status=LabelStatus.VERIFIED)  # fmt: skip
-    question_make(topic="harassment", external_id="harassment-01", text="Someone follows me.",
-                  needs_sensemaking=True, needs_guidance=True,
-                  label_status=LabelStatus.RESOLVED)  # fmt: skip
+    question_make(
+        topic="scams",
+        external_id="scams-01",
+        text="Is this a scam?",
+        needs_guidance=True,
+        mentions_prior_attempt=True,
+        label_status=LabelStatus.VERIFIED,
+    )
+    question_make(
+        topic="harassment",
+        external_id="harassment-01",
+        text="Someone follows me.",
+        needs_sensemaking=True,
+        needs_guidance=True,
+        label_status=LabelStatus.RESOLVED,
+    )
     question_make(topic="accounts", external_id="accounts-01", text="Left out by the filter.")
     response = signed_in.get(reverse("questions:bank-json"), {"label_status": "verified"})
     doc = json.loads(response.content)
@@ -138,10 +164,15 @@ def test_the_json_export_round_trips_through_the_import_into_an_empty_bank(signe
 
     def labels():
         return {
-            q.external_id: (q.topic.name, q.text, q.mentions_prior_attempt, q.needs_sensemaking,
-                            q.needs_guidance)
+            q.external_id: (
+                q.topic.name,
+                q.text,
+                q.mentions_prior_attempt,
+                q.needs_sensemaking,
+                q.needs_guidance,
+            )
             for q in Question.objects.select_related("topic")
-        }  # fmt: skip
+        }
 
     before = labels()
     Question.objects.all().delete()

@@ -108,9 +108,12 @@ def labelled(ana):
     waits for another researcher to verify it."""
     question = question_make(external_id="q-blind")
     return question_label(
-        question=question, researcher=ana, mentions_prior_attempt=True,
-        needs_sensemaking=True, needs_guidance=False,
-    )  # fmt: skip
+        question=question,
+        researcher=ana,
+        mentions_prior_attempt=True,
+        needs_sensemaking=True,
+        needs_guidance=False,
+    )
 
 
 QUESTIONS = "admin:questions_question_changelist"
@@ -159,9 +162,12 @@ def test_the_labeller_sees_their_own_labels_while_they_wait(ana, labelled):
 
 def test_every_researcher_sees_the_labels_once_they_are_verified(ana, ben, labelled):
     question_label_verify(
-        question=labelled, researcher=ben, mentions_prior_attempt=True,
-        needs_sensemaking=True, needs_guidance=False,
-    )  # fmt: skip
+        question=labelled,
+        researcher=ben,
+        mentions_prior_attempt=True,
+        needs_sensemaking=True,
+        needs_guidance=False,
+    )
     for user in (ben, user_with_role(Role.RESEARCHER, username="screener-cleo")):
         seen = labels_seen(user, labelled)
         assert all(seen.values()), (user, seen)
@@ -171,16 +177,23 @@ def test_a_question_page_without_the_labels_leaves_them_as_they_are(ben, labelle
     client = signed_in(ben)
     url = reverse("admin:questions_question_change", args=[labelled.pk])
     data = {
-        "external_id": labelled.external_id, "topic": labelled.topic_id, "text": "Reworded.",
-        "original_text": "", "length_bucket": labelled.length_bucket,
-        "labelled_by": labelled.labelled_by_id, "verified_by": "", "_save": "Save",
-    }  # fmt: skip
+        "external_id": labelled.external_id,
+        "topic": labelled.topic_id,
+        "text": "Reworded.",
+        "original_text": "",
+        "length_bucket": labelled.length_bucket,
+        "labelled_by": labelled.labelled_by_id,
+        "verified_by": "",
+        "_save": "Save",
+    }
     assert client.post(url, data).status_code == 302
     saved = Question.objects.get(pk=labelled.pk)
     assert saved.text == "Reworded."
     assert (saved.mentions_prior_attempt, saved.needs_sensemaking, saved.needs_guidance) == (
-        True, True, False,
-    )  # fmt: skip
+        True,
+        True,
+        False,
+    )
 
 
 def test_a_label_lookup_in_the_query_string_is_refused(ben, labelled):
@@ -207,12 +220,16 @@ def bank_seen(user, question) -> dict[str, bool]:
     return {
         "page": cells == ["Yes", "Yes", "No"],
         "filter": f">{question.external_id}</a>" in filtered,
-        "csv": (exported_row["mentions_prior_attempt"], exported_row["needs_sensemaking"],
-                exported_row["needs_guidance"]) == ("true", "true", "false"),
-        "api": (item["mentions_prior_attempt"], item["needs_sensemaking"],
-                item["needs_guidance"]) == (True, True, False),
+        "csv": (
+            exported_row["mentions_prior_attempt"],
+            exported_row["needs_sensemaking"],
+            exported_row["needs_guidance"],
+        )
+        == ("true", "true", "false"),
+        "api": (item["mentions_prior_attempt"], item["needs_sensemaking"], item["needs_guidance"])
+        == (True, True, False),
         "api filter": question.external_id in {q["external_id"] for q in api_filtered["results"]},
-    }  # fmt: skip
+    }
 
 
 def test_the_bank_and_the_api_show_no_labels_still_to_verify_but_to_their_labeller(
@@ -223,8 +240,11 @@ def test_the_bank_and_the_api_show_no_labels_still_to_verify_but_to_their_labell
     seen = bank_seen(ana, labelled)
     assert all(seen.values()), seen
     question_label_verify(
-        question=labelled, researcher=ben, mentions_prior_attempt=True,
-        needs_sensemaking=True, needs_guidance=False,
-    )  # fmt: skip
+        question=labelled,
+        researcher=ben,
+        mentions_prior_attempt=True,
+        needs_sensemaking=True,
+        needs_guidance=False,
+    )
     seen = bank_seen(ben, labelled)
     assert all(seen.values()), seen

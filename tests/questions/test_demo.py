@@ -27,10 +27,14 @@ def demo_world(settings, offline_provider_url):
     for username in ("researcher", "researcher2"):
         user_with_role(Role.RESEARCHER, username=username)
     ModelConfig.objects.create(
-        display_name=demo.REWRITER, family="Offline demo", litellm_model="openai/offline-thorough",
-        api_base=settings.OFFLINE_LLM_URL, max_concurrent=16, input_price_per_mtok=0,
+        display_name=demo.REWRITER,
+        family="Offline demo",
+        litellm_model="openai/offline-thorough",
+        api_base=settings.OFFLINE_LLM_URL,
+        max_concurrent=16,
+        input_price_per_mtok=0,
         output_price_per_mtok=0,
-    )  # fmt: skip
+    )
 
 
 def test_the_demo_carries_posts_through_every_stage_and_leaves_each_part_done(demo_world):

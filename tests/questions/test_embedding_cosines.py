@@ -95,8 +95,10 @@ def test_each_cosine_is_numpys_cosine_of_the_two_vectors_stored_with_their_model
     assert Embedding.objects.filter(model=model).count() == 6 and requests_seen(url) == 1
     call = LLMCall.objects.get(purpose=EMBED_PURPOSE)
     assert (call.model, call.status, call.caller) == (
-        model, CallStatus.OK, f"embedding-cosine-job:{job.pk}",
-    )  # fmt: skip
+        model,
+        CallStatus.OK,
+        f"embedding-cosine-job:{job.pk}",
+    )
     assert call.input_tokens > 0 and call.cost_usd is not None
     [mean] = embedding_cosine_means(questions=questions_rewritten())
     assert (mean.model, mean.n, mean.failed, mean.pending) == (model, 3, 0, 0)
@@ -121,8 +123,15 @@ def test_computing_again_sends_no_text_the_model_has_embedded(researcher, offlin
     assert dict(EmbeddingCosine.objects.values_list("question", "cosine")) == before
     assert set(EmbeddingCosine.objects.values_list("job", flat=True)) == {again.pk}
     # A new rewrite approved since: only its two texts are sent.
-    approved_bank(researcher, [("My phone shows a login I did not make.", "A login I didn't "
-                                "make shows on my phone. What should I do?")])  # fmt: skip
+    approved_bank(
+        researcher,
+        [
+            (
+                "My phone shows a login I did not make.",
+                "A login I didn't make shows on my phone. What should I do?",
+            )
+        ],
+    )
     embedding_cosine_job_run(job_id=embedding_cosine_job_start(model=model).pk)
     assert requests_seen(url) == 2 and Embedding.objects.count() == 8
     # The task run again (a redelivered message) does nothing more.
@@ -185,6 +194,7 @@ def test_only_an_active_embedding_model_and_a_bank_with_approved_rewrites_are_ta
     with pytest.raises(QuestionError, match="is not an embedding model"):
         embedding_cosine_job_start(model=offline_model(url))
     with pytest.raises(QuestionError, match="switched off"):
-        embedding_cosine_job_start(model=offline_model(url, name="off", kind="embedding",
-                                                       active=False))  # fmt: skip
+        embedding_cosine_job_start(
+            model=offline_model(url, name="off", kind="embedding", active=False)
+        )
     assert not EmbeddingCosine.objects.exists()

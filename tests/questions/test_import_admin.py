@@ -129,9 +129,12 @@ def test_the_progress_page_reads_progress_recorded_during_the_import(role_client
 
     client = role_client(Role.RESEARCHER)
     batch = ImportBatch.objects.create(
-        filename="big.csv", sha256="0" * 64, file_format="csv", size_bytes=1000,
+        filename="big.csv",
+        sha256="0" * 64,
+        file_format="csv",
+        size_bytes=1000,
         status=ImportStatus.IMPORTING,
-    )  # fmt: skip
+    )
     import_progress_record(batch_id=batch.pk, bytes_read=250, total=1000, rows=1234)
     url = reverse("admin:questions_importbatch_progress", args=[batch.pk])
     fragment = client.get(url, headers={"HX-Request": "true"}).content.decode()
@@ -188,11 +191,15 @@ def test_researchers_add_and_rename_topics_but_cannot_delete_one_in_use(role_cli
 @pytest.mark.django_db
 def test_exclusion_reasons_are_added_and_deactivated(role_client):
     client = role_client(Role.RESEARCHER)
-    client.post(reverse("admin:questions_exclusionreason_add"),
-                {"text": "Spam", "order": 20, "active": "on"})  # fmt: skip
+    client.post(
+        reverse("admin:questions_exclusionreason_add"),
+        {"text": "Spam", "order": 20, "active": "on"},
+    )
     reason = ExclusionReason.objects.get(text="Spam")
-    client.post(reverse("admin:questions_exclusionreason_change", args=[reason.pk]),
-                {"text": "Spam or advertising", "order": 1})  # fmt: skip
+    client.post(
+        reverse("admin:questions_exclusionreason_change", args=[reason.pk]),
+        {"text": "Spam or advertising", "order": 1},
+    )
     reason.refresh_from_db()
     assert reason.text == "Spam or advertising" and not reason.active and reason.order == 1
 
@@ -204,12 +211,18 @@ def test_quota_settings_are_edited_never_added_or_deleted(role_client):
     response = client.get(reverse("admin:questions_quotasettings_changelist"))
     assert response["Location"] == reverse("admin:questions_quotasettings_change", args=[row.pk])
     assert client.get(reverse("admin:questions_quotasettings_add")).status_code == 403
-    client.post(reverse("admin:questions_quotasettings_change", args=[row.pk]),
-                {"target_per_topic": 60, "minimum_per_stratum": 12})  # fmt: skip
+    client.post(
+        reverse("admin:questions_quotasettings_change", args=[row.pk]),
+        {"target_per_topic": 60, "minimum_per_stratum": 12},
+    )
     row.refresh_from_db()
     assert (row.target_per_topic, row.minimum_per_stratum) == (60, 12)
-    assert client.post(reverse("admin:questions_quotasettings_delete", args=[row.pk]),
-                       {"post": "yes"}).status_code == 403  # fmt: skip
+    assert (
+        client.post(
+            reverse("admin:questions_quotasettings_delete", args=[row.pk]), {"post": "yes"}
+        ).status_code
+        == 403
+    )
 
 
 def test_an_upload_is_imported_by_a_real_worker(route_to_worker, role_client, upload_dir):

@@ -23,10 +23,14 @@ COLUMNS = ["external_id", "subreddit", "title", "body", "created_utc", "topics"]
 
 def post(n: int, **fields) -> dict:
     return {
-        "external_id": f"t3_test{n:04d}", "subreddit": "privacy", "title": f"Help {n}",
+        "external_id": f"t3_test{n:04d}",
+        "subreddit": "privacy",
+        "title": f"Help {n}",
         "body": f"Someone got into my account {n}. What do I do?",
-        "created_utc": "2023-05-01T10:00:00+00:00", "topics": "accounts", **fields,
-    }  # fmt: skip
+        "created_utc": "2023-05-01T10:00:00+00:00",
+        "topics": "accounts",
+        **fields,
+    }
 
 
 def csv_file(tmp_path, rows, *, name="posts.csv", columns=COLUMNS) -> Path:
@@ -177,10 +181,16 @@ def test_a_bad_field_is_refused_naming_the_line_and_field(tmp_path, fields, expe
 
 
 def test_epoch_seconds_and_other_timezones_are_accepted(tmp_path):
-    posts_import(path=csv_file(tmp_path, [
-        post(1, created_utc="1625000000"), post(2, created_utc="2023-05-01T12:00:00+02:00"),
-        post(3, created_utc="2023-05-01T10:00:00Z"),
-    ]))  # fmt: skip
+    posts_import(
+        path=csv_file(
+            tmp_path,
+            [
+                post(1, created_utc="1625000000"),
+                post(2, created_utc="2023-05-01T12:00:00+02:00"),
+                post(3, created_utc="2023-05-01T10:00:00Z"),
+            ],
+        )
+    )
     times = dict(SourcePost.objects.values_list("external_id", "created_utc"))
     assert times["t3_test0001"].timestamp() == 1625000000
     assert times["t3_test0002"] == times["t3_test0003"]

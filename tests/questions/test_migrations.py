@@ -46,17 +46,25 @@ def old_rows(apps, researcher, second):
         ("old-blank", "", "unlabelled"),
     ]:
         made[key] = OldQuestion.objects.create(
-            external_id=key, topic_id=topic.pk, text=f"{key}?", length_bucket="short",
-            mentions_prior_attempt=True, need_type=need_type, label_status=status,
-        )  # fmt: skip
+            external_id=key,
+            topic_id=topic.pk,
+            text=f"{key}?",
+            length_bucket="short",
+            mentions_prior_attempt=True,
+            need_type=need_type,
+            label_status=status,
+        )
     for stage, who, need_type in (
         ("label", researcher, "guidance"),
         ("verify", second, "sensemaking"),
     ):
         OldLabel.objects.create(
-            question_id=made["old-guidance"].pk, stage=stage, researcher_id=who.pk,
-            mentions_prior_attempt=True, need_type=need_type,
-        )  # fmt: skip
+            question_id=made["old-guidance"].pk,
+            stage=stage,
+            researcher_id=who.pk,
+            mentions_prior_attempt=True,
+            need_type=need_type,
+        )
     return made
 
 

@@ -105,9 +105,14 @@ def test_the_label_pages_take_an_odd_topic_or_question_as_none(signed_in, value)
         assert disputes.status_code == 200
     labelled = signed_in.post(
         reverse("questions:label", args=[question.pk]),
-        {"topic": value, "prior_attempt": "no", "sensemaking": "yes", "guidance": "no",
-         "step": "label"},
-    )  # fmt: skip
+        {
+            "topic": value,
+            "prior_attempt": "no",
+            "sensemaking": "yes",
+            "guidance": "no",
+            "step": "label",
+        },
+    )
     assert labelled.status_code == 302
     question.refresh_from_db()
     assert question.label_status == LabelStatus.LABELLED
@@ -118,9 +123,14 @@ def test_resolving_a_question_that_is_not_one_is_not_found(signed_in, value):
     question = question_make()
     resolve = signed_in.post(
         reverse("questions:disputes"),
-        {"question": value, "prior_attempt": "no", "sensemaking": "yes", "guidance": "no",
-         "step": "resolve"},
-    )  # fmt: skip
+        {
+            "question": value,
+            "prior_attempt": "no",
+            "sensemaking": "yes",
+            "guidance": "no",
+            "step": "resolve",
+        },
+    )
     assert resolve.status_code == 404
     question.refresh_from_db()
     assert question.label_status == LabelStatus.UNLABELLED

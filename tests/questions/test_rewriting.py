@@ -173,8 +173,9 @@ def test_approving_an_edited_rewrite_sets_text_provenance_and_metrics_but_keeps_
 
 def test_approval_is_refused_with_the_reason_once_the_text_is_frozen(prompt, researcher):
     question = question_from_post_make(body=POSTS[0])
-    sampling_run_create(name="Answered", questions=[question], models=[ModelConfigFactory()],
-                        samples_per_item=1)  # fmt: skip
+    sampling_run_create(
+        name="Answered", questions=[question], models=[ModelConfigFactory()], samples_per_item=1
+    )
     rewrite = rewrite_made(question, text="My social media account was hacked. What now?")
     with pytest.raises(QuestionError, match="can no longer change"):
         rewrite_approve(rewrite=rewrite, text=rewrite.text, user=researcher)

@@ -39,10 +39,16 @@ def exclude(sampled, researcher, reason, note=""):
 
 def test_nine_reasons_are_seeded_in_the_published_order(reasons):
     assert [r.text for r in reasons] == [
-        "No clear question", "Only relationship or therapeutic support", "Outdated technology",
-        "Asks for inappropriate help", "Only asks others to report", "Needs several turns",
-        "Needs images or other non-text content", "Not English", "Longer than 1,000 characters",
-    ]  # fmt: skip
+        "No clear question",
+        "Only relationship or therapeutic support",
+        "Outdated technology",
+        "Asks for inappropriate help",
+        "Only asks others to report",
+        "Needs several turns",
+        "Needs images or other non-text content",
+        "Not English",
+        "Longer than 1,000 characters",
+    ]
 
 
 def test_two_includes_make_the_post_a_question_in_the_samples_topic(pair):
@@ -199,8 +205,13 @@ def test_the_dashboard_counts_progress_and_reads_pairs_first_against_second_by_t
     board = screening_dashboard()
     (row,) = [r for r in board["rows"] if r["name"] == "harassment"]
     assert {k: row[k] for k in ("sampled", "none", "one", "both", "included", "excluded")} == {
-        "sampled": 6, "none": 1, "one": 1, "both": 4, "included": 1, "excluded": 3,
-    }  # fmt: skip
+        "sampled": 6,
+        "none": 1,
+        "one": 1,
+        "both": 4,
+        "included": 1,
+        "excluded": 3,
+    }
     assert (row["agreement"].pairs, row["agreement"].agreed) == (4, 2)
     assert row["agreement"].kappa == pytest.approx(0.0)
     assert board["total"]["sampled"] == 6 and board["total"]["agreement"].pairs == 4

@@ -35,9 +35,16 @@ def old_format(doc: dict) -> dict:
 
 def test_the_nine_topics_are_seeded():
     assert list(Topic.objects.values_list("name", flat=True)) == [
-        "accounts", "moderation tools", "security tools", "privacy tools", "compromise",
-        "platform actions", "scams", "harassment", "data concerns",
-    ]  # fmt: skip
+        "accounts",
+        "moderation tools",
+        "security tools",
+        "privacy tools",
+        "compromise",
+        "platform actions",
+        "scams",
+        "harassment",
+        "data concerns",
+    ]
 
 
 def test_the_fixture_imports_all_18_questions_with_their_labels():
@@ -45,8 +52,11 @@ def test_the_fixture_imports_all_18_questions_with_their_labels():
     assert len(report.created) == 18 and report.with_criteria == 18
     question = Question.objects.get(external_id="accounts-01")
     assert question.topic.name == "accounts"
-    assert (question.mentions_prior_attempt, question.needs_sensemaking,
-            question.needs_guidance) == (True, False, True)  # fmt: skip
+    assert (
+        question.mentions_prior_attempt,
+        question.needs_sensemaking,
+        question.needs_guidance,
+    ) == (True, False, True)
     assert question.label_status == "verified"
     sensemaking = Question.objects.get(external_id="accounts-02")
     assert (sensemaking.needs_sensemaking, sensemaking.needs_guidance) == (True, False)
@@ -207,8 +217,9 @@ def test_a_questions_text_is_frozen_once_a_rubric_version_is_approved(expert, re
     assert Rubric.objects.get(version=1).question.text == "How do I recover it?"
 
     # What the rubric is not about can still change; the same text is not a change.
-    question_update(question=question, fields={"needs_guidance": True,
-                                                "text": "How do I recover it?"})  # fmt: skip
+    question_update(
+        question=question, fields={"needs_guidance": True, "text": "How do I recover it?"}
+    )
     question.refresh_from_db()
     assert question.needs_guidance is True
 
@@ -227,10 +238,15 @@ def test_the_console_refuses_a_frozen_text_with_the_reason_and_saves_the_rest(cl
     client.force_login(researcher)
     url = reverse("admin:questions_question_change", args=[question.pk])
     form = {
-        "external_id": question.external_id, "topic": question.topic_id,
-        "text": "A new wording?", "original_text": "", "length_bucket": question.length_bucket,
-        "needs_guidance": "on", "labelled_by": "", "verified_by": "",
-    }  # fmt: skip
+        "external_id": question.external_id,
+        "topic": question.topic_id,
+        "text": "A new wording?",
+        "original_text": "",
+        "length_bucket": question.length_bucket,
+        "needs_guidance": "on",
+        "labelled_by": "",
+        "verified_by": "",
+    }
     refused = client.post(url, form)
     assert refused.status_code == 200
     assert "can no longer change: it has 1 model answer sampled against it" in refused.text
@@ -249,10 +265,14 @@ def test_the_console_changes_a_text_nothing_depends_on_yet(client, researcher):
     client.force_login(researcher)
     url = reverse("admin:questions_question_change", args=[question.pk])
     form = {
-        "external_id": question.external_id, "topic": question.topic_id, "original_text": "",
+        "external_id": question.external_id,
+        "topic": question.topic_id,
+        "original_text": "",
         "text": "A much longer wording of the same question? " * 12,
-        "length_bucket": question.length_bucket, "labelled_by": "", "verified_by": "",
-    }  # fmt: skip
+        "length_bucket": question.length_bucket,
+        "labelled_by": "",
+        "verified_by": "",
+    }
     assert client.post(url, form).status_code == 302
     question.refresh_from_db()
     assert question.text.startswith("A much longer wording")
@@ -272,10 +292,16 @@ def test_an_edited_text_keeps_the_importers_limits(text, reason):
 @pytest.mark.parametrize(
     ("characters", "bucket"),
     [
-        (1, "short"), (332, "short"), (333, "medium"), (665, "medium"), (666, "long"),
-        (999, "long"), (1000, "over"), (40_000, "over"),
+        (1, "short"),
+        (332, "short"),
+        (333, "medium"),
+        (665, "medium"),
+        (666, "long"),
+        (999, "long"),
+        (1000, "over"),
+        (40_000, "over"),
     ],
-)  # fmt: skip
+)
 def test_length_buckets_are_the_published_thirds_of_a_thousand_characters(characters, bucket):
     # Characters, not words or bytes: "é" is one character and two bytes.
     text = ("é" * (characters - 1)) + "?"
@@ -306,15 +332,33 @@ def test_imported_labels_count_as_verified_and_unlabelled_questions_wait_for_lab
 
 
 def test_the_new_format_imports_both_needs_one_or_neither_as_verified_labels():
-    doc = {"format": "assay-questions/1", "questions": [
-        {"id": "both", "topic": "scams", "text": "Why me, and what now?",
-         "needs_sensemaking": True, "needs_guidance": True},
-        {"id": "sense", "topic": "scams", "text": "Why me?",
-         "needs_sensemaking": True, "needs_guidance": False},
-        {"id": "neither", "topic": "scams", "text": "Anyone else?",
-         "needs_sensemaking": False, "needs_guidance": False},
-        {"id": "unlabelled", "topic": "scams", "text": "Hello?"},
-    ]}  # fmt: skip
+    doc = {
+        "format": "assay-questions/1",
+        "questions": [
+            {
+                "id": "both",
+                "topic": "scams",
+                "text": "Why me, and what now?",
+                "needs_sensemaking": True,
+                "needs_guidance": True,
+            },
+            {
+                "id": "sense",
+                "topic": "scams",
+                "text": "Why me?",
+                "needs_sensemaking": True,
+                "needs_guidance": False,
+            },
+            {
+                "id": "neither",
+                "topic": "scams",
+                "text": "Anyone else?",
+                "needs_sensemaking": False,
+                "needs_guidance": False,
+            },
+            {"id": "unlabelled", "topic": "scams", "text": "Hello?"},
+        ],
+    }
     questions_import(content=as_bytes(doc), filename="new.json")
     labels = {
         q.external_id: (q.needs_sensemaking, q.needs_guidance, q.label_status)

@@ -19,16 +19,22 @@ def second(db):
 
 def labelled(question, researcher, prior=True, sensemaking=False, guidance=True):
     return services.question_label(
-        question=question, researcher=researcher, mentions_prior_attempt=prior,
-        needs_sensemaking=sensemaking, needs_guidance=guidance,
-    )  # fmt: skip
+        question=question,
+        researcher=researcher,
+        mentions_prior_attempt=prior,
+        needs_sensemaking=sensemaking,
+        needs_guidance=guidance,
+    )
 
 
 def verified(question, researcher, prior=True, sensemaking=False, guidance=True):
     return services.question_label_verify(
-        question=question, researcher=researcher, mentions_prior_attempt=prior,
-        needs_sensemaking=sensemaking, needs_guidance=guidance,
-    )  # fmt: skip
+        question=question,
+        researcher=researcher,
+        mentions_prior_attempt=prior,
+        needs_sensemaking=sensemaking,
+        needs_guidance=guidance,
+    )
 
 
 def labels_of(question) -> tuple[bool, bool, bool]:
@@ -86,9 +92,12 @@ def test_different_labels_dispute_the_question_and_a_resolution_settles_it(resea
     ] == [("label", researcher, True, False, True), ("verify", second, True, True, True)]
     resolver = user_with_role(Role.RESEARCHER)
     services.question_label_resolve(
-        question=question, researcher=resolver, mentions_prior_attempt=False,
-        needs_sensemaking=True, needs_guidance=False,
-    )  # fmt: skip
+        question=question,
+        researcher=resolver,
+        mentions_prior_attempt=False,
+        needs_sensemaking=True,
+        needs_guidance=False,
+    )
     assert labels_of(question) == (False, True, False)
     assert question.label_status == LabelStatus.RESOLVED
     assert question.verified_by == resolver
@@ -111,9 +120,12 @@ def test_out_of_order_steps_are_refused_with_a_reason(researcher, second):
         verified(question, second)
     with pytest.raises(QuestionError, match="not waiting for a resolution"):
         services.question_label_resolve(
-            question=question, researcher=second, mentions_prior_attempt=True,
-            needs_sensemaking=False, needs_guidance=True,
-        )  # fmt: skip
+            question=question,
+            researcher=second,
+            mentions_prior_attempt=True,
+            needs_sensemaking=False,
+            needs_guidance=True,
+        )
     labelled(question, researcher)
     with pytest.raises(QuestionError, match="already labelled"):
         labelled(question, second)
@@ -152,9 +164,15 @@ def test_the_label_queue_filters_by_topic(researcher):
 
 @pytest.mark.parametrize(
     "chars,bucket",
-    [(332, "short"), (333, "medium"), (665, "medium"), (666, "long"), (999, "long"),
-     (1000, "over")],
-)  # fmt: skip
+    [
+        (332, "short"),
+        (333, "medium"),
+        (665, "medium"),
+        (666, "long"),
+        (999, "long"),
+        (1000, "over"),
+    ],
+)
 def test_quotas_count_a_question_in_its_length_bucket_at_the_edges(chars, bucket):
     question_make(topic="scams", text="x" * chars, length_bucket=LengthBucket(bucket))
     row = next(r for r in selectors.quota_table() if r.topic.name == "scams")
@@ -171,10 +189,15 @@ def test_quotas_count_a_hand_built_bank_against_the_settings(researcher, second)
 
     for chars in (332, 333, 665, 666, 999, 1000):
         question_make(topic="scams", text="y" * chars, length_bucket=length_bucket_for("y" * chars))
-    settled = question_make(topic="scams", needs_guidance=True, mentions_prior_attempt=True,
-                            label_status=LabelStatus.VERIFIED)  # fmt: skip
-    pending = labelled(question_make(topic="scams"), researcher, prior=False, sensemaking=True,
-                       guidance=False)  # fmt: skip
+    settled = question_make(
+        topic="scams",
+        needs_guidance=True,
+        mentions_prior_attempt=True,
+        label_status=LabelStatus.VERIFIED,
+    )
+    pending = labelled(
+        question_make(topic="scams"), researcher, prior=False, sensemaking=True, guidance=False
+    )
     assert settled and pending
     QuotaSettings.objects.update_or_create(
         pk=1, defaults={"target_per_topic": 10, "minimum_per_stratum": 2}
@@ -185,9 +208,11 @@ def test_quotas_count_a_hand_built_bank_against_the_settings(researcher, second)
     assert (row.total, row.target, row.shortfall, row.over) == (7, 10, 3, 1)
     labels = {s.key: (s.count, s.settled, s.pending, s.shortfall) for s in row.labels}
     assert labels == {
-        "prior_yes": (1, 1, 0, 1), "prior_no": (1, 0, 1, 1),
-        "sensemaking": (1, 0, 1, 1), "guidance": (1, 1, 0, 1),
-    }  # fmt: skip
+        "prior_yes": (1, 1, 0, 1),
+        "prior_no": (1, 0, 1, 1),
+        "sensemaking": (1, 0, 1, 1),
+        "guidance": (1, 1, 0, 1),
+    }
     assert row.unlabelled == 5
     services.quota_settings_update(target_per_topic=7, minimum_per_stratum=1)
     row = next(r for r in selectors.quota_table() if r.topic.name == "scams")
@@ -196,8 +221,9 @@ def test_quotas_count_a_hand_built_bank_against_the_settings(researcher, second)
 
 def test_quotas_count_each_need_per_topic_a_question_with_both_in_both(researcher):
     def made(topic, sensemaking, guidance, status=LabelStatus.VERIFIED):
-        return question_make(topic=topic, needs_sensemaking=sensemaking, needs_guidance=guidance,
-                             label_status=status)  # fmt: skip
+        return question_make(
+            topic=topic, needs_sensemaking=sensemaking, needs_guidance=guidance, label_status=status
+        )
 
     made("scams", True, True)
     labelled(question_make(topic="scams"), researcher, sensemaking=True, guidance=False)

@@ -21,9 +21,12 @@ def post_labels(client, question, step, prior="yes", sensemaking="no", guidance=
 
 def label(question, researcher, prior=True, sensemaking=False, guidance=True):
     return services.question_label(
-        question=question, researcher=researcher, mentions_prior_attempt=prior,
-        needs_sensemaking=sensemaking, needs_guidance=guidance,
-    )  # fmt: skip
+        question=question,
+        researcher=researcher,
+        mentions_prior_attempt=prior,
+        needs_sensemaking=sensemaking,
+        needs_guidance=guidance,
+    )
 
 
 def test_the_queue_shows_a_question_to_label_with_its_original(client, researcher):
@@ -149,9 +152,12 @@ def _disputed(researcher):
     question = question_make()
     label(question, researcher)
     services.question_label_verify(
-        question=question, researcher=user_with_role(Role.RESEARCHER),
-        mentions_prior_attempt=True, needs_sensemaking=True, needs_guidance=True,
-    )  # fmt: skip
+        question=question,
+        researcher=user_with_role(Role.RESEARCHER),
+        mentions_prior_attempt=True,
+        needs_sensemaking=True,
+        needs_guidance=True,
+    )
     return question
 
 
@@ -162,8 +168,13 @@ def test_resolving_a_dispute_with_and_without_htmx(client, researcher, htmx):
     page = client.get(reverse("questions:disputes")).content.decode()
     for name in ("sensemaking", "guidance"):
         assert f'name="{name}" value="yes" required' in page
-    data = {"question": question.pk, "step": "resolve", "prior_attempt": "no",
-            "sensemaking": "yes", "guidance": "yes"}  # fmt: skip
+    data = {
+        "question": question.pk,
+        "step": "resolve",
+        "prior_attempt": "no",
+        "sensemaking": "yes",
+        "guidance": "yes",
+    }
     response = client.post(reverse("questions:disputes"), data, **(HTMX if htmx else {}))
     if htmx:
         assert response.status_code == 200 and "are resolved" in response.content.decode()
@@ -171,8 +182,11 @@ def test_resolving_a_dispute_with_and_without_htmx(client, researcher, htmx):
         assert response.status_code == 302
     question.refresh_from_db()
     assert question.label_status == LabelStatus.RESOLVED
-    assert (question.mentions_prior_attempt, question.needs_sensemaking,
-            question.needs_guidance) == (False, True, True)  # fmt: skip
+    assert (
+        question.mentions_prior_attempt,
+        question.needs_sensemaking,
+        question.needs_guidance,
+    ) == (False, True, True)
 
 
 def test_a_resolution_without_labels_is_refused_on_the_fragment(client, researcher):
@@ -200,8 +214,12 @@ def test_the_quota_dashboard_says_the_shortfall_in_words(client, researcher):
 
 def test_the_quota_dashboard_counts_each_need_with_its_shortfall(client, researcher):
     for sensemaking, guidance in ((True, True), (True, False), (False, False)):
-        question_make(topic="scams", needs_sensemaking=sensemaking, needs_guidance=guidance,
-                      label_status=LabelStatus.VERIFIED)  # fmt: skip
+        question_make(
+            topic="scams",
+            needs_sensemaking=sensemaking,
+            needs_guidance=guidance,
+            label_status=LabelStatus.VERIFIED,
+        )
     client.force_login(researcher)
     page = client.get(reverse("questions:quotas")).content.decode()
     scams = page[page.index('data-testid="quota-scams"') :].split("</section>")[0]
@@ -237,9 +255,16 @@ def test_researchers_change_the_targets_on_the_dashboard(client, researcher):
 
 @pytest.mark.parametrize("role", ROLES, ids=lambda r: str(r or "anonymous"))
 @pytest.mark.parametrize(
-    "name,method", [("labels", "get"), ("label", "post"), ("disputes", "get"),
-                    ("disputes", "post"), ("quotas", "get"), ("quotas", "post")],
-)  # fmt: skip
+    "name,method",
+    [
+        ("labels", "get"),
+        ("label", "post"),
+        ("disputes", "get"),
+        ("disputes", "post"),
+        ("quotas", "get"),
+        ("quotas", "post"),
+    ],
+)
 def test_only_researchers_reach_the_label_pages(client, role, name, method):
     question = question_make()
     if role is not None:

@@ -18,8 +18,12 @@ HEALTHBENCH = Path(__file__).parent / "data" / "healthbench-format-sample.jsonl"
 
 @pytest.fixture
 def demo_users():
-    roles = {"expert": [Role.EXPERT], "expert2": [Role.EXPERT],
-             "reviewer": [Role.EXPERT, Role.REVIEWER], "researcher": [Role.RESEARCHER]}  # fmt: skip
+    roles = {
+        "expert": [Role.EXPERT],
+        "expert2": [Role.EXPERT],
+        "reviewer": [Role.EXPERT, Role.REVIEWER],
+        "researcher": [Role.RESEARCHER],
+    }
     for username, role_list in roles.items():
         user = user_with_role(role_list[0], username=username)
         if len(role_list) > 1:
@@ -28,9 +32,11 @@ def demo_users():
             user_set_roles(user=user, roles=role_list)
     for name in ("Terse", "Thorough", "Friendly"):
         ModelConfig.objects.create(
-            display_name=f"Offline {name} (demo)", family="Offline demo",
-            litellm_model=f"openai/offline-{name.lower()}", api_base="http://127.0.0.1:8089/v1",
-        )  # fmt: skip
+            display_name=f"Offline {name} (demo)",
+            family="Offline demo",
+            litellm_model=f"openai/offline-{name.lower()}",
+            api_base="http://127.0.0.1:8089/v1",
+        )
 
 
 def test_the_demo_leaves_rubrics_in_every_state_and_can_run_again(demo_users):
@@ -55,11 +61,26 @@ def test_the_demo_leaves_rubrics_in_every_state_and_can_run_again(demo_users):
 
 def test_import_rubrics_command_shows_the_conversion_then_commits(researcher, capsys):
     with pytest.raises(CommandError, match="choose a points mapping"):
-        call_command("import_rubrics", str(HEALTHBENCH), "--format", "healthbench",
-                     "--as", researcher.username)  # fmt: skip
+        call_command(
+            "import_rubrics",
+            str(HEALTHBENCH),
+            "--format",
+            "healthbench",
+            "--as",
+            researcher.username,
+        )
     assert Question.objects.count() == 0
-    args = [str(HEALTHBENCH), "--format", "healthbench", "--as", researcher.username,
-            "--points-mapping", "bands", "--conversation", "join"]  # fmt: skip
+    args = [
+        str(HEALTHBENCH),
+        "--format",
+        "healthbench",
+        "--as",
+        researcher.username,
+        "--points-mapping",
+        "bands",
+        "--conversation",
+        "join",
+    ]
     call_command("import_rubrics", *args)
     out = capsys.readouterr().out
     assert "-6 → should avoid, earns 3 when avoided" in out and "run again with --commit" in out

@@ -77,9 +77,10 @@ def test_a_model_that_refuses_leaves_the_job_failed_with_the_reason(
     draft, expert, offline_provider_url
 ):
     broken = offline_model(
-        offline_provider_url, name="offline-thorough",
+        offline_provider_url,
+        name="offline-thorough",
         params={"offline_fault": "400"},
-    )  # fmt: skip
+    )
     AuthoringSettings.objects.update_or_create(pk=1, defaults={"draft_model": broken})
     job, _ = services.draft_job_request(rubric=draft, user=expert)
     failed = job_run(DRAFT_WORK, job.pk)
@@ -90,8 +91,14 @@ def test_a_model_that_refuses_leaves_the_job_failed_with_the_reason(
 
 def _suggestion(draft, expert, **fields) -> Suggestion:
     job, _ = services.draft_job_request(rubric=draft, user=expert)
-    values = {"text": "Suggests signing out every other session.", "polarity": "positive",
-              "kind": "factual", "points": 3, "order": 1, **fields}  # fmt: skip
+    values = {
+        "text": "Suggests signing out every other session.",
+        "polarity": "positive",
+        "kind": "factual",
+        "points": 3,
+        "order": 1,
+        **fields,
+    }
     return Suggestion.objects.create(job=job, rubric=draft, **values)
 
 
@@ -116,10 +123,15 @@ def test_a_suggestion_can_be_edited_before_it_is_accepted(draft, expert, draftin
     suggestion = _suggestion(draft, expert)
     draft.refresh_from_db()
     criterion = services.suggestion_accept(
-        rubric=draft, suggestion_id=suggestion.pk, user=expert, revision=draft.revision,
-        text="Suggests signing out of every other session from the security page.", points=5,
-        polarity="positive", kind="factual",
-    )  # fmt: skip
+        rubric=draft,
+        suggestion_id=suggestion.pk,
+        user=expert,
+        revision=draft.revision,
+        text="Suggests signing out of every other session from the security page.",
+        points=5,
+        polarity="positive",
+        kind="factual",
+    )
     assert criterion.text.endswith("security page.") and criterion.points == 5
     assert criterion.origin == Origin.LLM_SUGGESTED
 
@@ -130,9 +142,14 @@ def test_accepting_on_a_stale_draft_is_a_conflict_and_the_suggestion_stays(
     suggestion = _suggestion(draft, expert)
     stale = draft.revision
     services.criterion_add(
-        rubric=draft, user=expert, revision=stale, text="Another.", polarity="positive",
-        kind="factual", points=1,
-    )  # fmt: skip
+        rubric=draft,
+        user=expert,
+        revision=stale,
+        text="Another.",
+        polarity="positive",
+        kind="factual",
+        points=1,
+    )
     with pytest.raises(RubricConflict):
         services.suggestion_accept(
             rubric=draft, suggestion_id=suggestion.pk, user=expert, revision=stale

@@ -26,10 +26,15 @@ def line(points: list[int], **extra) -> str:
         {"criterion": f"Criterion {i}.", "points": p, "tags": ["axis:accuracy"]}
         for i, p in enumerate(points)
     ]
-    return json.dumps({
-        "prompt_id": "hb-9", "prompt": [{"role": "user", "content": "My account was hacked."}],
-        "rubrics": rubrics, "example_tags": ["theme:compromise"], **extra,
-    })  # fmt: skip
+    return json.dumps(
+        {
+            "prompt_id": "hb-9",
+            "prompt": [{"role": "user", "content": "My account was hacked."}],
+            "rubrics": rubrics,
+            "example_tags": ["theme:compromise"],
+            **extra,
+        }
+    )
 
 
 def test_the_export_invents_no_axis_for_factual_criteria(expert, reviewer):
@@ -87,9 +92,12 @@ def test_an_assay_export_round_trips_without_rescaling_whatever_the_mapping(
     approved_rubric(question, expert, reviewer)
     exported = export_healthbench(selectors.export_rubrics(approved_only=True))
     upload = services.rubric_import_upload(
-        content=exported.encode(), filename="export.jsonl", format="healthbench",
-        options={"points_mapping": mapping}, user=researcher,
-    )  # fmt: skip
+        content=exported.encode(),
+        filename="export.jsonl",
+        format="healthbench",
+        options={"points_mapping": mapping},
+        user=researcher,
+    )
     plan = services.rubric_import_plan(upload=upload)
     assert plan.ok and plan.rescaled == [] and plan.rescale_warning == ""
     result = services.rubric_import_commit(upload=upload, user=researcher)
@@ -98,9 +106,12 @@ def test_an_assay_export_round_trips_without_rescaling_whatever_the_mapping(
 
 def test_a_rescaling_import_waits_for_confirmation(researcher):
     upload = services.rubric_import_upload(
-        content=line([5, 3]).encode(), filename="hb.jsonl", format="healthbench",
-        options={"points_mapping": "bands"}, user=researcher,
-    )  # fmt: skip
+        content=line([5, 3]).encode(),
+        filename="hb.jsonl",
+        format="healthbench",
+        options={"points_mapping": "bands"},
+        user=researcher,
+    )
     with pytest.raises(RubricError, match="2 criterion point value"):
         services.rubric_import_commit(upload=upload, user=researcher)
     assert not Rubric.objects.exists()
@@ -111,9 +122,12 @@ def test_a_rescaling_import_waits_for_confirmation(researcher):
 def test_the_preview_asks_to_confirm_the_rescaling(client, researcher):
     client.force_login(researcher)
     upload = services.rubric_import_upload(
-        content=line([5, 3]).encode(), filename="hb.jsonl", format="healthbench",
-        options={"points_mapping": "bands"}, user=researcher,
-    )  # fmt: skip
+        content=line([5, 3]).encode(),
+        filename="hb.jsonl",
+        format="healthbench",
+        options={"points_mapping": "bands"},
+        user=researcher,
+    )
     url = reverse("rubrics:import_preview", args=[upload.pk])
     page = client.get(url).text
     assert "2 criterion point value(s) change" in page and 'name="confirm_rescale"' in page
@@ -126,8 +140,15 @@ def test_the_preview_asks_to_confirm_the_rescaling(client, researcher):
 def test_the_command_warns_and_needs_rescale_to_commit(researcher, tmp_path, capsys):
     path = tmp_path / "hb.jsonl"
     path.write_text(line([5, 3]))
-    args = [str(path), "--format", "healthbench", "--as", researcher.username,
-            "--points-mapping", "bands"]  # fmt: skip
+    args = [
+        str(path),
+        "--format",
+        "healthbench",
+        "--as",
+        researcher.username,
+        "--points-mapping",
+        "bands",
+    ]
     call_command("import_rubrics", *args)
     out = capsys.readouterr().out
     assert "Warning: 2 criterion point value(s) change" in out and "5 → 3" in out

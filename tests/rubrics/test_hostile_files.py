@@ -232,9 +232,19 @@ def through_command(fmt, content, researcher, client, tmp_path) -> str:
     path.write_bytes(content)
     with pytest.raises(CommandError) as refused:
         call_command(
-            "import_rubrics", str(path), "--format", fmt, "--as", researcher.username,
-            "--points-mapping", "bands", "--conversation", "join", "--commit", "--rescale",
-        )  # fmt: skip
+            "import_rubrics",
+            str(path),
+            "--format",
+            fmt,
+            "--as",
+            researcher.username,
+            "--points-mapping",
+            "bands",
+            "--conversation",
+            "join",
+            "--commit",
+            "--rescale",
+        )
     return str(refused.value)
 
 
@@ -261,8 +271,9 @@ def test_a_rubric_file_over_10_mb_is_refused_before_it_is_read(
         with path.open("wb") as big:
             big.truncate(10 * 1024 * 1024 + 1)
         with pytest.raises(CommandError, match=r"was not imported .*larger than 10 MB"):
-            call_command("import_rubrics", str(path), "--format", "healthbench",
-                         "--as", researcher.username)  # fmt: skip
+            call_command(
+                "import_rubrics", str(path), "--format", "healthbench", "--as", researcher.username
+            )
     else:
         content = b"\n" * (10 * 1024 * 1024 + 1)
         message = submit("healthbench", content, researcher, client, tmp_path)
@@ -281,17 +292,21 @@ def test_a_utf8_bom_and_a_criterion_of_1000_characters_are_accepted(researcher):
 def test_a_dry_run_of_the_command_keeps_no_upload(researcher, tmp_path):
     path = tmp_path / "ok.jsonl"
     path.write_bytes(jsonl(hb_line()))
-    call_command("import_rubrics", str(path), "--format", "healthbench",
-                 "--as", researcher.username)  # fmt: skip
+    call_command(
+        "import_rubrics", str(path), "--format", "healthbench", "--as", researcher.username
+    )
     assert not RubricImport.objects.exists()
 
 
 def test_every_malformed_presentation_criterion_is_named(researcher):
     with pytest.raises(ImportRefused) as refused:
         services.rubric_import_upload(
-            content=shared([1, "x", {"text": None}]), filename="shared.json", format="assay",
-            options={}, user=researcher,
-        )  # fmt: skip
+            content=shared([1, "x", {"text": None}]),
+            filename="shared.json",
+            format="assay",
+            options={},
+            user=researcher,
+        )
     message = str(refused.value)
     assert "presentation_criteria[0]: must be a JSON object, found 1" in message
     assert "presentation_criteria[1]: must be a JSON object, found 'x'" in message

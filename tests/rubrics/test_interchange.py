@@ -40,8 +40,10 @@ def test_healthbench_points_outside_the_set_are_refused_unless_a_mapping_is_chos
         "hb.jsonl line 1 ('hb-sample-001'), rubrics[0], field \"points\" (7): 7 is outside "
         "5, 3, 2, 1; choose a points mapping to convert it"
     ) in plan.problems
-    assert any("line 3 ('hb-sample-003'), field \"prompt\": a conversation of 3 messages" in p
-               for p in plan.problems)  # fmt: skip
+    assert any(
+        "line 3 ('hb-sample-003'), field \"prompt\": a conversation of 3 messages" in p
+        for p in plan.problems
+    )
 
 
 def test_healthbench_negatives_become_should_avoid_worth_their_magnitude():
@@ -78,8 +80,9 @@ def test_nearest_mapping_rounds_ties_up():
 
 
 def test_the_import_is_shown_then_committed_as_drafts(researcher):
-    pending = upload(researcher, HEALTHBENCH, "healthbench", points_mapping="bands",
-                     conversation="join")  # fmt: skip
+    pending = upload(
+        researcher, HEALTHBENCH, "healthbench", points_mapping="bands", conversation="join"
+    )
     assert Question.objects.count() == 0  # nothing is written before the commit
     with pytest.raises(RubricError, match="11 criterion point value"):
         services.rubric_import_commit(upload=pending, user=researcher)  # rescaling unconfirmed
@@ -108,8 +111,7 @@ def test_importing_over_an_open_draft_is_refused(researcher, expert):
     )
     services.rubric_start(question=question, user=expert)
     with pytest.raises(ImportRefused) as refused:
-        upload(researcher, HEALTHBENCH, "healthbench", points_mapping="bands",
-               conversation="join")  # fmt: skip
+        upload(researcher, HEALTHBENCH, "healthbench", points_mapping="bands", conversation="join")
     assert "hb-sample-002: version 1 is being worked on" in refused.value.problems[0]
     assert not RubricImport.objects.exists()
 
@@ -134,9 +136,13 @@ def test_a_file_sharing_this_banks_presentation_criteria_imports_without_a_note(
 def test_a_file_with_other_presentation_criteria_says_so_and_keeps_this_banks(researcher, tmp_path):
     doc = json.loads(QUESTIONS.read_text())
     doc["presentation_criteria"] = [
-        {"text": "Puts the key step first.", "polarity": "positive", "kind": "presentation",
-         "points": 3},
-    ]  # fmt: skip
+        {
+            "text": "Puts the key step first.",
+            "polarity": "positive",
+            "kind": "presentation",
+            "points": 3,
+        },
+    ]
     other = tmp_path / "other.json"
     other.write_text(json.dumps(doc))
     pending = upload(researcher, other, "assay")
@@ -180,8 +186,10 @@ def test_exports_round_trip_through_both_formats(expert, reviewer, researcher, t
     assert item["id"] == question.external_id and item["rubric_version"] == 1
     assert (item["needs_sensemaking"], item["needs_guidance"]) == (None, None)  # not labelled
     assert "need_type" not in item
-    own = [(c.text, c.polarity, c.kind, c.points)
-           for c in approved.criteria.exclude(origin=Origin.SHARED).order_by("order")]  # fmt: skip
+    own = [
+        (c.text, c.polarity, c.kind, c.points)
+        for c in approved.criteria.exclude(origin=Origin.SHARED).order_by("order")
+    ]
     assert [(c["text"], c["polarity"], c["kind"], c["points"]) for c in item["criteria"]] == own
 
     lines = export_healthbench(rubrics).splitlines()
@@ -201,10 +209,12 @@ def test_exports_round_trip_through_both_formats(expert, reviewer, researcher, t
     assert result["unchanged"] == [question.external_id]
 
 
-def test_an_assay_export_carries_the_two_need_labels_into_a_bank(expert, reviewer, researcher,
-                                                                  tmp_path):  # fmt: skip
-    question = question_make(needs_sensemaking=True, needs_guidance=True,
-                             label_status=LabelStatus.VERIFIED)  # fmt: skip
+def test_an_assay_export_carries_the_two_need_labels_into_a_bank(
+    expert, reviewer, researcher, tmp_path
+):
+    question = question_make(
+        needs_sensemaking=True, needs_guidance=True, label_status=LabelStatus.VERIFIED
+    )
     approved_rubric(question, expert, reviewer)
     shared = services.shared_criteria_current().criteria.all()
     doc = export_assay(selectors.export_rubrics(approved_only=True), shared, sorted(topics()))

@@ -23,17 +23,36 @@ pytestmark = pytest.mark.django_db
 EXPERT, REVIEWER, RESEARCHER = Role.EXPERT, Role.REVIEWER, Role.RESEARCHER
 ANY = {EXPERT, REVIEWER, RESEARCHER}
 ALLOWED = {
-    "index": ANY, "question": ANY, "rubric": ANY, "history": ANY,
-    "start": {EXPERT}, "claim": {EXPERT}, "criterion_add": {EXPERT},
-    "criterion_edit": {EXPERT}, "criterion_delete": {EXPERT}, "criterion_move": {EXPERT},
-    "suggest": {EXPERT}, "suggestions": {EXPERT}, "suggestion_accept": {EXPERT},
-    "suggestion_reject": {EXPERT}, "submit": {EXPERT}, "start_next": {EXPERT},
-    "samples": {EXPERT, REVIEWER}, "comment": {EXPERT, REVIEWER},
-    "request_changes": {REVIEWER}, "approve": {REVIEWER}, "claim_review": {REVIEWER},
-    "workspace": {RESEARCHER}, "assign": {RESEARCHER}, "topic_claiming": {RESEARCHER},
-    "shared": {RESEARCHER}, "freshness": {RESEARCHER}, "export": {RESEARCHER},
-    "import": {RESEARCHER}, "import_preview": {RESEARCHER},
-}  # fmt: skip
+    "index": ANY,
+    "question": ANY,
+    "rubric": ANY,
+    "history": ANY,
+    "start": {EXPERT},
+    "claim": {EXPERT},
+    "criterion_add": {EXPERT},
+    "criterion_edit": {EXPERT},
+    "criterion_delete": {EXPERT},
+    "criterion_move": {EXPERT},
+    "suggest": {EXPERT},
+    "suggestions": {EXPERT},
+    "suggestion_accept": {EXPERT},
+    "suggestion_reject": {EXPERT},
+    "submit": {EXPERT},
+    "start_next": {EXPERT},
+    "samples": {EXPERT, REVIEWER},
+    "comment": {EXPERT, REVIEWER},
+    "request_changes": {REVIEWER},
+    "approve": {REVIEWER},
+    "claim_review": {REVIEWER},
+    "workspace": {RESEARCHER},
+    "assign": {RESEARCHER},
+    "topic_claiming": {RESEARCHER},
+    "shared": {RESEARCHER},
+    "freshness": {RESEARCHER},
+    "export": {RESEARCHER},
+    "import": {RESEARCHER},
+    "import_preview": {RESEARCHER},
+}
 
 
 @pytest.fixture
@@ -50,11 +69,19 @@ def urls(expert, researcher):
     )
     pk, q, c = rubric.pk, question.pk, criterion.pk
     args = {
-        "question": [q], "start": [q], "claim": [q], "history": [q], "assign": [q],
-        "topic_claiming": [question.topic_id], "import_preview": [upload.pk],
-        "criterion_edit": [pk, c], "criterion_delete": [pk, c], "criterion_move": [pk, c],
-        "suggestion_accept": [pk, suggestion.pk], "suggestion_reject": [pk, suggestion.pk],
-    }  # fmt: skip
+        "question": [q],
+        "start": [q],
+        "claim": [q],
+        "history": [q],
+        "assign": [q],
+        "topic_claiming": [question.topic_id],
+        "import_preview": [upload.pk],
+        "criterion_edit": [pk, c],
+        "criterion_delete": [pk, c],
+        "criterion_move": [pk, c],
+        "suggestion_accept": [pk, suggestion.pk],
+        "suggestion_reject": [pk, suggestion.pk],
+    }
     no_args = {"index", "workspace", "shared", "freshness", "export", "import"}
     return {
         name: reverse(f"rubrics:{name}", args=[] if name in no_args else args.get(name, [pk]))
@@ -80,9 +107,11 @@ def test_every_rubrics_url_is_in_the_table():
     from django.urls import get_resolver
 
     names = {
-        p.name for p in get_resolver().url_patterns if getattr(p, "namespace", None) == "rubrics"
+        p.name
+        for p in get_resolver().url_patterns
+        if getattr(p, "namespace", None) == "rubrics"
         for p in p.url_patterns
-    }  # fmt: skip
+    }
     assert names == set(ALLOWED)
 
 
@@ -114,9 +143,14 @@ def test_only_experts_edit(client, make_user, expert):
         client.force_login(make_user(role))
         response = client.post(
             reverse("rubrics:criterion_add", args=[rubric.pk]),
-            {"revision": rubric.revision, "text": "Intruder.", "polarity": "positive",
-             "kind": "factual", "points": "1"},
-        )  # fmt: skip
+            {
+                "revision": rubric.revision,
+                "text": "Intruder.",
+                "polarity": "positive",
+                "kind": "factual",
+                "points": "1",
+            },
+        )
         assert response.status_code == 403
     assert rubric.criteria.count() == before
 
@@ -147,8 +181,12 @@ def test_researchers_manage_assignments_and_shared_criteria(client, make_user, e
     question = question_make()
     assign_url = reverse("rubrics:assign", args=[question.pk])
     shared_url = reverse("rubrics:shared")
-    rows = {"text": ["Answers in plain words."], "polarity": ["positive"], "points": ["2"],
-            "notes": "Simpler."}  # fmt: skip
+    rows = {
+        "text": ["Answers in plain words."],
+        "polarity": ["positive"],
+        "points": ["2"],
+        "notes": "Simpler.",
+    }
     for role in (EXPERT, REVIEWER):
         client.force_login(make_user(role))
         assert client.post(assign_url, {"author": expert.pk}).status_code == 403

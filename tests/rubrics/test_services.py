@@ -83,14 +83,26 @@ def test_the_later_of_two_conflicting_saves_is_refused_and_overwrites_nothing(ex
     seen = rubric.revision  # the author's two windows opened this revision
 
     services.criterion_update(
-        rubric=rubric, criterion_id=first.pk, user=expert, revision=seen,
-        text="Erin's wording.", polarity="positive", kind="factual", points=5,
-    )  # fmt: skip
+        rubric=rubric,
+        criterion_id=first.pk,
+        user=expert,
+        revision=seen,
+        text="Erin's wording.",
+        polarity="positive",
+        kind="factual",
+        points=5,
+    )
     with pytest.raises(RubricConflict) as refused:
         services.criterion_update(
-            rubric=rubric, criterion_id=first.pk, user=expert, revision=seen,
-            text="Emeka's wording.", polarity="positive", kind="factual", points=2,
-        )  # fmt: skip
+            rubric=rubric,
+            criterion_id=first.pk,
+            user=expert,
+            revision=seen,
+            text="Emeka's wording.",
+            polarity="positive",
+            kind="factual",
+            points=2,
+        )
 
     first.refresh_from_db()
     assert (first.text, first.points) == ("Erin's wording.", 5)
@@ -107,9 +119,14 @@ def test_every_kind_of_change_checks_the_revision(expert):
     criterion = rubric.criteria.exclude(origin=Origin.SHARED).first()
     with pytest.raises(RubricConflict):
         services.criterion_add(
-            rubric=rubric, user=expert, revision=stale, text="Mine.", polarity="positive",
-            kind="factual", points=1,
-        )  # fmt: skip
+            rubric=rubric,
+            user=expert,
+            revision=stale,
+            text="Mine.",
+            polarity="positive",
+            kind="factual",
+            points=1,
+        )
     with pytest.raises(RubricConflict):
         services.criterion_delete(
             rubric=rubric, criterion_id=criterion.pk, user=expert, revision=stale
@@ -126,10 +143,15 @@ def test_saving_unchanged_text_is_not_a_change(expert):
     criterion = rubric.criteria.exclude(origin=Origin.SHARED).first()
     before = rubric.revision
     _c, changed = services.criterion_update(
-        rubric=rubric, criterion_id=criterion.pk, user=expert, revision=before - 1,
-        text=criterion.text, polarity=criterion.polarity, kind=criterion.kind,
+        rubric=rubric,
+        criterion_id=criterion.pk,
+        user=expert,
+        revision=before - 1,
+        text=criterion.text,
+        polarity=criterion.polarity,
+        kind=criterion.kind,
         points=criterion.points,
-    )  # fmt: skip
+    )
     rubric.refresh_from_db()
     assert changed is False and rubric.revision == before
 
@@ -140,9 +162,15 @@ def test_edits_while_typing_are_one_history_event(expert):
     for text in ("Recommends t", "Recommends two", "Recommends two-step sign-in."):
         rubric.refresh_from_db()
         services.criterion_update(
-            rubric=rubric, criterion_id=criterion.pk, user=expert, revision=rubric.revision,
-            text=text, polarity="positive", kind="factual", points=5,
-        )  # fmt: skip
+            rubric=rubric,
+            criterion_id=criterion.pk,
+            user=expert,
+            revision=rubric.revision,
+            text=text,
+            polarity="positive",
+            kind="factual",
+            points=5,
+        )
     edits = rubric.events.filter(action=EventAction.CRITERION_EDITED)
     assert edits.count() == 1
     assert edits.get().detail["after"]["text"] == "Recommends two-step sign-in."
@@ -153,9 +181,12 @@ def test_criteria_move_up_and_down(expert):
     rubric = draft_with_criteria(question_make(), expert)
     first, second, third = rubric.criteria.exclude(origin=Origin.SHARED).order_by("order")
     services.criterion_move(
-        rubric=rubric, criterion_id=third.pk, user=expert, revision=rubric.revision,
+        rubric=rubric,
+        criterion_id=third.pk,
+        user=expert,
+        revision=rubric.revision,
         direction="up",
-    )  # fmt: skip
+    )
     own, _shared = selectors.rubric_criteria(rubric=rubric)
     assert [c.pk for c in own] == [first.pk, third.pk, second.pk]
 
@@ -247,10 +278,15 @@ def test_review_round_trip_comment_request_changes_fix_approve(expert, reviewer)
     assert target.comments.get().body == "Name the setting."
 
     services.criterion_update(
-        rubric=rubric, criterion_id=target.pk, user=expert, revision=rubric.revision,
+        rubric=rubric,
+        criterion_id=target.pk,
+        user=expert,
+        revision=rubric.revision,
         text="Recommends turning on two-factor authentication in Settings > Security.",
-        polarity="positive", kind="factual", points=5,
-    )  # fmt: skip
+        polarity="positive",
+        kind="factual",
+        points=5,
+    )
     services.rubric_submit_for_review(rubric=rubric, user=expert)
     services.rubric_approve(rubric=rubric, user=reviewer)
     rubric.refresh_from_db()
@@ -265,9 +301,15 @@ def test_an_approved_version_is_immutable_and_editing_starts_the_next(expert, re
     criterion = rubric.criteria.exclude(origin=Origin.SHARED).first()
     with pytest.raises(RubricError, match="is approved and cannot be changed"):
         services.criterion_update(
-            rubric=rubric, criterion_id=criterion.pk, user=expert, revision=rubric.revision,
-            text="Changed in place.", polarity="positive", kind="factual", points=5,
-        )  # fmt: skip
+            rubric=rubric,
+            criterion_id=criterion.pk,
+            user=expert,
+            revision=rubric.revision,
+            text="Changed in place.",
+            polarity="positive",
+            kind="factual",
+            points=5,
+        )
     with pytest.raises(RubricError, match="is approved"):
         services.criterion_delete(
             rubric=rubric, criterion_id=criterion.pk, user=expert, revision=rubric.revision
@@ -287,10 +329,15 @@ def test_history_shows_the_differences_between_versions(expert, reviewer):
     nxt = services.rubric_start(question=rubric.question, user=expert)
     first, _second, third = nxt.criteria.exclude(origin=Origin.SHARED).order_by("order")
     services.criterion_update(
-        rubric=nxt, criterion_id=first.pk, user=expert, revision=nxt.revision,
-        text="Recommends turning on app-based two-factor authentication.", polarity="positive",
-        kind="factual", points=3,
-    )  # fmt: skip
+        rubric=nxt,
+        criterion_id=first.pk,
+        user=expert,
+        revision=nxt.revision,
+        text="Recommends turning on app-based two-factor authentication.",
+        polarity="positive",
+        kind="factual",
+        points=3,
+    )
     nxt.refresh_from_db()
     services.criterion_delete(rubric=nxt, criterion_id=third.pk, user=expert, revision=nxt.revision)
     add(nxt, expert, text="Mentions the provider's recovery form.")
@@ -320,8 +367,9 @@ def test_publishing_shared_criteria_updates_drafts_but_not_reviews_or_approvals(
 
     new = services.shared_criteria_publish(
         criteria=[{"text": "Answers in plain language.", "polarity": "positive", "points": 2}],
-        notes="One criterion for the test.", user=researcher,
-    )  # fmt: skip
+        notes="One criterion for the test.",
+        user=researcher,
+    )
 
     assert new.version == 3
     draft.refresh_from_db()
@@ -434,19 +482,28 @@ def every_change(rubric, criterion, user) -> list:
     on = {**mine, "criterion_id": criterion.pk, "revision": rubric.revision}
     return [
         partial(add, rubric, user, text="An outsider's criterion."),
-        partial(services.criterion_update, **on, text="Rewritten.", polarity="positive",
-                kind="factual", points=1),
+        partial(
+            services.criterion_update,
+            **on,
+            text="Rewritten.",
+            polarity="positive",
+            kind="factual",
+            points=1,
+        ),
         partial(services.criterion_move, **on, direction="down"),
         partial(services.criterion_delete, **on),
         partial(services.rubric_submit_for_review, **mine),
-    ]  # fmt: skip
+    ]
 
 
 def test_only_the_assigned_author_changes_or_submits_a_draft(expert, expert2, reviewer, researcher):
     rubric = draft_with_criteria(question_assigned(expert, reviewer=reviewer), expert)
     criterion = rubric.criteria.exclude(origin=Origin.SHARED).first()
-    refusals = {expert2: "Erin Expert is assigned to write this rubric", reviewer: "Only experts",
-                researcher: "Only experts"}  # fmt: skip
+    refusals = {
+        expert2: "Erin Expert is assigned to write this rubric",
+        reviewer: "Only experts",
+        researcher: "Only experts",
+    }
     for outsider, message in refusals.items():
         for change in every_change(rubric, criterion, outsider):
             with pytest.raises(RubricForbidden, match=message):

@@ -44,8 +44,11 @@ def test_approved_rubrics_keep_version_1_and_open_drafts_take_up_version_2(
     services.rubric_submit_for_review(rubric=in_review, user=expert2)
     draft = draft_with_criteria(question_make(), expert)
     v1_rows = shared(approved)
-    assert ("The tone is professional and considerate of the person's situation.",
-            "positive", 2) in v1_rows  # fmt: skip
+    assert (
+        "The tone is professional and considerate of the person's situation.",
+        "positive",
+        2,
+    ) in v1_rows
     revision = draft.revision
 
     V2.publish(apps, None)

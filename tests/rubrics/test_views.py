@@ -45,8 +45,14 @@ def own(rubric):
 
 def criterion_data(rubric, **values):
     rubric.refresh_from_db()
-    return {"revision": rubric.revision, "text": "Mentions the recovery form.",
-            "polarity": "positive", "kind": "factual", "points": "3", **values}  # fmt: skip
+    return {
+        "revision": rubric.revision,
+        "text": "Mentions the recovery form.",
+        "polarity": "positive",
+        "kind": "factual",
+        "points": "3",
+        **values,
+    }
 
 
 def test_the_editor_shows_criteria_shared_criteria_totals_and_the_question(client, expert, draft):
@@ -170,9 +176,15 @@ def test_a_stale_save_is_refused_shows_the_other_change_and_keeps_both(client, e
     target = own(draft)[0]
     stale = draft.revision
     services.criterion_update(  # the author, in another window
-        rubric=draft, criterion_id=target.pk, user=expert, revision=stale,
-        text="Emeka's version of the criterion.", polarity="positive", kind="factual", points=5,
-    )  # fmt: skip
+        rubric=draft,
+        criterion_id=target.pk,
+        user=expert,
+        revision=stale,
+        text="Emeka's version of the criterion.",
+        polarity="positive",
+        kind="factual",
+        points=5,
+    )
     client.force_login(expert)
     url = reverse("rubrics:criterion_edit", args=[draft.pk, target.pk])
     data = {**criterion_data(draft, text="Erin's version of the criterion."), "revision": stale}
@@ -207,8 +219,9 @@ def test_delete_and_move_return_the_list(client, expert, draft):
     first, second, third = own(draft)
     move = client.post(
         reverse("rubrics:criterion_move", args=[draft.pk, third.pk]),
-        {"revision": draft.revision, "direction": "up"}, **HX,
-    )  # fmt: skip
+        {"revision": draft.revision, "direction": "up"},
+        **HX,
+    )
     assert move.status_code == 200 and move.text.lstrip().startswith('<ol id="criteria-list"')
     assert [c.pk for c in own(draft)] == [first.pk, third.pk, second.pk]
     draft.refresh_from_db()
@@ -228,8 +241,9 @@ def test_an_approved_version_offers_no_editing_and_refuses_posts(client, expert,
     target = own(rubric)[0]
     response = client.post(
         reverse("rubrics:criterion_edit", args=[rubric.pk, target.pk]),
-        criterion_data(rubric, text="Sneaky in-place edit."), **HX,
-    )  # fmt: skip
+        criterion_data(rubric, text="Sneaky in-place edit."),
+        **HX,
+    )
     assert response.status_code == 422 and "is approved and cannot be changed" in response.text
     target.refresh_from_db()
     assert target.text != "Sneaky in-place edit."
@@ -250,8 +264,9 @@ def test_review_through_the_pages(client, expert, reviewer, draft):
     target = own(draft)[1]
     comment = client.post(
         reverse("rubrics:comment", args=[draft.pk]),
-        {"body": "Say where the <activity> page is.", "criterion": target.pk}, **HX,
-    )  # fmt: skip
+        {"body": "Say where the <activity> page is.", "criterion": target.pk},
+        **HX,
+    )
     assert comment.status_code == 200
     assert "Say where the &lt;activity&gt; page is." in comment.text
     client.post(reverse("rubrics:request_changes", args=[draft.pk]), {"message": ""})
@@ -268,9 +283,15 @@ def test_history_lists_every_version_with_who_did_what(client, expert, reviewer)
     nxt = services.rubric_start(question=rubric.question, user=expert)
     target = own(nxt)[0]
     services.criterion_update(
-        rubric=nxt, criterion_id=target.pk, user=expert, revision=nxt.revision,
-        text=target.text + " Today.", polarity="positive", kind="factual", points=5,
-    )  # fmt: skip
+        rubric=nxt,
+        criterion_id=target.pk,
+        user=expert,
+        revision=nxt.revision,
+        text=target.text + " Today.",
+        polarity="positive",
+        kind="factual",
+        points=5,
+    )
     client.force_login(reviewer)
     page = client.get(reverse("rubrics:history", args=[rubric.question.pk])).text
     assert "Version 2" in page and "Version 1" in page
@@ -324,8 +345,9 @@ def test_accepting_a_suggestion_with_htmx_adds_it_to_the_list(
     draft.refresh_from_db()
     response = client.post(
         reverse("rubrics:suggestion_accept", args=[draft.pk, suggestion.pk]),
-        {"revision": draft.revision}, **HX,
-    )  # fmt: skip
+        {"revision": draft.revision},
+        **HX,
+    )
     assert response.status_code == 200
     assert 'hx-swap-oob="true"' in response.text and "LLM-suggested" in response.text
     assert own(draft)[-1].origin == Origin.LLM_SUGGESTED
@@ -420,9 +442,13 @@ def test_a_researcher_previews_then_commits_an_import(client, researcher):
     with path.open("rb") as upload:
         response = client.post(
             reverse("rubrics:import"),
-            {"file": upload, "format": "healthbench", "points_mapping": "refuse",
-             "conversation": "refuse"},
-        )  # fmt: skip
+            {
+                "file": upload,
+                "format": "healthbench",
+                "points_mapping": "refuse",
+                "conversation": "refuse",
+            },
+        )
     page = response.content.decode()
     assert "was not imported (nothing was changed)" in page and "choose a points mapping" in page
     assert not RubricImport.objects.exists()  # a refused upload is not kept
@@ -430,9 +456,14 @@ def test_a_researcher_previews_then_commits_an_import(client, researcher):
     with path.open("rb") as upload:
         response = client.post(
             reverse("rubrics:import"),
-            {"file": upload, "format": "healthbench", "points_mapping": "bands",
-             "conversation": "join", "default_topic": ""},
-        )  # fmt: skip
+            {
+                "file": upload,
+                "format": "healthbench",
+                "points_mapping": "bands",
+                "conversation": "join",
+                "default_topic": "",
+            },
+        )
     preview = client.get(response["Location"]).text
     assert "HealthBench maximum 16 (positive points only) → Assay maximum 14" in preview
     assert "-6 → should avoid, earns 3 when avoided" in preview
@@ -462,9 +493,14 @@ def test_a_refused_delete_applied_from_the_conflict_panel_resends_the_whole_edit
     target = own(draft)[0]
     stale = draft.revision
     services.criterion_add(  # the author, in another window
-        rubric=draft, user=expert, revision=stale, text="Emeka's addition.",
-        polarity="negative", kind="factual", points=2,
-    )  # fmt: skip
+        rubric=draft,
+        user=expert,
+        revision=stale,
+        text="Emeka's addition.",
+        polarity="negative",
+        kind="factual",
+        points=2,
+    )
     client.force_login(expert)
     url = reverse("rubrics:criterion_delete", args=[draft.pk, target.pk])
     refused = client.post(url, {"revision": stale}, **HX)
@@ -481,8 +517,10 @@ def test_a_refused_delete_applied_from_the_conflict_panel_resends_the_whole_edit
 
 def test_topic_progress_lists_the_topics_in_their_order():
     assert [row["topic"].slug for row in topic_progress()][:3] == [
-        "accounts", "moderation-tools", "security-tools",
-    ]  # fmt: skip
+        "accounts",
+        "moderation-tools",
+        "security-tools",
+    ]
 
 
 def test_submitting_with_htmx_redirects_the_page_once_pending_saves_are_done(client, expert, draft):
@@ -525,10 +563,12 @@ def test_an_expert_not_assigned_to_the_question_is_refused_with_403(client, expe
         "criterion_add": ([draft.pk], criterion_data(draft, text="An outsider's criterion.")),
         "criterion_edit": ([draft.pk, target.pk], criterion_data(draft, text="Rewritten.")),
         "criterion_delete": ([draft.pk, target.pk], {"revision": draft.revision}),
-        "criterion_move": ([draft.pk, target.pk], {"revision": draft.revision,
-                                                   "direction": "down"}),
+        "criterion_move": (
+            [draft.pk, target.pk],
+            {"revision": draft.revision, "direction": "down"},
+        ),
         "submit": ([draft.pk], {}),
-    }  # fmt: skip
+    }
     for name, (args, data) in posts.items():
         response = client.post(reverse(f"rubrics:{name}", args=args), data, **(HX if htmx else {}))
         assert response.status_code == 403, name

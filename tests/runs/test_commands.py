@@ -53,9 +53,19 @@ def test_sample_creates_and_launches_one_response_per_model_question_and_answer(
     names = ",".join(m.display_name for m in models)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         out = sample(
-            "--name", "CLI run", "--models", names, "--samples", "4",
-            "--params", '{"temperature":0.7}', "--budget", "12.50", "--seed", "7",
-        )  # fmt: skip
+            "--name",
+            "CLI run",
+            "--models",
+            names,
+            "--samples",
+            "4",
+            "--params",
+            '{"temperature":0.7}',
+            "--budget",
+            "12.50",
+            "--seed",
+            "7",
+        )
     run = SamplingRun.objects.get(name="CLI run")
     assert run.status == RunStatus.RUNNING and len(callbacks) == settings.LLM_ENGINE_CHAINS
     assert run.responses.count() == 3 * 2 * 4
@@ -74,17 +84,35 @@ def test_a_draft_is_created_not_launched_and_its_estimate_printed(
     question_make(topic="scams", length_bucket="short")
     question_make(topic="scams", length_bucket="long")
     question_make(topic="accounts", length_bucket="short")
-    unpriced = offline_model(offline_provider_url, name="offline-friendly",
-                             input_price_per_mtok=None, output_price_per_mtok=None)  # fmt: skip
+    unpriced = offline_model(
+        offline_provider_url,
+        name="offline-friendly",
+        input_price_per_mtok=None,
+        output_price_per_mtok=None,
+    )
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        out = sample("--name", "Draft", "--any-question", "--topic", "scams",
-                     "--length-bucket", "short", "--models", unpriced.display_name,
-                     "--samples", "2", "--draft")  # fmt: skip
+        out = sample(
+            "--name",
+            "Draft",
+            "--any-question",
+            "--topic",
+            "scams",
+            "--length-bucket",
+            "short",
+            "--models",
+            unpriced.display_name,
+            "--samples",
+            "2",
+            "--draft",
+        )
     run = SamplingRun.objects.get(name="Draft")
     assert run.status == RunStatus.DRAFT and callbacks == []
     assert run.responses.count() == 2 and run.questions.get().topic.name == "scams"
-    assert re.search(r"offline-friendly.*\(offline demo model\): 2 calls, \d+ tokens in, "
-                     r"\d+ out, price unknown", out)  # fmt: skip
+    assert re.search(
+        r"offline-friendly.*\(offline demo model\): 2 calls, \d+ tokens in, "
+        r"\d+ out, price unknown",
+        out,
+    )
     assert "Saved as a draft" in out
 
 
@@ -95,8 +123,20 @@ def test_a_draft_takes_the_questions_asking_for_each_need_chosen(
     made = questions_by_need()
     model = offline_model(offline_provider_url)
     with django_capture_on_commit_callbacks(execute=False):
-        sample("--name", "Needs", "--any-question", "--sensemaking", "yes", "--guidance", "no",
-               "--models", model.display_name, "--samples", "1", "--draft")  # fmt: skip
+        sample(
+            "--name",
+            "Needs",
+            "--any-question",
+            "--sensemaking",
+            "yes",
+            "--guidance",
+            "no",
+            "--models",
+            model.display_name,
+            "--samples",
+            "1",
+            "--draft",
+        )
     run = SamplingRun.objects.get(name="Needs")
     assert list(run.questions.all()) == [made["sense"]]
     assert (run.selection["needs_sensemaking"], run.selection["needs_guidance"]) == (True, False)

@@ -26,8 +26,9 @@ def answered(offline_provider_url):
     """A finished run of two models x two questions x two answers; one answer is a formula."""
     paid = offline_model(offline_provider_url, name="paid-lookalike")
     models = [*offline_models(offline_provider_url, names=["offline-terse"]), paid]
-    run = run_made(models=models, samples=2, questions=[question_make(topic="scams")
-                                                        for _ in range(2)])  # fmt: skip
+    run = run_made(
+        models=models, samples=2, questions=[question_make(topic="scams") for _ in range(2)]
+    )
     sampling_run_launch(run=run)
     run_worked(run)
     formula = run.responses.filter(model=models[0]).order_by("pk").first()

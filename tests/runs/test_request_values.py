@@ -35,10 +35,14 @@ def test_run_parameters_the_column_cannot_hold_are_refused_on_the_form(
 ):
     graded_questions(1, author=expert, reviewer=reviewer, topic="accounts")
     data = {
-        "action": "create", "name": "Bad", "conditions": ["approved_rubric"],
-        "models": [offline_model(NOWHERE).pk], "samples_per_item": 5,
-        "prompt": prompt_current(purpose=Purpose.SAMPLE).pk, "params": params,
-    }  # fmt: skip
+        "action": "create",
+        "name": "Bad",
+        "conditions": ["approved_rubric"],
+        "models": [offline_model(NOWHERE).pk],
+        "samples_per_item": 5,
+        "prompt": prompt_current(purpose=Purpose.SAMPLE).pk,
+        "params": params,
+    }
     response = role_client(Role.RESEARCHER).post(reverse("runs:new"), data)
     assert response.status_code == 400
     assert expected in html.unescape(response.text)

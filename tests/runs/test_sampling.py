@@ -68,8 +68,9 @@ def test_a_launched_run_answers_every_row_once_and_samples_differ(models):
 
 
 def test_a_batch_claimed_twice_does_the_work_once(models):
-    run = sampling_run_create(name="Twice", questions=[question_make()], models=models[:1],
-                              samples_per_item=3)  # fmt: skip
+    run = sampling_run_create(
+        name="Twice", questions=[question_make()], models=models[:1], samples_per_item=3
+    )
     sampling_run_launch(run=run)
     first = engine.batch_claim(SAMPLE_WORK, run.pk, owner="a:1", limit=10)
     second = engine.batch_claim(SAMPLE_WORK, run.pk, owner="b:2", limit=10)
@@ -82,9 +83,11 @@ def test_a_batch_claims_more_as_its_calls_start_until_its_time_is_up(models, mon
     monkeypatch.setattr(SAMPLE_WORK, "batch_size", 4)
     monkeypatch.setattr(engine, "REFILL_BELOW", 3)
     run = sampling_run_create(
-        name="Refill", questions=[question_make() for _ in range(3)], models=models,
+        name="Refill",
+        questions=[question_make() for _ in range(3)],
+        models=models,
         samples_per_item=3,
-    )  # fmt: skip
+    )
     sampling_run_launch(run=run)
     outcome = engine.batch_run(work=SAMPLE_WORK.name, scope=run.pk)
     assert (outcome.claimed, outcome.done, outcome.failed) == (18, 18, 0)
@@ -92,8 +95,9 @@ def test_a_batch_claims_more_as_its_calls_start_until_its_time_is_up(models, mon
     assert LLMCall.objects.filter(caller__startswith="runs.sample:").count() == 18
 
     # Out of time, a batch takes only its first claim; a limit (as here) never refills.
-    later = sampling_run_create(name="Timed", questions=[question_make()], models=models,
-                                samples_per_item=5)  # fmt: skip
+    later = sampling_run_create(
+        name="Timed", questions=[question_make()], models=models, samples_per_item=5
+    )
     sampling_run_launch(run=later)
     monkeypatch.setattr(engine, "BATCH_SECONDS", 0.0)
     assert engine.batch_run(work=SAMPLE_WORK.name, scope=later.pk).claimed == 4
@@ -132,8 +136,13 @@ def test_the_budget_is_reserved_before_calls_and_stops_the_run(offline_provider_
     # $1,000 per million tokens out: about $0.10 a call, so $1 buys about half the run.
     model = offline_model(offline_provider_url, output_price_per_mtok=Decimal(1000))
     questions = [question_make() for _ in range(5)]
-    run = sampling_run_create(name="B", questions=questions, models=[model],
-                              samples_per_item=4, budget_usd=Decimal("1.00"))  # fmt: skip
+    run = sampling_run_create(
+        name="B",
+        questions=questions,
+        models=[model],
+        samples_per_item=4,
+        budget_usd=Decimal("1.00"),
+    )
     sampling_run_launch(run=run)
     run_all(run)
     run.refresh_from_db()
@@ -177,8 +186,12 @@ def test_batches_leave_no_connection_to_the_provider_open(offline_provider_url, 
             if c.raddr and c.raddr.port == port and c.status == psutil.CONN_ESTABLISHED
         )
 
-    run = sampling_run_create(name="Leak", questions=[question_make() for _ in range(3)],
-                              models=models, samples_per_item=4)  # fmt: skip
+    run = sampling_run_create(
+        name="Leak",
+        questions=[question_make() for _ in range(3)],
+        models=models,
+        samples_per_item=4,
+    )
     sampling_run_launch(run=run)
     for _ in range(4):
         engine.batch_run(work=SAMPLE_WORK.name, scope=run.pk, limit=6)

@@ -81,9 +81,12 @@ def test_an_answer_from_a_sampling_run_is_used_before_generating(models):
     run = SamplingRun.objects.create(name="Benchmark", prompt=prompt_current(purpose="sample"))
     for model in models:
         Response.objects.create(
-            run=run, model=model, question=question, status=ResponseStatus.DONE,
+            run=run,
+            model=model,
+            question=question,
+            status=ResponseStatus.DONE,
             text=f"Answer from the benchmark by {model.display_name}",
-        )  # fmt: skip
+        )
     drawn = sample_answers_draw(question=question)
     assert all(r.run == run and r.text.startswith("Answer from the benchmark") for r in drawn)
     assert not Response.objects.filter(run__kind=RunKind.REFERENCE).exists()
@@ -92,9 +95,10 @@ def test_an_answer_from_a_sampling_run_is_used_before_generating(models):
 
 def test_a_failed_answer_is_tried_again_when_drawn_again(offline_provider_url):
     broken = offline_model(
-        offline_provider_url, name="offline-terse",
+        offline_provider_url,
+        name="offline-terse",
         params={"offline_fault": "400"},
-    )  # fmt: skip
+    )
     reference_models_set(models=[broken])
     question = question_make()
     (response,) = sample_answers_draw(question=question)

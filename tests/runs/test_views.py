@@ -167,12 +167,20 @@ def test_creating_a_run_saves_a_draft_with_its_selection_and_shows_the_estimate(
         NOWHERE, name="offline-friendly", input_price_per_mtok=None, output_price_per_mtok=None
     )
     researcher = role_client(Role.RESEARCHER)
-    response = researcher.post(url("new"), {
-        "action": "create", "name": "Pilot", "conditions": ["approved_rubric"],
-        "models": [priced.pk, unpriced.pk], "samples_per_item": 4,
-        "prompt": prompt_current(purpose=Purpose.SAMPLE).pk,
-        "params": '{"temperature": 0.7}', "budget_usd": "12.50", "seed": "42",
-    })  # fmt: skip
+    response = researcher.post(
+        url("new"),
+        {
+            "action": "create",
+            "name": "Pilot",
+            "conditions": ["approved_rubric"],
+            "models": [priced.pk, unpriced.pk],
+            "samples_per_item": 4,
+            "prompt": prompt_current(purpose=Purpose.SAMPLE).pk,
+            "params": '{"temperature": 0.7}',
+            "budget_usd": "12.50",
+            "seed": "42",
+        },
+    )
     run = SamplingRun.objects.get(name="Pilot")
     assert response.status_code == 302 and response["Location"] == url("detail", run)
     assert run.status == RunStatus.DRAFT and run.seed == 42
@@ -180,9 +188,13 @@ def test_creating_a_run_saves_a_draft_with_its_selection_and_shows_the_estimate(
     assert run.responses.count() == 3 * 2 * 4
     assert set(run.questions.all()) == set(questions)
     assert run.selection == {
-        "conditions": ["approved_rubric"], "topics": [], "length_buckets": [],
-        "prior_attempt": None, "needs_sensemaking": None, "needs_guidance": None,
-    }  # fmt: skip
+        "conditions": ["approved_rubric"],
+        "topics": [],
+        "length_buckets": [],
+        "prior_attempt": None,
+        "needs_sensemaking": None,
+        "needs_guidance": None,
+    }
     page = researcher.get(response["Location"]).text
     assert "Draft saved" in page
     assert shown(page, "calls") == 24
@@ -211,10 +223,17 @@ def test_a_run_selects_questions_by_each_need(role_client, needs, chosen):
     researcher = role_client(Role.RESEARCHER)
     count = researcher.post(url("new"), {"action": "count", **needs}, **HX).text
     assert f"{len(chosen)} question{'s' if len(chosen) > 1 else ''} selected." in count
-    response = researcher.post(url("new"), {
-        "action": "create", "name": "By need", "models": [model.pk], "samples_per_item": 1,
-        "prompt": prompt_current(purpose=Purpose.SAMPLE).pk, **needs,
-    })  # fmt: skip
+    response = researcher.post(
+        url("new"),
+        {
+            "action": "create",
+            "name": "By need",
+            "models": [model.pk],
+            "samples_per_item": 1,
+            "prompt": prompt_current(purpose=Purpose.SAMPLE).pk,
+            **needs,
+        },
+    )
     assert response.status_code == 302, response.text
     run = SamplingRun.objects.get(name="By need")
     assert set(run.questions.all()) == {made[key] for key in chosen}
@@ -260,10 +279,14 @@ def test_a_form_that_cannot_make_a_run_says_why(role_client, expert, reviewer, f
     graded_questions(1, author=expert, reviewer=reviewer, topic="accounts")
     model = offline_model(NOWHERE)
     data = {
-        "action": "create", "name": "Bad", "conditions": ["approved_rubric"],
-        "models": [model.pk], "samples_per_item": 5,
-        "prompt": prompt_current(purpose=Purpose.SAMPLE).pk, **fields,
-    }  # fmt: skip
+        "action": "create",
+        "name": "Bad",
+        "conditions": ["approved_rubric"],
+        "models": [model.pk],
+        "samples_per_item": 5,
+        "prompt": prompt_current(purpose=Purpose.SAMPLE).pk,
+        **fields,
+    }
     if data.get("topics") == ["scams"]:
         data["topics"] = [Topic.objects.get(name="scams").pk]
     response = role_client(Role.RESEARCHER).post(url("new"), data)
@@ -327,8 +350,11 @@ def test_progress_counts_are_the_databases(role_client, offline_provider_url):
 
 
 def test_rate_and_eta_are_measured_over_the_last_minute(offline_provider_url):
-    run = run_made(models=offline_models(NOWHERE, names=["offline-terse"]), samples=5,
-                   questions=[question_make() for _ in range(10)])  # fmt: skip
+    run = run_made(
+        models=offline_models(NOWHERE, names=["offline-terse"]),
+        samples=5,
+        questions=[question_make() for _ in range(10)],
+    )
     now = timezone.now()
     SamplingRun.objects.filter(pk=run.pk).update(
         status=RunStatus.RUNNING, launched_at=now - dt.timedelta(minutes=10)
@@ -353,8 +379,9 @@ def test_rate_and_eta_are_measured_over_the_last_minute(offline_provider_url):
 def test_errors_are_listed_by_kind_and_retried_by_kind_or_all(
     role_client, offline_provider_url, django_capture_on_commit_callbacks
 ):
-    model = offline_model(offline_provider_url, name="offline-thorough",
-                          api_key_env="ASSAY_TEST_KEY_UNSET")  # fmt: skip
+    model = offline_model(
+        offline_provider_url, name="offline-thorough", api_key_env="ASSAY_TEST_KEY_UNSET"
+    )
     run = run_made(models=[model], samples=3)
     sampling_run_launch(run=run)
     run_worked(run)
@@ -373,8 +400,9 @@ def test_errors_are_listed_by_kind_and_retried_by_kind_or_all(
     assert "4 failed answers to ask again." in response.text
     assert len(callbacks) == settings.LLM_ENGINE_CHAINS
     assert run.responses.filter(status=ResponseStatus.PENDING).count() == 4
-    assert set(run.responses.filter(status=ResponseStatus.FAILED).values_list("pk", flat=True)) \
-        == set(gave_up)  # fmt: skip
+    assert set(
+        run.responses.filter(status=ResponseStatus.FAILED).values_list("pk", flat=True)
+    ) == set(gave_up)
     researcher.post(url("retry", run), {"error_kind": ""})
     assert run.responses.filter(status=ResponseStatus.PENDING).count() == 6
 
@@ -419,10 +447,15 @@ def test_pause_resume_and_cancel_move_the_run_and_refusals_are_shown(
 
 def test_the_budget_stops_the_run_and_raising_it_lets_it_resume(role_client, offline_provider_url):
     # $1,000 per million tokens out: about $0.10 a call, so $1 buys about half the run.
-    model = offline_model(offline_provider_url, name="offline-pricey",
-                          output_price_per_mtok=Decimal(1000))  # fmt: skip
-    run = run_made(models=[model], samples=4, questions=[question_make() for _ in range(5)],
-                   budget_usd=Decimal("1.00"))  # fmt: skip
+    model = offline_model(
+        offline_provider_url, name="offline-pricey", output_price_per_mtok=Decimal(1000)
+    )
+    run = run_made(
+        models=[model],
+        samples=4,
+        questions=[question_make() for _ in range(5)],
+        budget_usd=Decimal("1.00"),
+    )
     sampling_run_launch(run=run)
     run_worked(run)
     run.refresh_from_db()
@@ -430,8 +463,9 @@ def test_the_budget_stops_the_run_and_raising_it_lets_it_resume(role_client, off
     researcher = role_client(Role.RESEARCHER)
     page = researcher.get(url("detail", run)).text
     spent = sum(r.cost_usd for r in run.responses.exclude(cost_usd=None))
-    assert (f"Stopped: budget reached — ${as_shown(spent)} of $1.00 spent; raise the budget to "
-            "resume.") in page  # fmt: skip
+    assert (
+        f"Stopped: budget reached — ${as_shown(spent)} of $1.00 spent; raise the budget to resume."
+    ) in page
     refused = researcher.post(url("resume", run), follow=True).text
     assert "raise the budget before resuming" in refused
 
@@ -460,8 +494,9 @@ def test_the_budget_form_refuses_nonsense_and_clears(role_client, draft):
 
 def test_responses_are_filtered_and_failed_ones_show_their_error(role_client, offline_provider_url):
     [good] = offline_models(offline_provider_url, names=["offline-terse"])
-    failing = offline_model(offline_provider_url, name="offline-thorough",
-                            api_key_env="ASSAY_TEST_KEY_UNSET")  # fmt: skip
+    failing = offline_model(
+        offline_provider_url, name="offline-thorough", api_key_env="ASSAY_TEST_KEY_UNSET"
+    )
     run = run_made(models=[good, failing], samples=2)
     sampling_run_launch(run=run)
     run_worked(run)
@@ -486,8 +521,9 @@ def test_responses_are_filtered_and_failed_ones_show_their_error(role_client, of
 def test_pages_escape_what_people_wrote(role_client):
     model = offline_model(NOWHERE)
     question = question_make(text="<img src=x onerror=alert(2)> help?")
-    run = run_made(models=[model], name="<script>alert(1)</script>", samples=1,
-                   questions=[question])  # fmt: skip
+    run = run_made(
+        models=[model], name="<script>alert(1)</script>", samples=1, questions=[question]
+    )
     Response.objects.filter(run=run).update(status=ResponseStatus.DONE, text="<b>bold</b>")
     researcher = role_client(Role.RESEARCHER)
     for page in ("detail", "responses"):

@@ -21,8 +21,14 @@ PARTICIPANTS = 200
 # the same rows.
 IN_FLIGHT = 32
 ANSWERS = {
-    "H1": "yes", "H2": "4", "H3": "4", "P1": "3", "P2": "2", "P3": "5", "P4": "5",
-}  # fmt: skip
+    "H1": "yes",
+    "H2": "4",
+    "H3": "4",
+    "P1": "3",
+    "P2": "2",
+    "P3": "5",
+    "P4": "5",
+}
 
 
 def take_part(

@@ -42,10 +42,14 @@ def demo_models(settings, offline_provider_url):
     for display_name in {*demo.PROXY_MODELS, demo.MODEL}:
         served_as = "offline-" + display_name.split()[1].lower()
         ModelConfig.objects.create(
-            display_name=display_name, family="Offline demo", litellm_model=f"openai/{served_as}",
-            api_base=settings.OFFLINE_LLM_URL, max_concurrent=16, input_price_per_mtok=0,
+            display_name=display_name,
+            family="Offline demo",
+            litellm_model=f"openai/{served_as}",
+            api_base=settings.OFFLINE_LLM_URL,
+            max_concurrent=16,
+            input_price_per_mtok=0,
             output_price_per_mtok=0,
-        )  # fmt: skip
+        )
 
 
 def pooled(table, who):
@@ -55,10 +59,14 @@ def pooled(table, who):
 def answers_of(study) -> dict[tuple, tuple[str, str]]:
     """Every answer of the study: (who, scenario, item) -> (value, explanation)."""
     rows = Answer.objects.filter(assignment__participant__study=study).values_list(
-        "assignment__participant__prolific_pid", "assignment__participant__model__display_name",
-        "assignment__participant__run_index", "assignment__study_scenario__scenario__name",
-        "item__code", "value", "explanation",
-    )  # fmt: skip
+        "assignment__participant__prolific_pid",
+        "assignment__participant__model__display_name",
+        "assignment__participant__run_index",
+        "assignment__study_scenario__scenario__name",
+        "item__code",
+        "value",
+        "explanation",
+    )
     return {(pid, model, run, name, code): (v, e) for pid, model, run, name, code, v, e in rows}
 
 

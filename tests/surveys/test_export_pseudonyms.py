@@ -100,8 +100,12 @@ def test_no_export_but_the_approvals_csv_holds_a_prolific_id(client, hostile, re
     study, ids = hostile
     client.force_login(researcher)
     exports = {**console_exports(client), **report_exports(client, study)}
-    assert {"surveys.Participant", "surveys.Answer", "surveys.Assignment",
-            "surveys.PageTime"} <= set(exports)  # fmt: skip
+    assert {
+        "surveys.Participant",
+        "surveys.Answer",
+        "surveys.Assignment",
+        "surveys.PageTime",
+    } <= set(exports)
     # The disagreement browser is a page, not a file; it names no one either.
     disagreements = client.get(reverse("analysis:survey_disagreements", args=[study.pk]))
     exports["disagreements"] = disagreements.content.decode()
@@ -134,8 +138,12 @@ def test_every_cell_of_every_export_is_safe_in_a_spreadsheet(client, hostile, re
 def pseudonyms_by_export(client) -> dict[str, set[str]]:
     exports = console_exports(client)
     found = {}
-    for label in ("surveys.Participant", "surveys.Answer", "surveys.Assignment",
-                  "surveys.PageTime"):  # fmt: skip
+    for label in (
+        "surveys.Participant",
+        "surveys.Answer",
+        "surveys.Assignment",
+        "surveys.PageTime",
+    ):
         rows = csv.DictReader(io.StringIO(exports[label], newline=""))
         found[label] = {row["participant pseudonym"] for row in rows}
     return found

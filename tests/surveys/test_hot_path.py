@@ -157,8 +157,13 @@ def test_consent_and_demographics_take_at_most_six_queries_each(make_study):
     pid = "a" * 24
     page = client.get(link(study, pid)).content.decode()
     shown = page.split('name="shown" value="', 1)[1].split('"', 1)[0]
-    data = {"PROLIFIC_PID": pid, "STUDY_ID": "b" * 24, "SESSION_ID": "c" * 24,
-            "decision": "agree", "shown": shown}  # fmt: skip
+    data = {
+        "PROLIFIC_PID": pid,
+        "STUDY_ID": "b" * 24,
+        "SESSION_ID": "c" * 24,
+        "decision": "agree",
+        "shown": shown,
+    }
     reset_queries()  # a full log (9000 entries, from making the study) would count nothing
     with CaptureQueriesContext(connection) as consenting:
         response = client.post(f"/s/{study.slug}/consent/", data)

@@ -103,8 +103,11 @@ def test_import_scenarios_command(db, tmp_path):
     assert Scenario.objects.count() == 40
     bad = tmp_path / "bad.json"
     bad.write_text("[{]")
-    with pytest.raises(CommandError, match=r"bad\.json was not imported \(nothing was changed\): "
-                       r"The file cannot be imported: it is not valid JSON"):  # fmt: skip
+    with pytest.raises(
+        CommandError,
+        match=r"bad\.json was not imported \(nothing was changed\): "
+        r"The file cannot be imported: it is not valid JSON",
+    ):
         call_command("import_scenarios", str(bad))
 
 

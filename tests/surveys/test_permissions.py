@@ -26,10 +26,18 @@ RESEARCHER_GET = [
     "proxy_run",
 ]
 RESEARCHER_POST = [
-    "study_status", "study_generate", "study_sync", "participant_review", "study_approve",
-    "proxy_run_launch", "proxy_run_pause", "proxy_run_resume", "proxy_run_cancel",
-    "proxy_run_budget", "proxy_run_retry",
-]  # fmt: skip
+    "study_status",
+    "study_generate",
+    "study_sync",
+    "participant_review",
+    "study_approve",
+    "proxy_run_launch",
+    "proxy_run_pause",
+    "proxy_run_resume",
+    "proxy_run_cancel",
+    "proxy_run_budget",
+    "proxy_run_retry",
+]
 PARTICIPANT = ["entry", "consent", "instructions", "scenario", "answer", "demographics", "done"]
 
 

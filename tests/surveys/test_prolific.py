@@ -132,8 +132,9 @@ def test_review_decisions_go_to_prolific_when_configured(fake_prolific, make_stu
         fake_prolific.fail_with = 409
         refused = researcher.post(
             f"/studies/{study.pk}/review/{bad.pk}/",
-            {"action": "reject", "category": "LOW_EFFORT", "message": MESSAGE}, follow=True,
-        )  # fmt: skip
+            {"action": "reject", "category": "LOW_EFFORT", "message": MESSAGE},
+            follow=True,
+        )
     assert fake_prolific.requests[0][1:3] == (
         "/api/v1/submissions/bulk-approve/",
         {"study_id": STUDY, "participant_ids": [good.prolific_pid]},
@@ -160,10 +161,13 @@ def test_approving_several_is_one_bulk_approval_on_prolific_after_a_confirmation
         done = researcher.post(f"/studies/{study.pk}/approve/", chosen | {"confirmed": "yes"})
     assert done["Location"] == f"/studies/{study.pk}/review/?status=pending"
     assert fake_prolific.requests == [
-        ("POST", "/api/v1/submissions/bulk-approve/",
-         {"study_id": STUDY, "participant_ids": [first.prolific_pid, second.prolific_pid]},
-         f"Token {TOKEN}"),
-    ]  # fmt: skip
+        (
+            "POST",
+            "/api/v1/submissions/bulk-approve/",
+            {"study_id": STUDY, "participant_ids": [first.prolific_pid, second.prolific_pid]},
+            f"Token {TOKEN}",
+        ),
+    ]
     assert set(study.participants.values_list("review_status", flat=True)) == {
         ReviewStatus.APPROVED
     }
@@ -176,7 +180,8 @@ def test_a_refused_bulk_approval_approves_nobody_here(fake_prolific, make_study,
     with override_settings(PROLIFIC_API_URL=fake_prolific.url, PROLIFIC_API_TOKEN=TOKEN):
         page = role_client(Role.RESEARCHER).post(
             f"/studies/{study.pk}/approve/",
-            {"participant": [first.pk, second.pk], "confirmed": "yes"}, follow=True,
-        )  # fmt: skip
+            {"participant": [first.pk, second.pk], "confirmed": "yes"},
+            follow=True,
+        )
     assert "Prolific did not accept the approval" in page.text
     assert set(study.participants.values_list("review_status", flat=True)) == {ReviewStatus.PENDING}

@@ -137,9 +137,10 @@ def test_a_proxy_that_never_answers_validly_fails_its_call_with_the_reason(
     provider_key("ASSAY_TEST_STAND_IN_KEY", "sk-test-stand-in")
     study = make_study(live=False, count=1)
     model = offline_model(
-        answering_provider(json.dumps({"answers": []})), name="stand-in",
+        answering_provider(json.dumps({"answers": []})),
+        name="stand-in",
         api_key_env="ASSAY_TEST_STAND_IN_KEY",
-    )  # fmt: skip
+    )
     run = services.proxy_run_create(study=study, models=[model], runs_per_model=1)
     services.proxy_run_launch(run=run)
 
@@ -161,9 +162,14 @@ def test_a_proxy_that_never_answers_validly_fails_its_call_with_the_reason(
 def test_attention_checks_are_for_people_and_are_not_asked_of_proxies(make_study, models):
     study = make_study(live=False, count=1)
     SurveyItem.objects.create(
-        study=study, code="AC1", wording="Choose 'No'.", kind="yes_no", attention_check=True,
-        expected_value="no", order=99,
-    )  # fmt: skip
+        study=study,
+        code="AC1",
+        wording="Choose 'No'.",
+        kind="yes_no",
+        attention_check=True,
+        expected_value="no",
+        order=99,
+    )
     assert "AC1" not in [i.code for i in proxy_items(study=study)]
 
 

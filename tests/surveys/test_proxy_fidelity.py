@@ -129,9 +129,12 @@ def test_a_newer_persona_version_is_no_new_runs_default(make_study, models):
     """A persona is a variant the researcher chooses: a newer version that adds one is
     offered, but a run takes the survey alone unless told otherwise."""
     newer = PromptTemplate.objects.create(
-        purpose=Purpose.SURVEY_PROXY, version=3, system_text="You are a privacy sceptic.",
-        user_text=selectors.PROXY_SURVEY_USER_TEXT, notes="A sceptic's persona.",
-    )  # fmt: skip
+        purpose=Purpose.SURVEY_PROXY,
+        version=3,
+        system_text="You are a privacy sceptic.",
+        user_text=selectors.PROXY_SURVEY_USER_TEXT,
+        notes="A sceptic's persona.",
+    )
     study = make_study(live=False, count=1)
 
     default = services.proxy_run_create(study=study, models=models[:1], runs_per_model=1)
@@ -186,8 +189,9 @@ def test_parameters_a_run_or_a_model_sends_are_flagged(make_study, models):
         "beyond the model's defaults.",
     ]
     assert selectors.proxy_run_parameters(run=run, model=models[1]) == {
-        "temperature": 0.7, "top_p": 0.9
-    }  # fmt: skip
+        "temperature": 0.7,
+        "top_p": 0.9,
+    }
 
 
 def test_the_report_names_each_proxys_prompt_and_parameters_and_flags_the_persona_run(
@@ -197,10 +201,13 @@ def test_the_report_names_each_proxys_prompt_and_parameters_and_flags_the_person
     work_all(services.proxy_run_create(study=study, models=models[:1], runs_per_model=2))
     work_all(
         services.proxy_run_create(
-            study=study, models=models[1:], runs_per_model=1, prompt=persona(),
+            study=study,
+            models=models[1:],
+            runs_per_model=1,
+            prompt=persona(),
             temperature=Decimal("0.50"),
         )
-    )  # fmt: skip
+    )
     terse, thorough = (f"{m.display_name} (offline demo model)" for m in models)
     first, second = ProxyRun.objects.order_by("pk")
 
@@ -208,9 +215,13 @@ def test_the_report_names_each_proxys_prompt_and_parameters_and_flags_the_person
 
     rows = {row["who"]: row for row in report.tables["proxies"].rows}
     assert rows[terse] == {
-        "who": terse, "run": f"Proxy run {first.pk}", "raters": 2, "prompt": "survey_proxy v2",
-        "parameters": "The provider's defaults", "departures": "None: as published",
-    }  # fmt: skip
+        "who": terse,
+        "run": f"Proxy run {first.pk}",
+        "raters": 2,
+        "prompt": "survey_proxy v2",
+        "parameters": "The provider's defaults",
+        "departures": "None: as published",
+    }
     assert (rows[thorough]["prompt"], rows[thorough]["parameters"]) == (
         "survey_proxy v1",
         "temperature=0.5",
@@ -224,8 +235,10 @@ def test_the_report_names_each_proxys_prompt_and_parameters_and_flags_the_person
     assert report.methods["proxies"].fidelity == Fidelity.CHOSEN
     assert [r["prompt_version"] for r in report.methods["proxies"].settings["runs"]] == [2, 1]
 
-    page = role_client(Role.RESEARCHER).get(
-        reverse("analysis:survey_report", args=[study.pk])
-    ).content.decode()  # fmt: skip
+    page = (
+        role_client(Role.RESEARCHER)
+        .get(reverse("analysis:survey_report", args=[study.pk]))
+        .content.decode()
+    )
     assert page.count('data-testid="fidelity-note"') == 2
     assert 'data-table="proxies"' in page and "survey_proxy v1" in page

@@ -57,9 +57,10 @@ def test_launched_progress_is_polled_and_failed_calls_are_retried_by_kind(
 ):
     provider_key("ASSAY_TEST_STAND_IN_KEY", "sk-test-stand-in")
     model = offline_model(
-        answering_provider(json.dumps({"answers": [{"code": "H9"}]})), name="stand-in",
+        answering_provider(json.dumps({"answers": [{"code": "H9"}]})),
+        name="stand-in",
         api_key_env="ASSAY_TEST_STAND_IN_KEY",
-    )  # fmt: skip
+    )
     run = services.proxy_run_create(study=study, models=[model], runs_per_model=1)
     client = role_client(Role.RESEARCHER)
     base = reverse("surveys:proxy_run", args=[study.pk, run.pk])

@@ -32,10 +32,14 @@ def test_the_default_items_are_in_the_published_groups():
     groups = dict(SurveyItem.objects.filter(study=None).values_list("code", "group"))
 
     assert groups == {
-        "H1": ItemGroup.HELPFULNESS, "H2": ItemGroup.HELPFULNESS, "H3": ItemGroup.HELPFULNESS,
-        "P1": ItemGroup.PRIVACY, "P2": ItemGroup.PRIVACY, "P3": ItemGroup.PRIVACY,
+        "H1": ItemGroup.HELPFULNESS,
+        "H2": ItemGroup.HELPFULNESS,
+        "H3": ItemGroup.HELPFULNESS,
+        "P1": ItemGroup.PRIVACY,
+        "P2": ItemGroup.PRIVACY,
+        "P3": ItemGroup.PRIVACY,
         "P4": ItemGroup.PRIVACY,
-    }  # fmt: skip
+    }
 
 
 def test_a_new_study_copies_the_labels_and_groups(make_study):

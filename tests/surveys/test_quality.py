@@ -18,9 +18,13 @@ TWELVE = Times.of([(40 + i) * 60.0 for i in range(12)])
 
 def flags(seconds=2700, others=TWELVE, minutes=47, failures=0, checks=2, explanations=GOOD):
     return participant_flags(
-        seconds=seconds, others=others, estimated_minutes=minutes,
-        attention_failures=failures, attention_checks=checks, explanations=explanations,
-    )  # fmt: skip
+        seconds=seconds,
+        others=others,
+        estimated_minutes=minutes,
+        attention_failures=failures,
+        attention_checks=checks,
+        explanations=explanations,
+    )
 
 
 def test_thoughtful_explanations_raise_no_flag():
@@ -46,12 +50,16 @@ def test_with_few_others_too_fast_is_under_a_third_of_the_estimated_time():
 def test_one_failed_check_is_shown_but_not_grounds_in_a_study_of_5_minutes_or_more():
     (once,) = flags(failures=1, minutes=5)
     assert (once.code, once.label, once.grounds) == (
-        "attention_once", "Missed an attention check", False,
-    )  # fmt: skip
+        "attention_once",
+        "Missed an attention check",
+        False,
+    )
     (twice,) = flags(failures=2, minutes=47)
     assert (twice.label, twice.grounds, twice.message) == (
-        "Failed attention checks", True, "failed 2 of 2 attention checks",
-    )  # fmt: skip
+        "Failed attention checks",
+        True,
+        "failed 2 of 2 attention checks",
+    )
     (short,) = flags(failures=1, minutes=4)
     assert short.grounds, "a study under 5 minutes may reject on one failed check"
     assert [attention_failures_needed(minutes=m) for m in (4, 5, 47)] == [1, 2, 2]

@@ -86,12 +86,21 @@ def test_a_rejection_category_that_is_not_prolifics_is_refused(role_client, make
 def test_a_study_text_past_its_limit_is_refused_on_the_form(role_client, scenarios, field):
     client = role_client(Role.RESEARCHER)
     data = {
-        "name": "Pilot", "prolific_study_id": "", "scenarios_per_participant": 5,
-        "ratings_per_scenario": 5, "reservation_minutes": 60, "consent_text": "c",
-        "instructions_text": "i", "example_text": "e", "code_completed": "AAAA1",
-        "code_no_consent": "BBBB1", "code_failed_attention": "CCCC1", "code_full": "DDDD1",
-        "scenarios": [s.pk for s in scenarios[:6]], field: "t" * (STUDY_TEXT_MAX_CHARS + 1),
-    }  # fmt: skip
+        "name": "Pilot",
+        "prolific_study_id": "",
+        "scenarios_per_participant": 5,
+        "ratings_per_scenario": 5,
+        "reservation_minutes": 60,
+        "consent_text": "c",
+        "instructions_text": "i",
+        "example_text": "e",
+        "code_completed": "AAAA1",
+        "code_no_consent": "BBBB1",
+        "code_failed_attention": "CCCC1",
+        "code_full": "DDDD1",
+        "scenarios": [s.pk for s in scenarios[:6]],
+        field: "t" * (STUDY_TEXT_MAX_CHARS + 1),
+    }
     page = client.post("/studies/new/", data)
     assert page.status_code in (200, 400, 422)
     assert f"at most {STUDY_TEXT_MAX_CHARS} characters" in page.text

@@ -62,11 +62,14 @@ class Shown(HTMLParser):
         if tag == "h3" and "step-title" in classes:
             self.in_title = True
         kind = (
-            "action" if tag == "code" and self.in_title
-            else "key" if tag == "dt"
-            else "part" if "step-label" in classes
+            "action"
+            if tag == "code" and self.in_title
+            else "key"
+            if tag == "dt"
+            else "part"
+            if "step-label" in classes
             else next((k for c, k in self.KINDS.items() if c in classes), None)
-        )  # fmt: skip
+        )
         if kind:
             self.open, self.depth, self.text = kind, 0, ""
 
@@ -94,9 +97,10 @@ def shown_steps(page: str) -> list[tuple[str, str]]:
     # A folded result's label also names its action; the part is what is compared.
     return [
         (kind, "What it got back" if text.startswith("What it got back") else text)
-        if kind == "part" else (kind, text)
+        if kind == "part"
+        else (kind, text)
         for kind, text in parser.shown
-    ]  # fmt: skip
+    ]
 
 
 def json_tokens(text: str) -> list[tuple[str, str]]:
@@ -163,8 +167,10 @@ def test_labels_mid_line_indented_or_inside_json_are_split_as_they_should_be(db)
     preamble, steps = trajectory_steps(HAND_MADE)
     assert preamble == ""
     assert [s.action for s in steps] == [
-        "GmailSearchEmails", "BankManagerGetBalance", "NotionManagerSearchContent",
-    ]  # fmt: skip
+        "GmailSearchEmails",
+        "BankManagerGetBalance",
+        "NotionManagerSearchContent",
+    ]
     first, second, third = steps
     assert first.action_input.data == {"keywords": ["Observation: not a label"]}
     email = first.observation.data["emails"][0]
@@ -192,25 +198,43 @@ def test_the_hand_made_trajectory_is_shown_step_by_step_as_written(make_study):
     assert shown == [
         ("action", "GmailSearchEmails"),
         ("part", "What it looked for"),
-        ("key", "keywords"), ("string", "Observation: not a label"),
+        ("key", "keywords"),
+        ("string", "Observation: not a label"),
         ("part", "What it got back"),
-        ("key", "emails"), ("key", "id"), ("string", "e1"),
-        ("key", "body"), ("string", "Hi,\nAction: none here.\nObservation: nor here"),
-        ("key", "amount"), ("literal", "500.00"),
-        ("key", "count"), ("literal", "1e3"),
-        ("key", "delta"), ("literal", "-0.0"),
-        ("key", "paid"), ("literal", "true"),
-        ("key", "note"), ("literal", "null"),
-        ("key", "tags"), ("literal", "[]"),
-        ("key", "meta"), ("literal", "{}"),
+        ("key", "emails"),
+        ("key", "id"),
+        ("string", "e1"),
+        ("key", "body"),
+        ("string", "Hi,\nAction: none here.\nObservation: nor here"),
+        ("key", "amount"),
+        ("literal", "500.00"),
+        ("key", "count"),
+        ("literal", "1e3"),
+        ("key", "delta"),
+        ("literal", "-0.0"),
+        ("key", "paid"),
+        ("literal", "true"),
+        ("key", "note"),
+        ("literal", "null"),
+        ("key", "tags"),
+        ("literal", "[]"),
+        ("key", "meta"),
+        ("literal", "{}"),
         ("action", "BankManagerGetBalance"),
-        ("part", "What it looked for"), ("key", "account"), ("string", "checking"),
+        ("part", "What it looked for"),
+        ("key", "account"),
+        ("string", "checking"),
         ("part", "What it got back"),
-        ("key", "balance"), ("literal", "1200.50"), ("key", "currency"), ("string", "USD"),
+        ("key", "balance"),
+        ("literal", "1200.50"),
+        ("key", "currency"),
+        ("string", "USD"),
         ("action", "NotionManagerSearchContent"),
-        ("part", "What it looked for"), ("text", "not JSON,"),
-        ("part", "What it got back"), ("text", "plain text"),
-    ]  # fmt: skip
+        ("part", "What it looked for"),
+        ("text", "not JSON,"),
+        ("part", "What it got back"),
+        ("text", "plain text"),
+    ]
 
 
 def test_strings_are_shown_as_the_characters_their_escapes_stand_for(make_study):
@@ -222,11 +246,15 @@ def test_strings_are_shown_as_the_characters_their_escapes_stand_for(make_study)
     Scenario.objects.filter(pk=study_scenario.scenario_id).update(trajectory=trajectory)
     page = page_of(study_scenario)
     assert shown_steps(page)[2:] == [
-        ("key", "café"), ("string", 'say "hi"\tthen <b>go</b>\\'),
-        ("key", "big"), ("literal", "12345678901234567890123"),
-        ("key", "tiny"), ("literal", "1E-400"),
-        ("key", "rép"), ("string", "😀"),
-    ]  # fmt: skip
+        ("key", "café"),
+        ("string", 'say "hi"\tthen <b>go</b>\\'),
+        ("key", "big"),
+        ("literal", "12345678901234567890123"),
+        ("key", "tiny"),
+        ("literal", "1E-400"),
+        ("key", "rép"),
+        ("string", "😀"),
+    ]
     assert escape('say "hi"\tthen <b>go</b>\\') in page and "<b>go</b>" not in page
 
 
@@ -235,8 +263,11 @@ def test_a_repeated_key_is_shown_each_time_it_is_written(make_study):
     trajectory = 'Action: A\nObservation: {"to": "ann@example.com", "to": "bo@example.com"}'
     Scenario.objects.filter(pk=study_scenario.scenario_id).update(trajectory=trajectory)
     assert shown_steps(page_of(study_scenario))[2:] == [
-        ("key", "to"), ("string", "ann@example.com"), ("key", "to"), ("string", "bo@example.com"),
-    ]  # fmt: skip
+        ("key", "to"),
+        ("string", "ann@example.com"),
+        ("key", "to"),
+        ("string", "bo@example.com"),
+    ]
 
 
 def test_a_long_result_is_folded_with_a_summary_and_a_short_one_is_not(make_study):
@@ -276,8 +307,9 @@ def test_a_record_whose_json_does_not_close_is_accepted_and_shown_as_text(db):
     assert record_check(record, 0) is record
     _, steps = trajectory_steps(record["trajectory"]["executable_trajectory"])
     assert [(s.action, s.observation and s.observation.text) for s in steps] == [
-        ("A", "[["), ("B", None),
-    ]  # fmt: skip
+        ("A", "[["),
+        ("B", None),
+    ]
 
 
 def test_a_response_that_is_an_actions_input_is_shown_as_its_fields(make_study):

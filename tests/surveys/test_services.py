@@ -168,9 +168,12 @@ def test_answer_outside_the_scale_is_refused(make_study):
     item = participant.study.items.get(code="H2")
     with pytest.raises(SurveyError, match="not one of the answers"):
         services.answer_save(
-            participant=participant, assignment_id=participant.assignments.first().pk,
-            item=item, value="9", explanation="",
-        )  # fmt: skip
+            participant=participant,
+            assignment_id=participant.assignments.first().pk,
+            item=item,
+            value="9",
+            explanation="",
+        )
     assert not Answer.objects.exists()
 
 
@@ -179,9 +182,12 @@ def test_database_allows_one_assignment_per_participant_and_scenario(make_study)
     a = participant.assignments.first()
     with pytest.raises(IntegrityError), transaction.atomic():
         Assignment.objects.create(
-            participant=participant, study_scenario=a.study_scenario, position=99,
-            reserved_at=a.reserved_at, reserved_until=a.reserved_until,
-        )  # fmt: skip
+            participant=participant,
+            study_scenario=a.study_scenario,
+            position=99,
+            reserved_at=a.reserved_at,
+            reserved_until=a.reserved_until,
+        )
 
 
 def test_database_allows_one_answer_per_assignment_and_item(make_study):
@@ -196,9 +202,12 @@ def test_answers_are_frozen_after_finishing(make_study):
     done = complete(arrive(make_study(count=5)))
     with pytest.raises(SurveyError, match="submitted"):
         services.answer_save(
-            participant=done, assignment_id=done.assignments.first().pk,
-            item=done.study.items.get(code="H2"), value="1", explanation="",
-        )  # fmt: skip
+            participant=done,
+            assignment_id=done.assignments.first().pk,
+            item=done.study.items.get(code="H2"),
+            value="1",
+            explanation="",
+        )
 
 
 def test_finishing_needs_every_scenario_answered(make_study):
@@ -210,10 +219,17 @@ def test_finishing_needs_every_scenario_answered(make_study):
 def _with_checks(study, pages):
     for n, page in enumerate(pages, start=1):
         SurveyItem.objects.create(
-            study=study, code=f"AC{n}", kind="scale", wording="Choose 'Very helpful' here.",
-            scale_labels=["a", "b", "c", "Very helpful", "e"], attention_check=True,
-            expected_value="4", explanation_required=False, order=90 + n, on_page=page,
-        )  # fmt: skip
+            study=study,
+            code=f"AC{n}",
+            kind="scale",
+            wording="Choose 'Very helpful' here.",
+            scale_labels=["a", "b", "c", "Very helpful", "e"],
+            attention_check=True,
+            expected_value="4",
+            explanation_required=False,
+            order=90 + n,
+            on_page=page,
+        )
     return services.study_set_status(study=study, status=StudyStatus.LIVE)
 
 
@@ -224,10 +240,12 @@ def _finish_failing(study, codes):
         a.participant = participant
         page = selectors.items_for_page(study=study, position=a.position, bundle_size=5)
         answers = {
-            i.code: ("yes" if i.kind == "yes_no" else "2" if i.code in codes else "4",
-                     "A considered explanation here.")
+            i.code: (
+                "yes" if i.kind == "yes_no" else "2" if i.code in codes else "4",
+                "A considered explanation here.",
+            )
             for i in page
-        }  # fmt: skip
+        }
         services.assignment_submit(assignment=a, answers=answers, items=page)
     return services.participant_finish(participant=participant, demographics=DEMOGRAPHICS)
 
@@ -258,9 +276,12 @@ def test_items_freeze_once_anyone_answered(make_study):
     services.survey_item_save(item=item)
     participant = arrive(study)
     services.answer_save(
-        participant=participant, assignment_id=participant.assignments.first().pk,
-        item=item, value="3", explanation=None,
-    )  # fmt: skip
+        participant=participant,
+        assignment_id=participant.assignments.first().pk,
+        item=item,
+        value="3",
+        explanation=None,
+    )
     item.wording = "Reworded after"
     with pytest.raises(SurveyError, match="frozen"):
         services.survey_item_save(item=item)

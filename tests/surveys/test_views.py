@@ -318,12 +318,20 @@ def test_researcher_creates_a_study_from_the_form(role_client, scenarios):
     page = client.get("/studies/new/").content.decode()
     assert "main3" in page
     data = {
-        "name": "Pilot", "prolific_study_id": "", "scenarios_per_participant": 5,
-        "ratings_per_scenario": 5, "reservation_minutes": 60, "consent_text": "c",
-        "instructions_text": "i", "example_text": "e", "code_completed": "AAAA1",
-        "code_no_consent": "BBBB1", "code_failed_attention": "CCCC1", "code_full": "DDDD1",
+        "name": "Pilot",
+        "prolific_study_id": "",
+        "scenarios_per_participant": 5,
+        "ratings_per_scenario": 5,
+        "reservation_minutes": 60,
+        "consent_text": "c",
+        "instructions_text": "i",
+        "example_text": "e",
+        "code_completed": "AAAA1",
+        "code_no_consent": "BBBB1",
+        "code_failed_attention": "CCCC1",
+        "code_full": "DDDD1",
         "scenarios": [s.pk for s in scenarios[:6]],
-    }  # fmt: skip
+    }
     response = client.post("/studies/new/", data)
     from apps.surveys.models import Study
 
@@ -496,9 +504,10 @@ def _finish_failing_check(client, study, failed: set[str]) -> Participant:
     participant = Participant.objects.get(prolific_pid=pid)
     for assignment in participant.assignments.order_by("position"):
         items = [
-            i for i in study.items.all()
+            i
+            for i in study.items.all()
             if not i.attention_check or i.on_page == assignment.position
-        ]  # fmt: skip
+        ]
         data = answers_for(items) | {f"value_{code}": "1" for code in failed}
         client.post(f"/s/{study.slug}/scenario/{assignment.pk}/", data)
     demographics = {"age": "25-34", "gender": "no_say", "education": "bachelor", "income": "no_say"}
@@ -513,10 +522,17 @@ def test_review_page_shows_readable_flags_rules_and_collapsed_reject_forms(make_
     study = make_study(count=10, live=False)
     for n, page in ((1, 2), (2, 4)):
         SurveyItem.objects.create(
-            study=study, code=f"AC{n}", kind="scale", wording="Choose 'Very helpful' here.",
-            scale_labels=["a", "b", "c", "Very helpful", "e"], attention_check=True,
-            expected_value="4", explanation_required=False, order=90 + n, on_page=page,
-        )  # fmt: skip
+            study=study,
+            code=f"AC{n}",
+            kind="scale",
+            wording="Choose 'Very helpful' here.",
+            scale_labels=["a", "b", "c", "Very helpful", "e"],
+            attention_check=True,
+            expected_value="4",
+            explanation_required=False,
+            order=90 + n,
+            on_page=page,
+        )
     study = services.study_set_status(study=study, status=StudyStatus.LIVE)
     once = _finish_failing_check(Client(), study, {"AC1"})
     twice = _finish_failing_check(Client(), study, {"AC1", "AC2"})

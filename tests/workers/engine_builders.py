@@ -68,8 +68,10 @@ class EngineWorkers:
         child_env.update(self.env)
         process = subprocess.Popen(
             [sys.executable, "-c", WORKER_MAIN, self.queue, pool, hostname],
-            cwd=ROOT, env=child_env, start_new_session=True,
-        )  # fmt: skip
+            cwd=ROOT,
+            env=child_env,
+            start_new_session=True,
+        )
         worker = Worker(process=process, hostname=hostname)
         self.started.append(worker)
         return worker

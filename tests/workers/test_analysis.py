@@ -35,9 +35,9 @@ def answers(rng: random.Random, items: list[SurveyItem], leaning: int = 0) -> di
         values = {}
         for item in items:
             value = min(5, max(1, level + leaning + rng.choice((-1, 0, 0, 1))))
-            values[item.code] = ("yes" if value >= 3 else "no") if item.kind == "yes_no" else (
-                str(value)
-            )  # fmt: skip
+            values[item.code] = (
+                ("yes" if value >= 3 else "no") if item.kind == "yes_no" else (str(value))
+            )
         out[scenario] = values
     return out
 
@@ -59,8 +59,9 @@ def study_answered(make_study):
 def ended(bootstrap) -> SurveyBootstrap:
     found = wait_until(
         lambda: SurveyBootstrap.objects.filter(pk=bootstrap.pk, status__in=ENDED).first(),
-        timeout=120, interval=0.2,
-    )  # fmt: skip
+        timeout=120,
+        interval=0.2,
+    )
     assert found is not None, SurveyBootstrap.objects.get(pk=bootstrap.pk).status
     return found
 
@@ -106,8 +107,11 @@ def test_a_worker_computes_an_interval_for_every_statistic_once(route_to_worker,
     worker_idle(queue)
     again = SurveyBootstrap.objects.get(pk=bootstrap.pk)
     assert (again.status, again.started_at, again.finished_at, again.intervals) == (
-        BootstrapStatus.DONE, done.started_at, done.finished_at, done.intervals,
-    )  # fmt: skip
+        BootstrapStatus.DONE,
+        done.started_at,
+        done.finished_at,
+        done.intervals,
+    )
     assert survey_bootstrap_task.run(bootstrap.pk) == "skipped"
     assert survey_bootstrap_request(study=study) == (again, False)
 

@@ -57,19 +57,26 @@ pytestmark = pytest.mark.worker
 
 LEASE_SECONDS = 6  # renewed every 2 s: room for a worker starved of CPU by a busy machine
 DONE, RUNNING, PENDING, FAILED = (
-    ResponseStatus.DONE, ResponseStatus.RUNNING, ResponseStatus.PENDING, ResponseStatus.FAILED,
-)  # fmt: skip
+    ResponseStatus.DONE,
+    ResponseStatus.RUNNING,
+    ResponseStatus.PENDING,
+    ResponseStatus.FAILED,
+)
 
 
-def sampling_run(url, *, questions=2, models=("offline-terse", "offline-friendly"), samples=2,
-                 **fields):  # fmt: skip
+def sampling_run(
+    url, *, questions=2, models=("offline-terse", "offline-friendly"), samples=2, **fields
+):
     """A launched run: its batches are queued (by the launch, when it commits)."""
     model_fields = fields.pop("model_fields", {})
     configs = [offline_model(url, name=name, **model_fields) for name in models]
     run = sampling_run_create(
-        name="Engine", questions=[question_make() for _ in range(questions)], models=configs,
-        samples_per_item=samples, **fields,
-    )  # fmt: skip
+        name="Engine",
+        questions=[question_make() for _ in range(questions)],
+        models=configs,
+        samples_per_item=samples,
+        **fields,
+    )
     return sampling_run_launch(run=run)
 
 
@@ -82,8 +89,9 @@ def ended(run, status=RunStatus.FINISHED, timeout=120):
     """Wait until the run has `status` and no row is held."""
     reached = wait_until(
         lambda: run_status(run) == status and not run.responses.filter(status=RUNNING).exists(),
-        timeout=timeout, interval=0.2,
-    )  # fmt: skip
+        timeout=timeout,
+        interval=0.2,
+    )
     assert reached, (run.status, statuses(run))
 
 
@@ -271,9 +279,13 @@ def test_the_budget_stops_the_run_and_leaves_pending_rows_untouched(
     # $1,000 per million tokens out: about $0.10 a call, reserved at the ceiling of 600
     # tokens out ($0.60) until the model has answered enough, so $1 buys a few calls.
     run = sampling_run(
-        url, models=("offline-terse",), questions=5, samples=4, budget_usd=budget,
+        url,
+        models=("offline-terse",),
+        questions=5,
+        samples=4,
+        budget_usd=budget,
         model_fields={"output_price_per_mtok": Decimal(1000)},
-    )  # fmt: skip
+    )
     total = 20
     scope_start(SAMPLE_WORK.name, run.pk)
 
@@ -293,9 +305,10 @@ def test_the_budget_stops_the_run_and_leaves_pending_rows_untouched(
     assert statuses(run) == {DONE: done.count(), PENDING: total - done.count()}
     pending = run.responses.filter(status=PENDING)
     assert set(
-        pending.values_list("attempts", "lease_owner", "text", "cost_usd", "reserved_usd",
-                            "started_at")
-    ) == {(0, "", "", None, None, None)}  # fmt: skip
+        pending.values_list(
+            "attempts", "lease_owner", "text", "cost_usd", "reserved_usd", "started_at"
+        )
+    ) == {(0, "", "", None, None, None)}
     assert provider_requests(url) == done.count()
     assert set(ledger_ok(run).values()) == {0, 1}
     assert sum(ledger_ok(run).values()) == done.count()
@@ -388,9 +401,10 @@ def test_faults_end_every_row_done_or_failed_and_every_judgment_met_or_an_error(
         assert ok[response.pk] == (1 if response.status == DONE else 0)
 
     grading = grading_run_create(
-        sampling_run=sampling, grader=offline_model(url, name="offline-grader"),
+        sampling_run=sampling,
+        grader=offline_model(url, name="offline-grader"),
         mode=GradingMode.CHECKLIST,
-    )  # fmt: skip
+    )
     grading_run_launch(run=grading)
     scope_start(work_for_run(grading).name, grading.pk)
     assert wait_until(lambda: run_status(grading) == RunStatus.FINISHED, timeout=120)

@@ -112,8 +112,9 @@ def test_a_message_that_kills_its_worker_every_time_is_not_redelivered_for_ever(
         # the message back when the child dies (reject_on_worker_lost).
         pid = wait_until(
             lambda: next((p for p in holders(run) if p not in killed), None),
-            timeout=60, interval=0.05,
-        )  # fmt: skip
+            timeout=60,
+            interval=0.05,
+        )
         assert pid is not None, (delivery, statuses(run), deliveries())
         assert pid != worker.pid
         assert deliveries() == delivery

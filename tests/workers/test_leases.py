@@ -114,13 +114,23 @@ def holder_pid(kind: Kind, pk: int) -> int | None:
     "name,killed",
     # Each kind one way: all three run on the bulk engine, whose batches are killed both
     # ways in tests/workers/test_engine.py.
-    [("suggestions", "main process"), ("reference answer", "pool child"),
-     ("scenario responses", "main process")],
-)  # fmt: skip
+    [
+        ("suggestions", "main process"),
+        ("reference answer", "pool child"),
+        ("scenario responses", "main process"),
+    ],
+)
 def test_a_job_whose_worker_was_killed_is_taken_over_and_finishes(
-    name, killed, start_worker, routed, migrated_rows, offline_provider, expert, scenarios,
+    name,
+    killed,
+    start_worker,
+    routed,
+    migrated_rows,
+    offline_provider,
+    expert,
+    scenarios,
     settings,
-):  # fmt: skip
+):
     settings.LLM_LEASE_SECONDS = LEASE_SECONDS  # the sweep's, in this process
     kind = KINDS[name]
     pk = job_make(name, offline_provider(latency_ms=LATENCY_MS), expert, scenarios)
@@ -152,9 +162,15 @@ def test_a_job_whose_worker_was_killed_is_taken_over_and_finishes(
 
 @pytest.mark.worker
 def test_the_study_page_shows_a_stalled_generation_its_takeover_and_a_late_message_does_nothing(
-    start_worker, routed, migrated_rows, offline_provider, researcher, scenarios, client,
+    start_worker,
+    routed,
+    migrated_rows,
+    offline_provider,
+    researcher,
+    scenarios,
+    client,
     settings,
-):  # fmt: skip
+):
     settings.LLM_LEASE_SECONDS = LEASE_SECONDS
     kind = KINDS["scenario responses"]
     call = job_make("scenario responses", offline_provider(latency_ms=LATENCY_MS), None, scenarios)
@@ -227,9 +243,11 @@ def claimed_by(rows, *, states: leases.LeaseStates, owner: str) -> int:
     now = timezone.now()
     claimable = Q(status=states.waiting) | Q(status=states.running, lease_expires_at__lt=now)
     return rows.filter(claimable, attempts__lt=leases.MAX_ATTEMPTS).update(
-        status=states.running, lease_owner=owner, lease_expires_at=now + leases.lease_duration(),
+        status=states.running,
+        lease_owner=owner,
+        lease_expires_at=now + leases.lease_duration(),
         attempts=F("attempts") + 1,
-    )  # fmt: skip
+    )
 
 
 def test_a_job_whose_worker_keeps_dying_fails_with_a_message_after_its_attempts(

@@ -71,10 +71,12 @@ def holders(run) -> Counter:
 def ended(run, timeout=180):
     """Wait until the run has finished and no call is held."""
     reached = wait_until(
-        lambda: run_status(run) == RunStatus.FINISHED
-        and not run.calls.filter(status=RUNNING).exists(),
-        timeout=timeout, interval=0.2,
-    )  # fmt: skip
+        lambda: (
+            run_status(run) == RunStatus.FINISHED and not run.calls.filter(status=RUNNING).exists()
+        ),
+        timeout=timeout,
+        interval=0.2,
+    )
     assert reached, (run.status, statuses(run))
 
 
@@ -94,9 +96,13 @@ def recorded(run) -> dict[int, tuple]:
     recorded."""
     answers = {}
     for row in Answer.objects.filter(assignment__participant__proxy_run=run).values_list(
-        "assignment__participant_id", "assignment__study_scenario_id", "item__code", "value",
-        "explanation", "saved_at",
-    ):  # fmt: skip
+        "assignment__participant_id",
+        "assignment__study_scenario_id",
+        "item__code",
+        "value",
+        "explanation",
+        "saved_at",
+    ):
         answers.setdefault(row[:2], []).append(row[2:])
     done = {}
     for call in run.calls.filter(status=DONE):

@@ -53,11 +53,26 @@ def worker_queue(django_db_setup):
     celery = shutil.which("celery", path=str(Path(sys.executable).parent))
     env = dict(os.environ, DATABASE_URL=live_database_url(), DB_CONN_MAX_AGE="0")
     process = subprocess.Popen(
-        [celery, "-A", "config", "worker", "--pool", "solo", "--queues", queue,
-         "--hostname", f"{uuid.uuid4().hex[:8]}@%h", "--without-mingle", "--without-gossip",
-         "--loglevel", "WARNING"],
-        cwd=ROOT, env=env, start_new_session=True,
-    )  # fmt: skip
+        [
+            celery,
+            "-A",
+            "config",
+            "worker",
+            "--pool",
+            "solo",
+            "--queues",
+            queue,
+            "--hostname",
+            f"{uuid.uuid4().hex[:8]}@%h",
+            "--without-mingle",
+            "--without-gossip",
+            "--loglevel",
+            "WARNING",
+        ],
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+    )
     yield queue
     process.terminate()
     try:

@@ -65,18 +65,24 @@ def survey_report_page(request, study_id: int):
         report = None  # the tables come along only with the poll that finds them done
         if bootstrap is not None and bootstrap.status == BootstrapStatus.DONE:
             _study, _, report, bootstrap = _report(study_id)
-        return render(request, "analysis/survey_report.html#bootstrap",
-                      {"study": study, "bootstrap": bootstrap, "report": report})  # fmt: skip
+        return render(
+            request,
+            "analysis/survey_report.html#bootstrap",
+            {"study": study, "bootstrap": bootstrap, "report": report},
+        )
     study, _, report, bootstrap = _report(study_id)
     figures = report.figures
     context = {
-        "study": study, "report": report, "bootstrap": bootstrap,
+        "study": study,
+        "report": report,
+        "bootstrap": bootstrap,
         "distributions": [figures[name] for name in report.distributions],
         "spread": [figures[name] for name in report.spread],
         "spread_extras": [figures[name] for name in report.spread_extras],
-        "sd_method": report.methods["sd-cdf"], "demographics": report.tables["demographics"],
+        "sd_method": report.methods["sd-cdf"],
+        "demographics": report.tables["demographics"],
         "method_departures": departures(report.tables[METHOD_TABLE]),
-    }  # fmt: skip
+    }
     return render(request, "analysis/survey_report.html", context)
 
 
@@ -84,8 +90,9 @@ def survey_report_page(request, study_id: int):
 @require_GET
 def survey_table_csv(request, study_id: int, name: str):
     study, _, report, _bootstrap = _report(study_id)
-    table = report.tables.get(name) or (report.figures[name].table if name in report.figures
-                                        else None)  # fmt: skip
+    table = report.tables.get(name) or (
+        report.figures[name].table if name in report.figures else None
+    )
     if table is None:
         raise Http404("No such table.")
     return table_csv_response(table, filename=f"study-{study.pk}-{name}.csv")
@@ -133,6 +140,11 @@ def survey_disagreements(request, study_id: int):
     data = _data(study, survey_fingerprint(study=study))
     page = Paginator(disagreements(data), DISAGREEMENTS_PER_PAGE).get_page(request.GET.get("page"))
     rows = [(d, disagreement_detail(data, d.scenario)) for d in page]
-    context = {"study": study, "page": page, "rows": rows, "proxies": data.proxies,
-               "simulated": data.groups[0].simulated if data.groups else False}  # fmt: skip
+    context = {
+        "study": study,
+        "page": page,
+        "rows": rows,
+        "proxies": data.proxies,
+        "simulated": data.groups[0].simulated if data.groups else False,
+    }
     return render(request, "analysis/survey_disagreements.html", context)

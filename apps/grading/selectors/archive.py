@@ -67,9 +67,13 @@ def run_archive(*, run: GradingRun, made_at: dt.datetime, made_by: str, viewer) 
         yield json.dumps(document, indent=2, ensure_ascii=False).encode() + b"\n"
 
     sheets = [(sheet.name, _blocks(sheet.lines(run))) for sheet in _SHEETS.values()]
-    members = [("responses.csv", responses), ("judgments.csv", judgments),
-               ("scores.csv", _blocks(scores.lines())), *sheets,
-               ("manifest.json", manifest())]  # fmt: skip
+    members = [
+        ("responses.csv", responses),
+        ("judgments.csv", judgments),
+        ("scores.csv", _blocks(scores.lines())),
+        *sheets,
+        ("manifest.json", manifest()),
+    ]
     return zip_stream(members, made_at=made_at)
 
 
@@ -107,10 +111,13 @@ def _blocks(lines: Iterable[str]) -> Iterator[bytes]:
 
 def _model(model: ModelConfig) -> dict:
     return {
-        "id": model.pk, "display_name": model.display_name, "family": model.family,
-        "version": model.version, "litellm_model": model.litellm_model,
+        "id": model.pk,
+        "display_name": model.display_name,
+        "family": model.family,
+        "version": model.version,
+        "litellm_model": model.litellm_model,
         "offline_demo_model": model.is_offline,
-    }  # fmt: skip
+    }
 
 
 def _when(value: dt.datetime | None) -> str | None:
@@ -138,21 +145,37 @@ def run_manifest(*, run: GradingRun, made_at: dt.datetime, made_by: str, counts:
         "files": {**FILES, **{sheet.name: sheet.description for sheet in _SHEETS.values()}},
         "counts": counts,
         "grading_run": {
-            "id": run.pk, "name": run.name, "status": run.status, "mode": run.mode,
-            "params": run.params, "seed": run.seed, "budget_usd": _money(run.budget_usd),
-            "created_at": _when(run.created_at), "launched_at": _when(run.launched_at),
+            "id": run.pk,
+            "name": run.name,
+            "status": run.status,
+            "mode": run.mode,
+            "params": run.params,
+            "seed": run.seed,
+            "budget_usd": _money(run.budget_usd),
+            "created_at": _when(run.created_at),
+            "launched_at": _when(run.launched_at),
             "finished_at": _when(run.finished_at),
         },
         "grader": _model(run.grader),
-        "grader_prompt": {"id": run.prompt.pk, "purpose": run.prompt.purpose,
-                          "version": run.prompt.version},
+        "grader_prompt": {
+            "id": run.prompt.pk,
+            "purpose": run.prompt.purpose,
+            "version": run.prompt.version,
+        },
         "sampling_run": {
-            "id": sampling.pk, "name": sampling.name, "status": sampling.status,
-            "samples_per_item": sampling.samples_per_item, "params": sampling.params,
-            "seed": sampling.seed, "prompt": {"id": sampling.prompt.pk,
-                                               "purpose": sampling.prompt.purpose,
-                                               "version": sampling.prompt.version},
-            "launched_at": _when(sampling.launched_at), "finished_at": _when(sampling.finished_at),
+            "id": sampling.pk,
+            "name": sampling.name,
+            "status": sampling.status,
+            "samples_per_item": sampling.samples_per_item,
+            "params": sampling.params,
+            "seed": sampling.seed,
+            "prompt": {
+                "id": sampling.prompt.pk,
+                "purpose": sampling.prompt.purpose,
+                "version": sampling.prompt.version,
+            },
+            "launched_at": _when(sampling.launched_at),
+            "finished_at": _when(sampling.finished_at),
         },
         "models": [_model(m) for m in sampling.model_configs.order_by("display_name", "pk")],
         "rubric_versions": [
@@ -160,4 +183,4 @@ def run_manifest(*, run: GradingRun, made_at: dt.datetime, made_by: str, counts:
             for rubric_id, version, question in rubrics
         ],
         "scoring_rule": SCORING_RULE,
-    }  # fmt: skip
+    }

@@ -157,12 +157,14 @@ def grading_estimate(*, run: GradingRun) -> GradingEstimate:
     cost = costs.call_cost(costs.price_per_mtok(run.grader), tokens_in=tokens_in, tokens_out=out)
     sampling = run.sampling_run
     return GradingEstimate(
-        answers=len(rows), calls=calls, cost_usd=cost,
+        answers=len(rows),
+        calls=calls,
+        cost_usd=cost,
         sampling_running=sampling.status not in (RunStatus.FINISHED, RunStatus.CANCELLED),
         answers_waiting=answers.filter(
             status__in=[ResponseStatus.PENDING, ResponseStatus.RUNNING]
         ).count(),
-    )  # fmt: skip
+    )
 
 
 @dataclass
@@ -186,9 +188,13 @@ class Progress:
     @property
     def counts(self) -> RunCounts:
         return RunCounts(
-            total=self.calls_total, done=self.calls["done"], failed=self.calls["error"],
-            pending=self.calls["pending"], running=self.calls["running"], cost_usd=self.cost_usd,
-        )  # fmt: skip
+            total=self.calls_total,
+            done=self.calls["done"],
+            failed=self.calls["error"],
+            pending=self.calls["pending"],
+            running=self.calls["running"],
+            cost_usd=self.cost_usd,
+        )
 
     @property
     def calls_per_second(self) -> float:
@@ -242,22 +248,34 @@ def grading_progress(*, run: GradingRun, now: dt.datetime | None = None) -> Prog
             or 0
         )
     errors = [
-        {"key": row["error_kind"] or "worker", "label": error_label(row["error_kind"]),
-         "count": row["n"]}
+        {
+            "key": row["error_kind"] or "worker",
+            "label": error_label(row["error_kind"]),
+            "count": row["n"],
+        }
         for row in table.objects.filter(grading_run=run, status=CallState.ERROR)
-        .values("error_kind").annotate(n=Count("pk")).order_by("-n", "error_kind")
-    ]  # fmt: skip
+        .values("error_kind")
+        .annotate(n=Count("pk"))
+        .order_by("-n", "error_kind")
+    ]
     rate = calls.pop("recent") / RATE_WINDOW_SECONDS
     reused, cost = calls.pop("reused"), calls.pop("cost") or Decimal(0)
     left = calls["pending"] + calls["running"]
     return Progress(
-        calls=calls, calls_total=sum(calls.values()), judgments=judgments,
-        judgments_total=sum(judgments.values()), rate_per_second=rate,
-        eta_seconds=left / rate if rate and left else None, cost_usd=cost,
-        budget_usd=run.budget_usd, errors=errors, reused=reused,
+        calls=calls,
+        calls_total=sum(calls.values()),
+        judgments=judgments,
+        judgments_total=sum(judgments.values()),
+        rate_per_second=rate,
+        eta_seconds=left / rate if rate and left else None,
+        cost_usd=cost,
+        budget_usd=run.budget_usd,
+        errors=errors,
+        reused=reused,
         answers_waiting=answers_ungraded(run).count(),
-        running=run.status == RunStatus.RUNNING, measured_at=now,
-    )  # fmt: skip
+        running=run.status == RunStatus.RUNNING,
+        measured_at=now,
+    )
 
 
 def answers_ungraded(run: GradingRun) -> QuerySet[Response]:
@@ -359,16 +377,26 @@ def judgments_list(*, run: GradingRun, filters: dict, viewer) -> QuerySet[Judgme
 
 
 JUDGMENT_EXPORT = (
-    ("grading run", "grading_run_id"), ("response id", "response_id"),
-    ("question", "response__question__external_id"), ("topic", "response__question__topic__name"),
-    ("model", "response__model__display_name"), ("sample index", "response__sample_index"),
-    ("rubric id", "rubric_id"), ("rubric version", "rubric__version"),
-    ("criterion id", "criterion_id"), ("criterion", "criterion__text"),
-    ("polarity", "criterion__polarity"), ("kind", "criterion__kind"),
-    ("points", "criterion__points"), ("status", "status"), ("met", "met"),
-    ("explanation", "explanation"), ("error kind", "error_kind"), ("error", "error"),
+    ("grading run", "grading_run_id"),
+    ("response id", "response_id"),
+    ("question", "response__question__external_id"),
+    ("topic", "response__question__topic__name"),
+    ("model", "response__model__display_name"),
+    ("sample index", "response__sample_index"),
+    ("rubric id", "rubric_id"),
+    ("rubric version", "rubric__version"),
+    ("criterion id", "criterion_id"),
+    ("criterion", "criterion__text"),
+    ("polarity", "criterion__polarity"),
+    ("kind", "criterion__kind"),
+    ("points", "criterion__points"),
+    ("status", "status"),
+    ("met", "met"),
+    ("explanation", "explanation"),
+    ("error kind", "error_kind"),
+    ("error", "error"),
     ("reused", "is_reused"),
-)  # fmt: skip
+)
 
 
 def judgments_export(*, run: GradingRun, viewer) -> QuerySet[Judgment]:
@@ -383,14 +411,27 @@ def judgments_export(*, run: GradingRun, viewer) -> QuerySet[Judgment]:
 
 
 BREAKDOWN_GROUPS = (
-    "positive_factual_met", "negative_factual_avoided", "positive_presentation_met",
+    "positive_factual_met",
+    "negative_factual_avoided",
+    "positive_presentation_met",
     "negative_presentation_avoided",
-)  # fmt: skip
+)
 SCORE_HEADER = [
-    "grading run", "response id", "model", "question", "topic", "sample index",
-    "rubric id", "rubric version", "status", "score", "earned points", "max points",
-    *[f"{g} {part}" for g in BREAKDOWN_GROUPS for part in ("earned", "total")], "missing reason",
-]  # fmt: skip
+    "grading run",
+    "response id",
+    "model",
+    "question",
+    "topic",
+    "sample index",
+    "rubric id",
+    "rubric version",
+    "status",
+    "score",
+    "earned points",
+    "max points",
+    *[f"{g} {part}" for g in BREAKDOWN_GROUPS for part in ("earned", "total")],
+    "missing reason",
+]
 
 
 WITHHELD = "withheld: you are grading this answer blind to the auto-rater (calibration)"
@@ -431,8 +472,22 @@ def scores_export(*, run: GradingRun, viewer):
     )
 
     def lines():
-        for (pk, model, question, topic, index, rubric_id, version, score, earned, max_points,
-             breakdown, has_error, status, withheld) in rows.iterator(chunk_size=2000):  # fmt: skip
+        for (
+            pk,
+            model,
+            question,
+            topic,
+            index,
+            rubric_id,
+            version,
+            score,
+            earned,
+            max_points,
+            breakdown,
+            has_error,
+            status,
+            withheld,
+        ) in rows.iterator(chunk_size=2000):
             if withheld:
                 score, breakdown = None, None
             groups = []
@@ -444,11 +499,39 @@ def scores_export(*, run: GradingRun, viewer):
                     if withheld
                     else missing_reason(has_error=has_error, answer_status=status)
                 )
-                yield [run.pk, pk, model, question, topic, index, "", "", "missing", "", "",
-                       "", *groups, reason]  # fmt: skip
+                yield [
+                    run.pk,
+                    pk,
+                    model,
+                    question,
+                    topic,
+                    index,
+                    "",
+                    "",
+                    "missing",
+                    "",
+                    "",
+                    "",
+                    *groups,
+                    reason,
+                ]
             else:
-                yield [run.pk, pk, model, question, topic, index, rubric_id, version, "scored",
-                       score, earned, max_points, *groups, ""]  # fmt: skip
+                yield [
+                    run.pk,
+                    pk,
+                    model,
+                    question,
+                    topic,
+                    index,
+                    rubric_id,
+                    version,
+                    "scored",
+                    score,
+                    earned,
+                    max_points,
+                    *groups,
+                    "",
+                ]
 
     return SCORE_HEADER, lines()
 
@@ -472,6 +555,8 @@ def sampling_counts(*, run: SamplingRun) -> dict:
     errors = [
         (row["error_kind"] or "worker", error_label(row["error_kind"]), row["n"])
         for row in Response.objects.filter(run=run, status=ResponseStatus.FAILED)
-        .values("error_kind").annotate(n=Count("pk")).order_by("-n", "error_kind")
-    ]  # fmt: skip
+        .values("error_kind")
+        .annotate(n=Count("pk"))
+        .order_by("-n", "error_kind")
+    ]
     return {"states": found, "total": sum(found.values()), "errors": errors, "cost": cost}

@@ -20,9 +20,21 @@ from .work import (
 )
 
 __all__ = [
-    "CHECKLIST_SCHEMA", "CHECKLIST_WORK", "CRITERION_WORK", "approved_rubrics", "breakdown_json",
+    "CHECKLIST_SCHEMA",
+    "CHECKLIST_WORK",
+    "CRITERION_WORK",
+    "approved_rubrics",
+    "breakdown_json",
     "checklist_check",
-    "criteria_of", "grading_errors_retry", "grading_rows_make", "grading_run_budget_set",
-    "grading_run_cancel", "grading_run_create", "grading_run_launch", "grading_run_pause",
-    "grading_run_resume", "scores_compute", "work_for_run",
-]  # fmt: skip
+    "criteria_of",
+    "grading_errors_retry",
+    "grading_rows_make",
+    "grading_run_budget_set",
+    "grading_run_cancel",
+    "grading_run_create",
+    "grading_run_launch",
+    "grading_run_pause",
+    "grading_run_resume",
+    "scores_compute",
+    "work_for_run",
+]

@@ -17,8 +17,10 @@ from apps.runs.models import Response, ResponseStatus
 
 from ..models import CallState, ChecklistCall, GradingMode, GradingRun, Judgment, ResponseScore
 
-PURPOSE = {GradingMode.PER_CRITERION: Purpose.GRADE_CRITERION,
-           GradingMode.CHECKLIST: Purpose.GRADE_CHECKLIST}  # fmt: skip
+PURPOSE = {
+    GradingMode.PER_CRITERION: Purpose.GRADE_CRITERION,
+    GradingMode.CHECKLIST: Purpose.GRADE_CHECKLIST,
+}
 MAKE_BATCH = 2000  # answers whose rows one batch makes at most
 
 
@@ -162,9 +164,15 @@ def scores_compute(*, grading_run_id: int, response_ids: Iterable[int]) -> int:
     judgments = Judgment.objects.filter(
         grading_run_id=grading_run_id, response_id__in=response_ids
     ).values_list(
-        "response_id", "rubric_id", "criterion_id", "status", "met", "criterion__polarity",
-        "criterion__kind", "criterion__points",
-    )  # fmt: skip
+        "response_id",
+        "rubric_id",
+        "criterion_id",
+        "status",
+        "met",
+        "criterion__polarity",
+        "criterion__kind",
+        "criterion__points",
+    )
     by_response: dict[int, list] = defaultdict(list)
     for row in judgments:
         by_response[row[0]].append(row)
@@ -217,17 +225,30 @@ def _scores_store(grading_run_id, response_ids, by_response, expected) -> int:
                 grading_run_id=grading_run_id, response_id__in=unscored
             ).delete()
         ResponseScore.objects.bulk_create(
-            scores, update_conflicts=True, unique_fields=["grading_run", "response"],
-            update_fields=["rubric", "earned_points", "max_points", "score", "breakdown",
-                           "computed_at"],
-        )  # fmt: skip
+            scores,
+            update_conflicts=True,
+            unique_fields=["grading_run", "response"],
+            update_fields=[
+                "rubric",
+                "earned_points",
+                "max_points",
+                "score",
+                "breakdown",
+                "computed_at",
+            ],
+        )
     return len(scores)
 
 
 def breakdown_json(breakdown: scoring.ScoreBreakdown) -> dict:
-    groups = ("positive_factual_met", "negative_factual_avoided", "positive_presentation_met",
-              "negative_presentation_avoided")  # fmt: skip
+    groups = (
+        "positive_factual_met",
+        "negative_factual_avoided",
+        "positive_presentation_met",
+        "negative_presentation_avoided",
+    )
     return {
-        "earned_points": breakdown.earned_points, "max_points": breakdown.max_points,
+        "earned_points": breakdown.earned_points,
+        "max_points": breakdown.max_points,
         **{g: [getattr(breakdown, g).earned, getattr(breakdown, g).total] for g in groups},
-    }  # fmt: skip
+    }

@@ -24,10 +24,16 @@ from .work import work_for_run
 
 
 def grading_run_create(
-    *, sampling_run: SamplingRun, grader: ModelConfig, mode: str, name: str = "",
-    prompt: PromptTemplate | None = None, params: dict | None = None,
-    budget_usd: Decimal | None = None, user=None,
-) -> GradingRun:  # fmt: skip
+    *,
+    sampling_run: SamplingRun,
+    grader: ModelConfig,
+    mode: str,
+    name: str = "",
+    prompt: PromptTemplate | None = None,
+    params: dict | None = None,
+    budget_usd: Decimal | None = None,
+    user=None,
+) -> GradingRun:
     """A draft grading run. Temperature 0 unless `params` sets another (the published
     rater's setting); the prompt is the mode's newest version unless one is chosen."""
     if mode not in GradingMode.values:
@@ -48,9 +54,15 @@ def grading_run_create(
         raise GradingError(str(exc)) from None
     name = name.strip() or f"{sampling_run.name}: {grader.display_name}, {prompt}"
     return GradingRun.objects.create(
-        name=name[:200], sampling_run=sampling_run, grader=grader, prompt=prompt, mode=mode,
-        params=params, budget_usd=budget_usd, created_by=user,
-    )  # fmt: skip
+        name=name[:200],
+        sampling_run=sampling_run,
+        grader=grader,
+        prompt=prompt,
+        mode=mode,
+        params=params,
+        budget_usd=budget_usd,
+        created_by=user,
+    )
 
 
 def grading_run_launch(*, run: GradingRun) -> GradingRun:

@@ -114,11 +114,13 @@ class _GradingWork(runs.RunWork):
         out = costs.typical_output_tokens(run.grader, run.prompt.purpose, ceiling=True)
         return [
             costs.call_cost(
-                prices, tokens_in=costs.tokens_in(lengths[r["pk"]] + prompt_chars + per_criterion),
+                prices,
+                tokens_in=costs.tokens_in(lengths[r["pk"]] + prompt_chars + per_criterion),
                 tokens_out=out,
-            ) or Decimal(0)
+            )
+            or Decimal(0)
             for r in rows
-        ]  # fmt: skip
+        ]
 
     def runs(self):
         return GradingRun.objects.filter(mode=self.mode)
@@ -139,8 +141,12 @@ class _GradingWork(runs.RunWork):
             return None
         if answers_due(run).exists():
             return 0
-        if run.sampling_run.status in (RunStatus.RUNNING, RunStatus.PAUSED, RunStatus.DRAFT,
-                                       RunStatus.BUDGET_REACHED):  # fmt: skip
+        if run.sampling_run.status in (
+            RunStatus.RUNNING,
+            RunStatus.PAUSED,
+            RunStatus.DRAFT,
+            RunStatus.BUDGET_REACHED,
+        ):
             return WAIT_FOR_ANSWERS_SECONDS  # more answers may come
         self.finish(scope)
         return None
@@ -151,8 +157,9 @@ class _GradingWork(runs.RunWork):
         failed = engine.failed_rows(self.rows(scope), states=self.states, error_kind=error_kind)
         ids = list(failed.values_list("pk", flat=True))
         self._before_requeue(ids)
-        return engine.rows_requeue(self.model.objects.filter(pk__in=ids), states=self.states,
-                                   raw_output="")  # fmt: skip
+        return engine.rows_requeue(
+            self.model.objects.filter(pk__in=ids), states=self.states, raw_output=""
+        )
 
     def _before_requeue(self, ids):
         """Hook: what else goes when errored calls are asked again."""
@@ -205,9 +212,19 @@ class _GradingWork(runs.RunWork):
 
 
 CALL_FIELDS = [
-    "status", "raw_output", "input_tokens", "output_tokens", "cost_usd", "latency_ms", "error",
-    "error_kind", "lease_owner", "lease_expires_at", "reserved_usd", "completed_at",
-]  # fmt: skip
+    "status",
+    "raw_output",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "latency_ms",
+    "error",
+    "error_kind",
+    "lease_owner",
+    "lease_expires_at",
+    "reserved_usd",
+    "completed_at",
+]
 
 
 class CriterionWork(_GradingWork):
@@ -229,10 +246,12 @@ class CriterionWork(_GradingWork):
                     template=run.prompt,
                     variables={
                         "question": judgment.response.question.text,
-                        "response": judgment.response.text, "criterion": criterion.text,
-                        "polarity": criterion.polarity, "kind": criterion.kind,
+                        "response": judgment.response.text,
+                        "criterion": criterion.text,
+                        "polarity": criterion.polarity,
+                        "kind": criterion.kind,
                     },
-                )  # fmt: skip
+                )
             except PromptError as exc:
                 refused.append((judgment.pk, str(exc)))
                 continue
@@ -331,12 +350,13 @@ class ChecklistWork(_GradingWork):
         now = timezone.now()
         with transaction.atomic():
             held = {
-                pk: ChecklistCall(pk=pk, grading_run_id=run_id, response_id=response_id,
-                                  rubric_id=rubric_id)
+                pk: ChecklistCall(
+                    pk=pk, grading_run_id=run_id, response_id=response_id, rubric_id=rubric_id
+                )
                 for pk, run_id, response_id, rubric_id in self._held(
                     results, owner, "grading_run_id", "response_id", "rubric_id"
                 )
-            }  # fmt: skip
+            }
             listed = criteria_specs({c.rubric_id for c in held.values()})
             rows, judgments, scored = [], [], []
             for result in results:
@@ -354,18 +374,27 @@ class ChecklistWork(_GradingWork):
                     row = _judgment_row(checklist, criterion_id, verdicts.get(number))
                     judgments.append(row)
                     scored.append(
-                        (row["response_id"], row["rubric_id"], criterion_id, row["status"],
-                         row["met"], polarity, kind, points)
-                    )  # fmt: skip
+                        (
+                            row["response_id"],
+                            row["rubric_id"],
+                            criterion_id,
+                            row["status"],
+                            row["met"],
+                            polarity,
+                            kind,
+                            points,
+                        )
+                    )
             engine.rows_write(rows, CALL_FIELDS)
             engine.rows_insert(Judgment, judgments, constants={"completed_at": now})
             if rows:
                 # All of an answer's judgments come from its one checklist call, written
                 # just now: scored from them as they are, not read back.
                 scores_record(
-                    grading_run_id=rows[0].grading_run_id, rows=scored,
+                    grading_run_id=rows[0].grading_run_id,
+                    rows=scored,
                     expected={c.rubric_id: len(listed[c.rubric_id]) for c in rows},
-                )  # fmt: skip
+                )
 
     def settle(self, scope):
         # Calls failed by the sweep (their worker died every time) have no judgments yet.
@@ -397,15 +426,17 @@ def _judgment_row(checklist: ChecklistCall, criterion_id: int, verdict: dict | N
     """The judgment of one criterion from a checklist call's verdict for it, or, with none
     (the call failed), an explicit error: a row for `engine.rows_insert`."""
     return {
-        "grading_run_id": checklist.grading_run_id, "response_id": checklist.response_id,
-        "criterion_id": criterion_id, "rubric_id": checklist.rubric_id,
+        "grading_run_id": checklist.grading_run_id,
+        "response_id": checklist.response_id,
+        "criterion_id": criterion_id,
+        "rubric_id": checklist.rubric_id,
         "checklist_id": checklist.pk,
         "status": CallState.DONE if verdict else CallState.ERROR,
         "met": verdict["met"] if verdict else None,
         "explanation": verdict["explanation"] if verdict else "",
         "error": "" if verdict else "The checklist call failed: " + checklist.error,
         "error_kind": "" if verdict else checklist.error_kind,
-    }  # fmt: skip
+    }
 
 
 CRITERION_WORK = engine.register(CriterionWork())

@@ -67,14 +67,18 @@ def run_new(request):
 def run_detail(request, pk: int):
     run = _run(pk)
     urls = run_urls(
-        "grading:run_{move}", run.pk, moves=("launch", "pause", "resume", "cancel", "budget"),
+        "grading:run_{move}",
+        run.pk,
+        moves=("launch", "pause", "resume", "cancel", "budget"),
         retry=reverse("grading:errors_retry", args=[run.pk]),
         poll=reverse("grading:run_detail", args=[run.pk]),
-    )  # fmt: skip
+    )
     context = {
-        "run": run, "progress": selectors.grading_progress(run=run), "urls": urls,
+        "run": run,
+        "progress": selectors.grading_progress(run=run),
+        "urls": urls,
         "budget_form": BudgetForm(initial={"budget_usd": run.budget_usd}),
-    }  # fmt: skip
+    }
     if request.htmx:  # the progress poll: only its partial, the heading's badge out of band
         context["oob"] = True
         response = render(request, "grading/run_detail.html#progress", context)
@@ -84,11 +88,13 @@ def run_detail(request, pk: int):
         return response
     by_model = selectors.scores_by_model(run=run)
     context |= {
-        "notes": selectors.run_fidelity_notes(run), "by_model": by_model,
-        "totals": selectors.scores_totals(by_model), "scoring_rule": selectors.SCORING_RULE,
+        "notes": selectors.run_fidelity_notes(run),
+        "by_model": by_model,
+        "totals": selectors.scores_totals(by_model),
+        "scoring_rule": selectors.SCORING_RULE,
         "by_topic": selectors.scores_by_topic_model(run=run),
         "estimate": selectors.grading_estimate(run=run) if run.status == RunStatus.DRAFT else None,
-    }  # fmt: skip
+    }
     return render(request, "grading/run_detail.html", context)
 
 
@@ -155,14 +161,22 @@ def judgments(request, pk: int):
     # Reports link here for one question or one answer: the page names what it is narrowed to.
     question, answer = bool(filters["question"]), bool(filters["response"])
     context = {
-        "run": run, "page": page, "filters": filters, "query": query,
+        "run": run,
+        "page": page,
+        "filters": filters,
+        "query": query,
         "withheld": rater_withheld(viewer=request.user, sampling_run_id=run.sampling_run_id),
-        "statuses": CallState.choices, "kinds": Kind.choices, "polarities": Polarity.choices,
+        "statuses": CallState.choices,
+        "kinds": Kind.choices,
+        "polarities": Polarity.choices,
         "models": run.sampling_run.model_configs.all(),
         "question": Question.objects.filter(pk=filters["question"]).first() if question else None,
-        "answer": Response.objects.select_related("model", "question").filter(
-            pk=filters["response"], run_id=run.sampling_run_id).first() if answer else None,
-    }  # fmt: skip
+        "answer": Response.objects.select_related("model", "question")
+        .filter(pk=filters["response"], run_id=run.sampling_run_id)
+        .first()
+        if answer
+        else None,
+    }
     return render(request, "grading/run_judgments.html", context)
 
 
@@ -179,7 +193,7 @@ def export_judgments(request, pk: int):
         selectors.judgments_export(run=run, viewer=request.user),
         columns=selectors.JUDGMENT_EXPORT,
         filename=f"grading-{run.pk}-judgments.csv",
-    )  # fmt: skip
+    )
 
 
 @role_required(Role.RESEARCHER)

@@ -35,9 +35,10 @@ def seed(apps, schema_editor):
     PromptTemplate = apps.get_model("llm", "PromptTemplate")
     for purpose, (system_text, user_text) in PROMPTS.items():
         PromptTemplate.objects.get_or_create(
-            purpose=purpose, version=2,
+            purpose=purpose,
+            version=2,
             defaults={"system_text": system_text, "user_text": user_text, "notes": NOTES},
-        )  # fmt: skip
+        )
 
 
 def unseed(apps, schema_editor):

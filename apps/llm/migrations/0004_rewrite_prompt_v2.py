@@ -30,9 +30,10 @@ NOTES = (
 
 def seed(apps, schema_editor):
     apps.get_model("llm", "PromptTemplate").objects.get_or_create(
-        purpose="rewrite", version=2,
+        purpose="rewrite",
+        version=2,
         defaults={"system_text": SYSTEM_TEXT, "user_text": USER_TEXT, "notes": NOTES},
-    )  # fmt: skip
+    )
 
 
 def unseed(apps, schema_editor):

@@ -41,9 +41,10 @@ NOTES = (
 
 def seed(apps, schema_editor):
     apps.get_model("llm", "PromptTemplate").objects.get_or_create(
-        purpose="scenario_response", version=2,
+        purpose="scenario_response",
+        version=2,
         defaults={"system_text": SYSTEM_TEXT, "user_text": USER_TEXT, "notes": NOTES},
-    )  # fmt: skip
+    )
 
 
 def unseed(apps, schema_editor):

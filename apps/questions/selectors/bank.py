@@ -78,9 +78,10 @@ def bank_questions(
     if search.strip():
         term = search.strip()
         questions = questions.filter(
-            Q(external_id__icontains=term) | Q(text__icontains=term)
+            Q(external_id__icontains=term)
+            | Q(text__icontains=term)
             | Q(original_text__icontains=term)
-        )  # fmt: skip
+        )
     return questions.order_by("topic__order", "external_id")
 
 
@@ -89,13 +90,17 @@ def rewrite_metrics_means(*, questions: QuerySet[Question]) -> dict:
     many each mean is over, and how each was computed (the cosine's method is Assay's
     choice: `cosine_choice` says why)."""
     means = questions.order_by().aggregate(
-        cosine=Avg("rewrite_cosine"), cosine_count=Count("rewrite_cosine"),
-        trigram=Avg("rewrite_trigram_overlap"), trigram_count=Count("rewrite_trigram_overlap"),
-    )  # fmt: skip
+        cosine=Avg("rewrite_cosine"),
+        cosine_count=Count("rewrite_cosine"),
+        trigram=Avg("rewrite_trigram_overlap"),
+        trigram_count=Count("rewrite_trigram_overlap"),
+    )
     return means | {
-        "cosine_method": COSINE_METHOD, "cosine_method_short": COSINE_METHOD_SHORT,
-        "cosine_choice": COSINE_CHOICE, "trigram_method": TRIGRAM_METHOD,
-    }  # fmt: skip
+        "cosine_method": COSINE_METHOD,
+        "cosine_method_short": COSINE_METHOD_SHORT,
+        "cosine_choice": COSINE_CHOICE,
+        "trigram_method": TRIGRAM_METHOD,
+    }
 
 
 BANK_EXPORT_COLUMNS = [

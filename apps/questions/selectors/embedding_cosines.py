@@ -18,8 +18,10 @@ from ..models import (
 from ..similarity import EMBEDDING_COSINE_CHOICE, EMBEDDING_COSINE_METHOD
 
 DONE, FAILED, PENDING = (
-    EmbeddingCosineStatus.DONE, EmbeddingCosineStatus.FAILED, EmbeddingCosineStatus.PENDING,
-)  # fmt: skip
+    EmbeddingCosineStatus.DONE,
+    EmbeddingCosineStatus.FAILED,
+    EmbeddingCosineStatus.PENDING,
+)
 
 
 def embedding_models() -> QuerySet[ModelConfig]:
@@ -42,8 +44,9 @@ def embedding_cosine_jobs(*, limit: int = 10) -> list[EmbeddingCosineJob]:
         job.finished_rows = job.done + job.failed
         job.percent = 100 * job.finished_rows / job.total if job.total else 100
         job.under_way = job.status in (
-            EmbeddingCosineJobStatus.QUEUED, EmbeddingCosineJobStatus.RUNNING,
-        )  # fmt: skip
+            EmbeddingCosineJobStatus.QUEUED,
+            EmbeddingCosineJobStatus.RUNNING,
+        )
     return jobs
 
 

@@ -29,8 +29,12 @@ def pipeline_overview() -> dict:
         rewritten=Count("pk", filter=Q(rewrite_approved_at__isnull=False)),
     )
     return {
-        "posts": pool["posts"] or 0, "files": pool["files"], "sampled": sampled["total"],
-        "screening_open": sampled["open"], "included": sampled["included"],
-        "questions": questions["total"], "to_label": questions["to_label"],
+        "posts": pool["posts"] or 0,
+        "files": pool["files"],
+        "sampled": sampled["total"],
+        "screening_open": sampled["open"],
+        "included": sampled["included"],
+        "questions": questions["total"],
+        "to_label": questions["to_label"],
         "rewritten": questions["rewritten"],
-    }  # fmt: skip
+    }

@@ -82,9 +82,11 @@ def label_queue(*, researcher, topic: Topic | None = None) -> LabelQueue:
     to_verify = questions_to_verify(researcher=researcher, topic=topic)
     to_label = questions_to_label(topic=topic)
     return LabelQueue(
-        to_verify=list(to_verify[:QUEUE_SHOWN]), to_verify_count=to_verify.count(),
-        to_label=list(to_label[:QUEUE_SHOWN]), to_label_count=to_label.count(),
-    )  # fmt: skip
+        to_verify=list(to_verify[:QUEUE_SHOWN]),
+        to_verify_count=to_verify.count(),
+        to_label=list(to_label[:QUEUE_SHOWN]),
+        to_label_count=to_label.count(),
+    )
 
 
 def label_step_for(*, question: Question, researcher) -> str:
@@ -190,9 +192,12 @@ def quota_table(*, settings: QuotaSettings | None = None) -> list[TopicQuota]:
     for topic in Topic.objects.all():
         row = rows.get(topic.pk, empty)
         quota = TopicQuota(
-            topic=topic, total=row["total"], target=settings.target_per_topic,
-            over=row["over"], unlabelled=row["unlabelled"],
-        )  # fmt: skip
+            topic=topic,
+            total=row["total"],
+            target=settings.target_per_topic,
+            over=row["over"],
+            unlabelled=row["unlabelled"],
+        )
         quota.lengths = [
             Stratum(key=b, label=LengthBucket(b).label, count=row[b], minimum=minimum)
             for b in IN_STRATA

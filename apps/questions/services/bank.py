@@ -69,9 +69,11 @@ def questions_ensure(
         [r.external_id for r in records], field_name="external_id"
     )
     problems = [
-        p for r in records if r.external_id in existing
+        p
+        for r in records
+        if r.external_id in existing
         for p in _differences(r, existing[r.external_id])
-    ]  # fmt: skip
+    ]
     if problems:
         raise QuestionError(str(FormatError(filename, problems)))
     questions, created = dict(existing), []
@@ -86,14 +88,17 @@ def questions_ensure(
 
 def question_create(*, record: QuestionRecord, topic: Topic, user=None) -> Question:
     return Question.objects.create(
-        external_id=record.external_id, topic=topic, text=record.text,
+        external_id=record.external_id,
+        topic=topic,
+        text=record.text,
         length_bucket=length_bucket_for(record.text),
         mentions_prior_attempt=record.mentions_prior_attempt,
-        needs_sensemaking=record.needs_sensemaking, needs_guidance=record.needs_guidance,
+        needs_sensemaking=record.needs_sensemaking,
+        needs_guidance=record.needs_guidance,
         labelled_by=user,
         # A file's labels were verified where the file was made.
         label_status=LabelStatus.VERIFIED if record.labelled else LabelStatus.UNLABELLED,
-    )  # fmt: skip
+    )
 
 
 def question_update(*, question: Question, fields: dict) -> Question:
@@ -143,11 +148,14 @@ def _differences(record: QuestionRecord, question: Question) -> list[str]:
         ("topic", record.topic, question.topic.name),
         ("mentions_prior_attempt", record.mentions_prior_attempt, question.mentions_prior_attempt),
         *(
-            (name, getattr(record, name) if record.labelled else None,
-             getattr(question, name) if labelled else None)
+            (
+                name,
+                getattr(record, name) if record.labelled else None,
+                getattr(question, name) if labelled else None,
+            )
             for name in NEEDS
         ),
-    ]  # fmt: skip
+    ]
     return [
         f'{at}, field "{name}": differs from the question already in the bank with this id '
         "(imports never change a stored question; give it a new id)"

@@ -39,8 +39,16 @@ log = logging.getLogger(__name__)
 CHUNK = 32  # questions per round: 64 texts, one embeddings call (apps/llm/embeddings.py)
 MAX_ERROR_CHARS = 2000
 UNDER_WAY = [EmbeddingCosineJobStatus.QUEUED, EmbeddingCosineJobStatus.RUNNING]
-RESET = ["job", "status", "cosine", "original_embedding", "rewrite_embedding", "error",
-         "error_kind", "computed_at"]  # fmt: skip
+RESET = [
+    "job",
+    "status",
+    "cosine",
+    "original_embedding",
+    "rewrite_embedding",
+    "error",
+    "error_kind",
+    "computed_at",
+]
 
 
 def embedding_cosine_job_start(*, model: ModelConfig, user=None) -> EmbeddingCosineJob:
@@ -70,8 +78,10 @@ def embedding_cosine_job_start(*, model: ModelConfig, user=None) -> EmbeddingCos
         job = EmbeddingCosineJob.objects.create(model=model, created_by=user)
         EmbeddingCosine.objects.bulk_create(
             [EmbeddingCosine(question_id=pk, model=model, job=job) for pk in questions],
-            update_conflicts=True, unique_fields=["question", "model"], update_fields=RESET,
-        )  # fmt: skip
+            update_conflicts=True,
+            unique_fields=["question", "model"],
+            update_fields=RESET,
+        )
         dispatch.start("questions.embedding_cosines", job.pk)
     return job
 
@@ -144,10 +154,14 @@ def _chunk_compute(job: EmbeddingCosineJob, rows: list[EmbeddingCosine]) -> None
                 results[row.pk] = _failure(f"No cosine: {exc}.", kind=CallStatus.INVALID_OUTPUT)
                 continue
             results[row.pk] = {
-                "status": EmbeddingCosineStatus.DONE, "cosine": cosine,
-                "original_embedding": original, "rewrite_embedding": rewrite, "error": "",
-                "error_kind": "", "computed_at": now,
-            }  # fmt: skip
+                "status": EmbeddingCosineStatus.DONE,
+                "cosine": cosine,
+                "original_embedding": original,
+                "rewrite_embedding": rewrite,
+                "error": "",
+                "error_kind": "",
+                "computed_at": now,
+            }
     with transaction.atomic():
         for pk, fields in results.items():
             # Only while the row is still this job's to compute (a newer job resets it).
@@ -158,7 +172,11 @@ def _chunk_compute(job: EmbeddingCosineJob, rows: list[EmbeddingCosine]) -> None
 
 def _failure(reason: str, *, kind: str = CallStatus.BAD_REQUEST) -> dict:
     return {
-        "status": EmbeddingCosineStatus.FAILED, "cosine": None, "original_embedding": None,
-        "rewrite_embedding": None, "error": reason[:MAX_ERROR_CHARS], "error_kind": kind,
+        "status": EmbeddingCosineStatus.FAILED,
+        "cosine": None,
+        "original_embedding": None,
+        "rewrite_embedding": None,
+        "error": reason[:MAX_ERROR_CHARS],
+        "error_kind": kind,
         "computed_at": timezone.now(),
-    }  # fmt: skip
+    }

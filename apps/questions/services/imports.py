@@ -87,19 +87,27 @@ def upload_save(*, upload, directory: Path | None = None) -> tuple[Path, str, in
 
 
 def import_batch_create(
-    *, path: Path, filename: str, user=None, upload: bool = False, sha256: str = "",
+    *,
+    path: Path,
+    filename: str,
+    user=None,
+    upload: bool = False,
+    sha256: str = "",
     size: int | None = None,
-) -> ImportBatch:  # fmt: skip
+) -> ImportBatch:
     """A batch waiting to import the file at `path`. An `upload` (a copy that is deleted
     once the batch is finished) is imported by a worker, started once the transaction
     commits; the import_posts command imports its file itself."""
     if not sha256 or size is None:
         sha256, size = file_digest(path)
     batch = ImportBatch.objects.create(
-        filename=Path(filename).name[:255], sha256=sha256, size_bytes=size,
-        file_format=file_format_for(path, filename), imported_by=user,
+        filename=Path(filename).name[:255],
+        sha256=sha256,
+        size_bytes=size,
+        file_format=file_format_for(path, filename),
+        imported_by=user,
         upload_path=str(path) if upload else "",
-    )  # fmt: skip
+    )
     if upload:
         dispatch.start("questions.import_posts", batch.pk)
     return batch
@@ -192,9 +200,12 @@ def _failed(batch: ImportBatch, exc: Exception) -> None:
         "nothing was stored: import it again"
     )
     ImportBatch.objects.filter(pk=batch.pk, status=ImportStatus.IMPORTING).update(
-        status=ImportStatus.REFUSED, problems=[problem], rows=0, topic_counts={},
+        status=ImportStatus.REFUSED,
+        problems=[problem],
+        rows=0,
+        topic_counts={},
         finished_at=timezone.now(),
-    )  # fmt: skip
+    )
     if batch.upload_path:
         Path(batch.upload_path).unlink(missing_ok=True)
 
@@ -223,9 +234,14 @@ def _import(batch: ImportBatch, path: Path, progress) -> None:
 
     report(tally)
     rows = post_rows(
-        path, file_format=batch.file_format, topics=topics, batch_id=batch.pk,
-        problems=problems, tally=tally, progress=report,
-    )  # fmt: skip
+        path,
+        file_format=batch.file_format,
+        topics=topics,
+        batch_id=batch.pk,
+        problems=problems,
+        tally=tally,
+        progress=report,
+    )
     with connection.cursor() as cursor:
         # Every post of this batch gets a later id than this one: the batch's rows are then
         # an id range of the primary key, found without scanning the earlier batches.
@@ -331,9 +347,12 @@ def _vacuum() -> None:
 
 
 def posts_import(
-    *, path: Path, filename: str | None = None, user=None,
+    *,
+    path: Path,
+    filename: str | None = None,
+    user=None,
     progress: Callable[[Tally], None] | None = None,
-) -> ImportBatch:  # fmt: skip
+) -> ImportBatch:
     """Import a file of candidate posts now (the command's way): the imported batch, or
     ImportRefused naming every problem (the refused batch is recorded)."""
     path = Path(path)

@@ -32,9 +32,13 @@ LEASE_STATES = leases.LeaseStates(
 
 
 def rewrite_job_start(
-    *, questions: Iterable[Question], model: ModelConfig, prompt: PromptTemplate | None = None,
-    user=None, seed: int | None = None,
-) -> RewriteJob:  # fmt: skip
+    *,
+    questions: Iterable[Question],
+    model: ModelConfig,
+    prompt: PromptTemplate | None = None,
+    user=None,
+    seed: int | None = None,
+) -> RewriteJob:
     """A running job with a pending rewrite for each of `questions` that is still to
     rewrite (it has an original post, no approved rewrite and none waiting); the engine
     starts on it when the caller's transaction commits."""
@@ -61,9 +65,11 @@ def rewrite_job_start(
                 "approved rewrite, or a rewrite waiting."
             )
         job = RewriteJob.objects.create(
-            model=model, prompt=prompt, created_by=user,
+            model=model,
+            prompt=prompt,
+            created_by=user,
             **({} if seed is None else {"seed": seed}),
-        )  # fmt: skip
+        )
         Rewrite.objects.bulk_create(Rewrite(job=job, question_id=pk) for pk in sorted(todo))
         job = runs.run_launch(REWRITE_WORK, run=job)
     return job
@@ -190,15 +196,21 @@ class RewriteWork(runs.RunWork):
                 if result.call.row_id not in mine:
                     continue  # presumed dead and taken over: the successor records it
                 row = Rewrite(
-                    pk=result.call.row_id, lease_owner="", lease_expires_at=None,
-                    reserved_usd=None, completed_at=now,
-                )  # fmt: skip
+                    pk=result.call.row_id,
+                    lease_owner="",
+                    lease_expires_at=None,
+                    reserved_usd=None,
+                    completed_at=now,
+                )
                 completion = result.completion
                 text = completion.text.strip() if completion is not None else ""
                 if text:
                     row.status, row.text, row.error, row.error_kind = (
-                        RewriteStatus.DONE, text, "", "",
-                    )  # fmt: skip
+                        RewriteStatus.DONE,
+                        text,
+                        "",
+                        "",
+                    )
                     row.cost_usd, row.latency_ms = completion.cost_usd, completion.latency_ms
                 elif completion is not None:
                     row.status, row.text = RewriteStatus.FAILED, ""
@@ -217,8 +229,16 @@ class RewriteWork(runs.RunWork):
 
 
 RECORDED_FIELDS = [
-    "status", "text", "error", "error_kind", "cost_usd", "latency_ms", "lease_owner",
-    "lease_expires_at", "reserved_usd", "completed_at",
-]  # fmt: skip
+    "status",
+    "text",
+    "error",
+    "error_kind",
+    "cost_usd",
+    "latency_ms",
+    "lease_owner",
+    "lease_expires_at",
+    "reserved_usd",
+    "completed_at",
+]
 
 REWRITE_WORK = engine.register(RewriteWork())

@@ -87,9 +87,12 @@ def screening_decide(
         if locked.decisions_count >= DECISIONS_PER_POST:
             raise QuestionError("This post already has its two decisions: it needs no more.")
         decision = ScreeningDecision.objects.create(
-            sampled=locked, researcher=researcher, include=include, reason=reason,
+            sampled=locked,
+            researcher=researcher,
+            include=include,
+            reason=reason,
             note=note.strip(),
-        )  # fmt: skip
+        )
         locked.decisions_count += 1
         if locked.decisions_count == DECISIONS_PER_POST:
             locked.outcome = _pair_outcome(locked)

@@ -30,29 +30,39 @@ PUBLISHED = {"cosine": PUBLISHED_COSINE_MEAN, "trigram": PUBLISHED_TRIGRAM_MEAN}
 
 class BankFilterForm(forms.Form):
     topic = forms.ModelChoiceField(Topic.objects.all(), required=False, empty_label="Any")
-    length_bucket = forms.ChoiceField(choices=ANY + LengthBucket.choices, required=False,
-                                      label="Length")  # fmt: skip
+    length_bucket = forms.ChoiceField(
+        choices=ANY + LengthBucket.choices, required=False, label="Length"
+    )
     prior_attempt = forms.ChoiceField(
         choices=[("", "Either"), ("yes", "Mentions one"), ("no", "Mentions none")],
-        required=False, label="Prior attempt",
-    )  # fmt: skip
+        required=False,
+        label="Prior attempt",
+    )
     sensemaking = forms.ChoiceField(choices=NEEDED, required=False, label="Sensemaking")
     guidance = forms.ChoiceField(choices=NEEDED, required=False, label="Guidance")
-    label_status = forms.ChoiceField(choices=ANY + LabelStatus.choices, required=False,
-                                     label="Labels")  # fmt: skip
-    q = forms.CharField(required=False, max_length=200, label="Search",
-                        widget=forms.TextInput(attrs={"type": "search"}))  # fmt: skip
+    label_status = forms.ChoiceField(
+        choices=ANY + LabelStatus.choices, required=False, label="Labels"
+    )
+    q = forms.CharField(
+        required=False,
+        max_length=200,
+        label="Search",
+        widget=forms.TextInput(attrs={"type": "search"}),
+    )
 
     def questions(self, *, viewer):
         self.is_valid()  # a filter that does not parse is left out; the others apply
         data = self.cleaned_data
         return selectors.bank_questions(
-            viewer=viewer, topic=data.get("topic"), length_bucket=data.get("length_bucket", ""),
+            viewer=viewer,
+            topic=data.get("topic"),
+            length_bucket=data.get("length_bucket", ""),
             prior_attempt=YES_NO.get(data.get("prior_attempt")),
             needs_sensemaking=YES_NO.get(data.get("sensemaking")),
             needs_guidance=YES_NO.get(data.get("guidance")),
-            label_status=data.get("label_status", ""), search=data.get("q", ""),
-        )  # fmt: skip
+            label_status=data.get("label_status", ""),
+            search=data.get("q", ""),
+        )
 
 
 def _query(request) -> str:
@@ -71,10 +81,13 @@ def bank(request):
         request.GET.get("page")
     )
     context = {
-        "form": form, "page": page, "query": _query(request), "published": PUBLISHED,
+        "form": form,
+        "page": page,
+        "query": _query(request),
+        "published": PUBLISHED,
         "means": selectors.rewrite_metrics_means(questions=questions),
         "embedding_means": embedding_cosine_means(questions=questions),
-    }  # fmt: skip
+    }
     template = "questions/bank.html#results" if request.htmx else "questions/bank.html"
     return render(request, template, context)
 

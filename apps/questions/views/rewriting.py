@@ -29,11 +29,14 @@ from ..similarity import (
 
 researcher = role_required(Role.RESEARCHER)
 METHODS = {
-    "cosine_method": COSINE_METHOD, "cosine_choice": COSINE_CHOICE,
-    "trigram_method": TRIGRAM_METHOD, "embedding_method": EMBEDDING_COSINE_METHOD,
+    "cosine_method": COSINE_METHOD,
+    "cosine_choice": COSINE_CHOICE,
+    "trigram_method": TRIGRAM_METHOD,
+    "embedding_method": EMBEDDING_COSINE_METHOD,
     "embedding_choice": EMBEDDING_COSINE_CHOICE,
-    "published_cosine": PUBLISHED_COSINE_MEAN, "published_trigram": PUBLISHED_TRIGRAM_MEAN,
-}  # fmt: skip
+    "published_cosine": PUBLISHED_COSINE_MEAN,
+    "published_trigram": PUBLISHED_TRIGRAM_MEAN,
+}
 
 
 class ModelChoice(forms.ModelChoiceField):
@@ -46,21 +49,25 @@ class StartForm(forms.Form):
         ModelConfig.objects.filter(active=True, kind=ModelKind.CHAT).order_by("display_name")
     )
     topic = forms.ModelChoiceField(
-        Topic.objects.order_by("order", "name"), required=False,
-        empty_label="Every topic", help_text="Rewrite only this topic's questions.",
-    )  # fmt: skip
+        Topic.objects.order_by("order", "name"),
+        required=False,
+        empty_label="Every topic",
+        help_text="Rewrite only this topic's questions.",
+    )
     prompt = forms.ModelChoiceField(
         PromptTemplate.objects.filter(purpose=Purpose.REWRITE).order_by("-version"),
-        required=False, empty_label="The latest version",
+        required=False,
+        empty_label="The latest version",
         help_text="The rewrite prompt version, pinned for the whole job.",
-    )  # fmt: skip
+    )
 
 
 class EmbeddingForm(forms.Form):
     model = ModelChoice(
-        selectors.embedding_models(), label="Embedding model",
+        selectors.embedding_models(),
+        label="Embedding model",
         help_text="A model config whose kind is embeddings (console: LLM gateway, Model configs).",
-    )  # fmt: skip
+    )
 
 
 TEXT_TOO_LONG = (
@@ -70,10 +77,12 @@ TEXT_TOO_LONG = (
 
 class ApproveForm(forms.Form):
     text = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 12}), label="Question text to approve",
-        max_length=QUESTION_TEXT_MAX, error_messages={"max_length": TEXT_TOO_LONG},
+        widget=forms.Textarea(attrs={"rows": 12}),
+        label="Question text to approve",
+        max_length=QUESTION_TEXT_MAX,
+        error_messages={"max_length": TEXT_TOO_LONG},
         help_text="Edit the rewrite if it needs it; this becomes the question's text.",
-    )  # fmt: skip
+    )
 
 
 class PreviewForm(forms.Form):
@@ -81,9 +90,11 @@ class PreviewForm(forms.Form):
     question, whose differences are computed word by word."""
 
     text = forms.CharField(
-        required=False, strip=False, max_length=QUESTION_TEXT_MAX,
+        required=False,
+        strip=False,
+        max_length=QUESTION_TEXT_MAX,
         error_messages={"max_length": TEXT_TOO_LONG},
-    )  # fmt: skip
+    )
 
 
 @researcher
@@ -97,12 +108,18 @@ def rewrites(request):
         messages.success(request, f"Started: {job.rewrites.count()} question(s) to rewrite.")
         return redirect("questions:rewrites")
     approved = selectors.questions_rewritten()
-    context = _jobs_context() | METHODS | {
-        "form": form, "to_rewrite": selectors.questions_to_rewrite().count(),
-        "waiting": selectors.rewrites_waiting(), "approved": approved,
-        "means": selectors.rewrite_metrics_means(questions=approved),
-        "embedding_means": selectors.embedding_cosine_means(questions=approved),
-    }  # fmt: skip
+    context = (
+        _jobs_context()
+        | METHODS
+        | {
+            "form": form,
+            "to_rewrite": selectors.questions_to_rewrite().count(),
+            "waiting": selectors.rewrites_waiting(),
+            "approved": approved,
+            "means": selectors.rewrite_metrics_means(questions=approved),
+            "embedding_means": selectors.embedding_cosine_means(questions=approved),
+        }
+    )
     return render(request, "questions/rewrites.html", context, status=422 if form.errors else 200)
 
 
@@ -188,13 +205,16 @@ def review(request, pk: int):
     if len(posted) <= QUESTION_TEXT_MAX:  # a longer one is refused, not compared
         shown = normalise_newlines(posted) or shown
     context = METHODS | {
-        "rewrite": rewrite, "question": question, "form": form, "shown": shown,
+        "rewrite": rewrite,
+        "question": question,
+        "form": form,
+        "shown": shown,
         "preview_errors": preview.errors.get("text", []),
-        "approved": approved, "edited": edited is not None and edited != rewrite.text,
+        "approved": approved,
+        "edited": edited is not None and edited != rewrite.text,
         "diff": selectors.rewrite_diff(original=question.original_text, rewrite=shown),
-        "embedding_cosines": selectors.embedding_cosines_of(question=question) if approved
-        else [],
-    }  # fmt: skip
+        "embedding_cosines": selectors.embedding_cosines_of(question=question) if approved else [],
+    }
     template = (
         "questions/rewrite_review.html#diff" if request.htmx else "questions/rewrite_review.html"
     )
@@ -236,8 +256,9 @@ def embedding_cosines(request):
             messages.success(request, f"Started: the cosine of {count} approved rewrite(s).")
             return redirect("questions:embedding-cosines")
     context = _embedding_results() | {
-        "form": form, "approved_count": selectors.questions_rewritten().count(),
-    }  # fmt: skip
+        "form": form,
+        "approved_count": selectors.questions_rewritten().count(),
+    }
     status = 422 if form.errors else 200
     return render(request, "questions/embedding_cosines.html", context, status=status)
 
@@ -246,8 +267,9 @@ def _embedding_results() -> dict:
     jobs = selectors.embedding_cosine_jobs()
     approved = selectors.questions_rewritten()
     return METHODS | {
-        "jobs": jobs, "polling": any(job.under_way for job in jobs),
+        "jobs": jobs,
+        "polling": any(job.under_way for job in jobs),
         "means": selectors.rewrite_metrics_means(questions=approved),
         "embedding_means": selectors.embedding_cosine_means(questions=approved),
         "failures": selectors.embedding_cosine_failures(),
-    }  # fmt: skip
+    }

@@ -18,17 +18,20 @@ PAGE_SIZE = 25
 
 class DrawForm(forms.Form):
     topic = forms.ModelChoiceField(
-        Topic.objects.order_by("order", "name"), required=False,
+        Topic.objects.order_by("order", "name"),
+        required=False,
         empty_label="All topics (one sample each)",
-    )  # fmt: skip
+    )
     size = forms.IntegerField(
         min_value=1, max_value=MAX_SIZE, initial=100, help_text="Posts per topic."
     )
     seed = forms.IntegerField(
-        required=False, min_value=0, max_value=BIGINT_MAX,
+        required=False,
+        min_value=0,
+        max_value=BIGINT_MAX,
         help_text="Leave blank for a random seed (it is recorded). The same seed over the same "
         "pool draws the same posts.",
-    )  # fmt: skip
+    )
 
 
 @role_required(Role.RESEARCHER)

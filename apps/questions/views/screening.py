@@ -44,14 +44,18 @@ class DecisionForm(forms.Form):
 
     include = forms.BooleanField(required=False)
     reason = forms.ModelChoiceField(
-        ExclusionReason.objects.all(), required=False,
+        ExclusionReason.objects.all(),
+        required=False,
         error_messages={"invalid_choice": REASON_OFFERED},
-    )  # fmt: skip
+    )
     note = forms.CharField(
-        required=False, max_length=NOTE_MAX_CHARS,
-        error_messages={"max_length": f"A note is at most {NOTE_MAX_CHARS:,} characters (this "
-                        "one has %(show_value)s)."},
-    )  # fmt: skip
+        required=False,
+        max_length=NOTE_MAX_CHARS,
+        error_messages={
+            "max_length": f"A note is at most {NOTE_MAX_CHARS:,} characters (this "
+            "one has %(show_value)s)."
+        },
+    )
 
     def decision(self) -> dict:
         """The service's arguments."""
@@ -83,13 +87,18 @@ def _context(request, *, topic, sampled, state="open", **extra) -> dict:
     queue_url = _queue_url(topic)
     joiner = "&" if "?" in queue_url else "?"
     return {
-        "sampled": sampled, "state": state, "topic": topic,
+        "sampled": sampled,
+        "state": state,
+        "topic": topic,
         "topics": Topic.objects.order_by("order", "name"),
         "left": selectors.screening_left(researcher=request.user, topic=topic),
-        "reasons": selectors.exclusion_reasons_active(), "length_limit": LENGTH_LIMIT,
-        "note_max": NOTE_MAX_CHARS, "queue_url": queue_url,
-        "skip_url": f"{queue_url}{joiner}after={sampled.pk}" if sampled else "", **extra,
-    }  # fmt: skip
+        "reasons": selectors.exclusion_reasons_active(),
+        "length_limit": LENGTH_LIMIT,
+        "note_max": NOTE_MAX_CHARS,
+        "queue_url": queue_url,
+        "skip_url": f"{queue_url}{joiner}after={sampled.pk}" if sampled else "",
+        **extra,
+    }
 
 
 def _page(request, context: dict, status: int = 200):

@@ -28,21 +28,26 @@ STEPS = {"label": services.question_label, "verify": services.question_label_ver
 
 class LabelForm(forms.Form):
     prior_attempt = forms.ChoiceField(
-        choices=YES_NO, widget=forms.RadioSelect,
+        choices=YES_NO,
+        widget=forms.RadioSelect,
         label="Does the writer mention what they already tried?",
         error_messages={"required": "Say whether the writer mentions what they already tried."},
-    )  # fmt: skip
+    )
     # The two needs are labelled one by one: a question may ask for both, one or neither.
     sensemaking = forms.ChoiceField(
-        choices=NEED_YES_NO, widget=forms.RadioSelect,
-        label="Does the question ask for sensemaking?", help_text=SENSEMAKING_HELP,
+        choices=NEED_YES_NO,
+        widget=forms.RadioSelect,
+        label="Does the question ask for sensemaking?",
+        help_text=SENSEMAKING_HELP,
         error_messages={"required": "Say whether the question asks for sensemaking."},
-    )  # fmt: skip
+    )
     guidance = forms.ChoiceField(
-        choices=NEED_YES_NO, widget=forms.RadioSelect,
-        label="Does the question ask for guidance?", help_text=GUIDANCE_HELP,
+        choices=NEED_YES_NO,
+        widget=forms.RadioSelect,
+        label="Does the question ask for guidance?",
+        help_text=GUIDANCE_HELP,
         error_messages={"required": "Say whether the question asks for guidance."},
-    )  # fmt: skip
+    )
     # Which step the form was shown for: a stale form (someone labelled the question since)
     # is refused by that step's service rather than taken for the next step.
     step = forms.ChoiceField(
@@ -51,9 +56,11 @@ class LabelForm(forms.Form):
 
     def labels(self) -> dict:
         data = self.cleaned_data
-        return {"mentions_prior_attempt": data["prior_attempt"] == "yes",
-                "needs_sensemaking": data["sensemaking"] == "yes",
-                "needs_guidance": data["guidance"] == "yes"}  # fmt: skip
+        return {
+            "mentions_prior_attempt": data["prior_attempt"] == "yes",
+            "needs_sensemaking": data["sensemaking"] == "yes",
+            "needs_guidance": data["guidance"] == "yes",
+        }
 
 
 # More questions than any bank holds, and well inside the columns' integers.
@@ -92,8 +99,15 @@ def _work(request, topic, current=None, form=None, done=None) -> dict:
     current = current or queue.next
     step = selectors.label_step_for(question=current, researcher=request.user) if current else ""
     form = form or LabelForm(initial={"step": step})
-    return {"queue": queue, "current": current, "step": step, "form": form, "done": done,
-            "topic": topic, "topics": Topic.objects.all()}  # fmt: skip
+    return {
+        "queue": queue,
+        "current": current,
+        "step": step,
+        "form": form,
+        "done": done,
+        "topic": topic,
+        "topics": Topic.objects.all(),
+    }
 
 
 @researcher
@@ -136,9 +150,11 @@ def disputes(request):
     if request.method == "POST":
         return _resolve(request)
     context = {
-        "questions": selectors.disputed_questions(topic=topic), "topic": topic,
-        "topics": Topic.objects.all(), "form": LabelForm(initial={"step": "resolve"}),
-    }  # fmt: skip
+        "questions": selectors.disputed_questions(topic=topic),
+        "topic": topic,
+        "topics": Topic.objects.all(),
+        "form": LabelForm(initial={"step": "resolve"}),
+    }
     template = "questions/disputes.html#list" if request.htmx else "questions/disputes.html"
     return render(request, template, context)
 
@@ -171,8 +187,10 @@ def _resolve(request):
 @researcher
 def quotas(request):
     current = selectors.quota_settings()
-    initial = {"target_per_topic": current.target_per_topic,
-               "minimum_per_stratum": current.minimum_per_stratum}  # fmt: skip
+    initial = {
+        "target_per_topic": current.target_per_topic,
+        "minimum_per_stratum": current.minimum_per_stratum,
+    }
     form = QuotaSettingsForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
@@ -182,6 +200,5 @@ def quotas(request):
         else:
             messages.success(request, "Quota settings saved.")
             return redirect("questions:quotas")
-    context = {"table": selectors.quota_table(settings=current), "settings": current,
-               "form": form}  # fmt: skip
+    context = {"table": selectors.quota_table(settings=current), "settings": current, "form": form}
     return render(request, "questions/quotas.html", context, status=422 if form.errors else 200)

@@ -48,11 +48,17 @@ def _shared_replace(Criterion, rubric, shared) -> None:
     rubric.criteria.filter(origin="shared").delete()
     Criterion.objects.bulk_create(
         Criterion(
-            rubric=rubric, text=s.text, polarity=s.polarity, kind="presentation",
-            points=s.points, order=s.order, origin="shared", shared_source=s,
+            rubric=rubric,
+            text=s.text,
+            polarity=s.polarity,
+            kind="presentation",
+            points=s.points,
+            order=s.order,
+            origin="shared",
+            shared_source=s,
         )
         for s in shared
-    )  # fmt: skip
+    )
 
 
 def publish(apps, schema_editor):
@@ -82,9 +88,13 @@ def publish(apps, schema_editor):
         rubric.updated_at = Now()
         rubric.save(update_fields=["shared_set", "revision", "updated_at"])
         Event.objects.create(
-            rubric=rubric, action="shared_updated", revision=rubric.revision,
-            summary="Shared presentation criteria v2", detail={"version": 2}, created_at=Now(),
-        )  # fmt: skip
+            rubric=rubric,
+            action="shared_updated",
+            revision=rubric.revision,
+            summary="Shared presentation criteria v2",
+            detail={"version": 2},
+            created_at=Now(),
+        )
 
 
 def unpublish(apps, schema_editor):

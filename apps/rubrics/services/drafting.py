@@ -89,13 +89,19 @@ def draft_job_request(*, rubric: Rubric, user) -> tuple[DraftJob, bool]:
                 engine.scope_start(DRAFT_WORK, active.pk)
             return active, active.lease_ran_out
         job = DraftJob.objects.create(
-            rubric=rubric, requested_by=user, model=model, prompt=prompt,
+            rubric=rubric,
+            requested_by=user,
+            model=model,
+            prompt=prompt,
             **leases.lease_waiting_fields(),
-        )  # fmt: skip
+        )
         record(
-            rubric, user=user, action=EventAction.SUGGESTIONS_REQUESTED, summary=str(model),
+            rubric,
+            user=user,
+            action=EventAction.SUGGESTIONS_REQUESTED,
+            summary=str(model),
             detail={"job": job.pk, "prompt_version": prompt.version},
-        )  # fmt: skip
+        )
         engine.scope_start(DRAFT_WORK, job.pk)
     return job, True
 
@@ -134,9 +140,13 @@ class DraftWork(runs.RowWork):
                 refused.append((job.pk, str(exc)))
                 continue
             call = engine.Call(
-                row_id=job.pk, model=job.model, messages=messages, purpose=Purpose.RUBRIC_DRAFT,
-                schema=DRAFT_SCHEMA, prompt=job.prompt,
-            )  # fmt: skip
+                row_id=job.pk,
+                model=job.model,
+                messages=messages,
+                purpose=Purpose.RUBRIC_DRAFT,
+                schema=DRAFT_SCHEMA,
+                prompt=job.prompt,
+            )
             calls.append(call)
         return calls, refused
 
@@ -154,9 +164,13 @@ class DraftWork(runs.RowWork):
 
     def _fail(self, pk: int, reason: str, owner: str) -> None:
         leases.lease_end(
-            DraftJob.objects.filter(pk=pk), states=LEASE_STATES, owner=owner,
-            status=DraftStatus.FAILED, error=reason[:2000], finished_at=timezone.now(),
-        )  # fmt: skip
+            DraftJob.objects.filter(pk=pk),
+            states=LEASE_STATES,
+            owner=owner,
+            status=DraftStatus.FAILED,
+            error=reason[:2000],
+            finished_at=timezone.now(),
+        )
 
 
 DRAFT_WORK = engine.register(DraftWork())
@@ -166,9 +180,12 @@ def _store(job: DraftJob, items: list[dict], owner: str) -> None:
     with transaction.atomic():
         # First, so that a worker that lost its lease (presumed dead, replaced) stores nothing.
         ended = leases.lease_end(
-            DraftJob.objects.filter(pk=job.pk), states=LEASE_STATES, owner=owner,
-            status=DraftStatus.DONE, finished_at=timezone.now(),
-        )  # fmt: skip
+            DraftJob.objects.filter(pk=job.pk),
+            states=LEASE_STATES,
+            owner=owner,
+            status=DraftStatus.DONE,
+            finished_at=timezone.now(),
+        )
         if not ended:
             return
         existing = {t.lower() for t in job.rubric.criteria.values_list("text", flat=True)}
@@ -205,20 +222,31 @@ def _pending(rubric: Rubric, suggestion_id: int) -> Suggestion:
 
 
 def suggestion_accept(
-    *, rubric: Rubric, suggestion_id: int, user, revision: int, text: str | None = None,
-    polarity: str | None = None, kind: str | None = None, points: int | None = None,
-):  # fmt: skip
+    *,
+    rubric: Rubric,
+    suggestion_id: int,
+    user,
+    revision: int,
+    text: str | None = None,
+    polarity: str | None = None,
+    kind: str | None = None,
+    points: int | None = None,
+):
     """The suggestion, as it is or as the expert edited it, becomes a criterion marked as
     LLM-suggested."""
     with transaction.atomic():
         locked(rubric.pk)  # the draft before the suggestion, in the same order as reject
         suggestion = _pending(rubric, suggestion_id)
         criterion = criterion_add(
-            rubric=rubric, user=user, revision=revision,
+            rubric=rubric,
+            user=user,
+            revision=revision,
             text=suggestion.text if text is None else text,
-            polarity=polarity or suggestion.polarity, kind=kind or suggestion.kind,
-            points=suggestion.points if points is None else points, origin=Origin.LLM_SUGGESTED,
-        )  # fmt: skip
+            polarity=polarity or suggestion.polarity,
+            kind=kind or suggestion.kind,
+            points=suggestion.points if points is None else points,
+            origin=Origin.LLM_SUGGESTED,
+        )
         suggestion.status, suggestion.criterion = SuggestionStatus.ACCEPTED, criterion
         suggestion.decided_by, suggestion.decided_at = user, timezone.now()
         suggestion.save(update_fields=["status", "criterion", "decided_by", "decided_at"])

@@ -15,9 +15,14 @@ def normalise_text(text: str) -> str:
 
 
 def criterion_clean(
-    *, rubric: Rubric, text: str, polarity: str, kind: str, points: int,
+    *,
+    rubric: Rubric,
+    text: str,
+    polarity: str,
+    kind: str,
+    points: int,
     exclude_pk: int | None = None,
-) -> str:  # fmt: skip
+) -> str:
     """The criterion's text, normalised, or RubricError naming every problem by field."""
     errors = {}
     text = normalise_text(text)
@@ -42,9 +47,16 @@ def criterion_clean(
 
 
 def criterion_add(
-    *, rubric: Rubric, user, revision: int, text: str, polarity: str, kind: str, points: int,
+    *,
+    rubric: Rubric,
+    user,
+    revision: int,
+    text: str,
+    polarity: str,
+    kind: str,
+    points: int,
     origin: str = Origin.EXPERT,
-) -> Criterion:  # fmt: skip
+) -> Criterion:
     with transaction.atomic():
         rubric = locked(rubric.pk)
         require_editable(rubric, user)
@@ -56,18 +68,28 @@ def criterion_add(
         try:
             with transaction.atomic():
                 criterion = Criterion.objects.create(
-                    rubric=rubric, text=text, polarity=polarity, kind=kind, points=points,
-                    order=last + 1, origin=origin, created_by=user,
-                )  # fmt: skip
+                    rubric=rubric,
+                    text=text,
+                    polarity=polarity,
+                    kind=kind,
+                    points=points,
+                    order=last + 1,
+                    origin=origin,
+                    created_by=user,
+                )
         except IntegrityError as exc:  # the unique text constraint, from a racing add
             raise RubricError(
                 "A criterion with this text is already in this rubric.",
                 field_errors={"text": "A criterion with this text is already in this rubric."},
             ) from exc
         bump(
-            rubric, user=user, action=EventAction.CRITERION_ADDED, criterion=criterion,
-            summary=text, detail={"after": snapshot(criterion), "origin": origin},
-        )  # fmt: skip
+            rubric,
+            user=user,
+            action=EventAction.CRITERION_ADDED,
+            criterion=criterion,
+            summary=text,
+            detail={"after": snapshot(criterion), "origin": origin},
+        )
     criterion.rubric = rubric
     return criterion
 
@@ -85,9 +107,16 @@ def _own(rubric: Rubric, criterion_id: int) -> Criterion:
 
 
 def criterion_update(
-    *, rubric: Rubric, criterion_id: int, user, revision: int, text: str, polarity: str,
-    kind: str, points: int,
-) -> tuple[Criterion, bool]:  # fmt: skip
+    *,
+    rubric: Rubric,
+    criterion_id: int,
+    user,
+    revision: int,
+    text: str,
+    polarity: str,
+    kind: str,
+    points: int,
+) -> tuple[Criterion, bool]:
     """Returns (criterion, changed). Saving what is already there changes nothing."""
     with transaction.atomic():
         rubric = locked(rubric.pk)
@@ -95,24 +124,38 @@ def criterion_update(
         text_now = normalise_text(text)
         criterion = rubric.criteria.filter(pk=criterion_id).first()
         if criterion is not None and (text_now, polarity, kind, points) == (
-            criterion.text, criterion.polarity, criterion.kind, criterion.points,
-        ):  # fmt: skip
+            criterion.text,
+            criterion.polarity,
+            criterion.kind,
+            criterion.points,
+        ):
             return criterion, False
         check_revision(rubric, revision)
         criterion = _own(rubric, criterion_id)
         text = criterion_clean(
-            rubric=rubric, text=text, polarity=polarity, kind=kind, points=points,
+            rubric=rubric,
+            text=text,
+            polarity=polarity,
+            kind=kind,
+            points=points,
             exclude_pk=criterion.pk,
-        )  # fmt: skip
+        )
         before = snapshot(criterion)
         criterion.text, criterion.polarity, criterion.kind, criterion.points = (
-            text, polarity, kind, points,
-        )  # fmt: skip
+            text,
+            polarity,
+            kind,
+            points,
+        )
         criterion.save(update_fields=["text", "polarity", "kind", "points"])
         bump(
-            rubric, user=user, action=EventAction.CRITERION_EDITED, criterion=criterion,
-            summary=text, detail={"before": before, "after": snapshot(criterion)},
-        )  # fmt: skip
+            rubric,
+            user=user,
+            action=EventAction.CRITERION_EDITED,
+            criterion=criterion,
+            summary=text,
+            detail={"before": before, "after": snapshot(criterion)},
+        )
     criterion.rubric = rubric
     return criterion, True
 
@@ -126,9 +169,12 @@ def criterion_delete(*, rubric: Rubric, criterion_id: int, user, revision: int) 
         before = snapshot(criterion)
         criterion.delete()
         bump(
-            rubric, user=user, action=EventAction.CRITERION_DELETED, summary=before["text"],
+            rubric,
+            user=user,
+            action=EventAction.CRITERION_DELETED,
+            summary=before["text"],
             detail={"before": before},
-        )  # fmt: skip
+        )
     return rubric
 
 
@@ -153,7 +199,11 @@ def criterion_move(
                 item.order = position
                 item.save(update_fields=["order"])
         bump(
-            rubric, user=user, action=EventAction.CRITERION_MOVED, criterion=criterion,
-            summary=criterion.text, detail={"direction": direction, "position": target + 1},
-        )  # fmt: skip
+            rubric,
+            user=user,
+            action=EventAction.CRITERION_MOVED,
+            criterion=criterion,
+            summary=criterion.text,
+            detail={"direction": direction, "position": target + 1},
+        )
     return rubric

@@ -63,19 +63,25 @@ def rubric_import_upload(
     if plan.problems:
         raise ImportRefused(filename, plan.problems)
     return RubricImport.objects.create(
-        uploaded_by=user, filename=filename[:255], sha256=hashlib.sha256(content).hexdigest(),
-        content=text, format=format, options=_options(options),
-    )  # fmt: skip
+        uploaded_by=user,
+        filename=filename[:255],
+        sha256=hashlib.sha256(content).hexdigest(),
+        content=text,
+        format=format,
+        options=_options(options),
+    )
 
 
 def _options(options: dict) -> dict:
     return {
-        "points_mapping": options.get("points_mapping") if options.get("points_mapping")
-        in POINT_MAPPINGS else "refuse",
+        "points_mapping": options.get("points_mapping")
+        if options.get("points_mapping") in POINT_MAPPINGS
+        else "refuse",
         "conversation": options.get("conversation")
-        if options.get("conversation") in CONVERSATIONS else "refuse",
+        if options.get("conversation") in CONVERSATIONS
+        else "refuse",
         "default_topic": options.get("default_topic") or "",
-    }  # fmt: skip
+    }
 
 
 def rubric_import_plan(*, upload: RubricImport) -> ImportPlan:
@@ -87,9 +93,13 @@ def _plan(text: str, filename: str, format: str, options: dict) -> ImportPlan:
     topics = set(Topic.objects.values_list("name", flat=True))
     if format == RubricImport.Format.HEALTHBENCH:
         plan = plan_healthbench(
-            text, filename, topics, points_mapping=options["points_mapping"],
-            conversation=options["conversation"], default_topic=options["default_topic"],
-        )  # fmt: skip
+            text,
+            filename,
+            topics,
+            points_mapping=options["points_mapping"],
+            conversation=options["conversation"],
+            default_topic=options["default_topic"],
+        )
     else:
         plan = plan_assay(text, filename, topics, options["points_mapping"])
     _check_against_bank(plan)
@@ -189,9 +199,11 @@ def _commit(plan: ImportPlan, upload: RubricImport, user) -> dict:
             for i, c in enumerate(planned.criteria, start=1)
         )
         record(
-            rubric, user=user, action=EventAction.IMPORTED,
+            rubric,
+            user=user,
+            action=EventAction.IMPORTED,
             summary=f"From {upload.filename} ({upload.get_format_display()})",
             detail={"import": upload.pk, "options": upload.options},
-        )  # fmt: skip
+        )
         made.append(question.external_id)
     return {"questions_created": created, "rubrics_created": made, "unchanged": unchanged}

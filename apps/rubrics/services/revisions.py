@@ -99,9 +99,14 @@ def event_actor_name(event: RubricEvent) -> str:
 
 
 def bump(
-    rubric: Rubric, *, user, action: str, criterion: Criterion | None = None, summary: str = "",
+    rubric: Rubric,
+    *,
+    user,
+    action: str,
+    criterion: Criterion | None = None,
+    summary: str = "",
     detail: dict | None = None,
-) -> RubricEvent:  # fmt: skip
+) -> RubricEvent:
     """Count a change to the (locked) draft: a new revision and its event."""
     now = timezone.now()
     rubric.revision += 1
@@ -111,28 +116,47 @@ def bump(
     if action == EventAction.CRITERION_EDITED and criterion is not None:
         last = rubric.events.order_by("-pk").first()
         if (
-            last is not None and last.action == action and last.criterion_id == criterion.pk
-            and last.actor_id == user.pk and now - last.created_at < COALESCE_EDITS
-        ):  # fmt: skip
+            last is not None
+            and last.action == action
+            and last.criterion_id == criterion.pk
+            and last.actor_id == user.pk
+            and now - last.created_at < COALESCE_EDITS
+        ):
             last.revision, last.created_at, last.summary = rubric.revision, now, summary
             last.detail = {"before": last.detail.get("before"), "after": detail.get("after")}
             last.save(update_fields=["revision", "created_at", "summary", "detail"])
             return last
     return RubricEvent.objects.create(
-        rubric=rubric, actor=user, action=action, revision=rubric.revision, criterion=criterion,
-        summary=summary, detail=detail, created_at=now,
-    )  # fmt: skip
+        rubric=rubric,
+        actor=user,
+        action=action,
+        revision=rubric.revision,
+        criterion=criterion,
+        summary=summary,
+        detail=detail,
+        created_at=now,
+    )
 
 
 def record(
-    rubric: Rubric, *, user, action: str, summary: str = "", detail: dict | None = None,
+    rubric: Rubric,
+    *,
+    user,
+    action: str,
+    summary: str = "",
+    detail: dict | None = None,
     criterion: Criterion | None = None,
-) -> RubricEvent:  # fmt: skip
+) -> RubricEvent:
     """An event that does not change the draft's content (submit, comment, approve...)."""
     return RubricEvent.objects.create(
-        rubric=rubric, actor=user, action=action, summary=summary, detail=detail or {},
-        criterion=criterion, created_at=timezone.now(),
-    )  # fmt: skip
+        rubric=rubric,
+        actor=user,
+        action=action,
+        summary=summary,
+        detail=detail or {},
+        criterion=criterion,
+        created_at=timezone.now(),
+    )
 
 
 def snapshot(criterion: Criterion) -> dict:
@@ -148,6 +172,10 @@ def criterion_like(source, *, rubric: Rubric, **fields) -> Criterion:
     """A new (unsaved) criterion of `rubric` saying what `source` says: its text, polarity,
     kind and points. `source` is a criterion, a shared criterion or an imported record."""
     return Criterion(
-        rubric=rubric, text=source.text, polarity=source.polarity, kind=source.kind,
-        points=source.points, **fields,
-    )  # fmt: skip
+        rubric=rubric,
+        text=source.text,
+        polarity=source.polarity,
+        kind=source.kind,
+        points=source.points,
+        **fields,
+    )

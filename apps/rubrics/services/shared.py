@@ -56,9 +56,10 @@ def shared_criteria_publish(*, criteria: list[dict], notes: str, user) -> Shared
         texts = {c["text"].lower() for c in cleaned}
         for rubric in Rubric.objects.select_for_update().filter(state__in=EDITABLE_STATES):
             clash = [
-                c.text for c in rubric.criteria.exclude(origin=Origin.SHARED)
+                c.text
+                for c in rubric.criteria.exclude(origin=Origin.SHARED)
                 if c.text.lower() in texts
-            ]  # fmt: skip
+            ]
             if clash:
                 raise RubricError(
                     f"The draft of {rubric.question} already has its own criterion "
@@ -69,10 +70,12 @@ def shared_criteria_publish(*, criteria: list[dict], notes: str, user) -> Shared
             rubric.shared_set = new
             rubric.save(update_fields=["shared_set"])
             bump(
-                rubric, user=user, action=EventAction.SHARED_UPDATED,
+                rubric,
+                user=user,
+                action=EventAction.SHARED_UPDATED,
                 summary=f"Shared presentation criteria v{new.version}",
                 detail={"version": new.version},
-            )  # fmt: skip
+            )
     return new
 
 

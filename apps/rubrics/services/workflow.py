@@ -57,9 +57,14 @@ def _create_version(*, question, user, shared, action, reason) -> Rubric:
     latest = question.rubrics.filter(state=RubricState.APPROVED).order_by("-version").first()
     number = (question.rubrics.aggregate(v=Max("version"))["v"] or 0) + 1
     rubric = Rubric.objects.create(
-        question=question, version=number, based_on=latest, shared_set=shared,
-        created_by=user, updated_at=timezone.now(), reverification_reason=reason,
-    )  # fmt: skip
+        question=question,
+        version=number,
+        based_on=latest,
+        shared_set=shared,
+        created_by=user,
+        updated_at=timezone.now(),
+        reverification_reason=reason,
+    )
     if latest is not None:
         Criterion.objects.bulk_create(
             criterion_like(
@@ -114,13 +119,20 @@ def review_comment_add(
             if criterion is None:
                 raise RubricError("That criterion is no longer in this version.")
         comment = ReviewComment.objects.create(
-            rubric=rubric, criterion=criterion, author=user, body=body,
+            rubric=rubric,
+            criterion=criterion,
+            author=user,
+            body=body,
             criterion_text=criterion.text if criterion else "",
-        )  # fmt: skip
+        )
         record(
-            rubric, user=user, action=EventAction.COMMENTED, criterion=criterion,
-            summary=body, detail={"on": criterion.text if criterion else "the whole rubric"},
-        )  # fmt: skip
+            rubric,
+            user=user,
+            action=EventAction.COMMENTED,
+            criterion=criterion,
+            summary=body,
+            detail={"on": criterion.text if criterion else "the whole rubric"},
+        )
     return comment
 
 

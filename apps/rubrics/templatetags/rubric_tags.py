@@ -52,10 +52,13 @@ def event_line(event):
     if event.action == EventAction.CRITERION_EDITED and before and after:
         return line + format_html(
             ": “{}”, {}, {} points (was “{}”, {}, {} points)",
-            after.get("text", ""), POLARITY_LABELS.get(after.get("polarity"), "").lower(),
-            after.get("points"), before.get("text", ""),
-            POLARITY_LABELS.get(before.get("polarity"), "").lower(), before.get("points"),
-        )  # fmt: skip
+            after.get("text", ""),
+            POLARITY_LABELS.get(after.get("polarity"), "").lower(),
+            after.get("points"),
+            before.get("text", ""),
+            POLARITY_LABELS.get(before.get("polarity"), "").lower(),
+            before.get("points"),
+        )
     if event.summary:
         line += format_html(": “{}”", event.summary)
     return line
@@ -64,8 +67,11 @@ def event_line(event):
 @register.inclusion_tag("rubrics/_home_expert.html", takes_context=True)
 def expert_rubrics_panel(context):
     user = context["request"].user
-    return {"dashboard": selectors.expert_dashboard(user=user), "request": context["request"],
-            "csrf_token": context.get("csrf_token")}  # fmt: skip
+    return {
+        "dashboard": selectors.expert_dashboard(user=user),
+        "request": context["request"],
+        "csrf_token": context.get("csrf_token"),
+    }
 
 
 @register.inclusion_tag("rubrics/_home_reviewer.html", takes_context=True)

@@ -60,9 +60,12 @@ def suggestion_accept(request, pk: int, suggestion_id: int):
         edited = form.cleaned_data
     try:
         criterion = services.suggestion_accept(
-            rubric=rubric, suggestion_id=suggestion_id, user=request.user,
-            revision=revision_of(request), **edited,
-        )  # fmt: skip
+            rubric=rubric,
+            suggestion_id=suggestion_id,
+            user=request.user,
+            revision=revision_of(request),
+            **edited,
+        )
     except RubricConflict as exc:
         return conflict(request, rubric, exc, attempt_of(request, "Accept a suggestion"))
     except RubricForbidden as exc:

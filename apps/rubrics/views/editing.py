@@ -65,8 +65,14 @@ def invalid(request, rubric, errors: dict, *, criterion_id=None, values=None):
         context["c"] = Criterion(pk=criterion_id)
         context["c"].form_errors = errors
         context["status_error"] = " ".join(errors.values())
-        return fragments(request, TEMPLATE, context, oob=("criterion-errors", "save-status"),
-                         status=422, reswap="none")  # fmt: skip
+        return fragments(
+            request,
+            TEMPLATE,
+            context,
+            oob=("criterion-errors", "save-status"),
+            status=422,
+            reswap="none",
+        )
     context["status_error"] = " ".join(errors.values())
     return fragments(request, TEMPLATE, context, oob=("save-status",), status=422, reswap="none")
 
@@ -115,8 +121,14 @@ def criterion_add(request, pk: int):
         return forbidden(request, rubric, exc)
     except RubricError as exc:
         return invalid(request, rubric, exc.field_errors or {"text": str(exc)}, values=request.POST)
-    return saved(request, rubric, main="add-form", oob=(*SAVED, "criteria"),
-                 anchor=f"criterion-{criterion.pk}", just_added=criterion.pk)  # fmt: skip
+    return saved(
+        request,
+        rubric,
+        main="add-form",
+        oob=(*SAVED, "criteria"),
+        anchor=f"criterion-{criterion.pk}",
+        just_added=criterion.pk,
+    )
 
 
 @role_required(Role.EXPERT)
@@ -126,13 +138,17 @@ def criterion_edit(request, pk: int, criterion_id: int):
         return redirect(page_url(rubric, f"criterion-{criterion_id}"))
     form = CriterionForm(request.POST)
     if not form.is_valid():
-        return invalid(request, rubric, form.field_errors(), criterion_id=criterion_id,
-                       values=request.POST)  # fmt: skip
+        return invalid(
+            request, rubric, form.field_errors(), criterion_id=criterion_id, values=request.POST
+        )
     try:
         _c, _changed = services.criterion_update(
-            rubric=rubric, criterion_id=criterion_id, user=request.user,
-            revision=revision_of(request), **form.cleaned_data,
-        )  # fmt: skip
+            rubric=rubric,
+            criterion_id=criterion_id,
+            user=request.user,
+            revision=revision_of(request),
+            **form.cleaned_data,
+        )
     except RubricConflict as exc:
         gone = not rubric.criteria.filter(pk=criterion_id).exists()
         url = reverse("rubrics:criterion_add", args=[rubric.pk]) if gone else None
@@ -140,11 +156,21 @@ def criterion_edit(request, pk: int, criterion_id: int):
     except RubricForbidden as exc:
         return forbidden(request, rubric, exc)
     except RubricError as exc:
-        return invalid(request, rubric, exc.field_errors or {"text": str(exc)},
-                       criterion_id=criterion_id, values=request.POST)  # fmt: skip
+        return invalid(
+            request,
+            rubric,
+            exc.field_errors or {"text": str(exc)},
+            criterion_id=criterion_id,
+            values=request.POST,
+        )
     # The row's messages from a refused try go once the change is saved.
-    return saved(request, rubric, oob=(*SAVED, "criterion-errors"), c=Criterion(pk=criterion_id),
-                 anchor=f"criterion-{criterion_id}")  # fmt: skip
+    return saved(
+        request,
+        rubric,
+        oob=(*SAVED, "criterion-errors"),
+        c=Criterion(pk=criterion_id),
+        anchor=f"criterion-{criterion_id}",
+    )
 
 
 @role_required(Role.EXPERT)
@@ -154,9 +180,11 @@ def criterion_delete(request, pk: int, criterion_id: int):
         return redirect(page_url(rubric, "criteria-list"))
     try:
         services.criterion_delete(
-            rubric=rubric, criterion_id=criterion_id, user=request.user,
+            rubric=rubric,
+            criterion_id=criterion_id,
+            user=request.user,
             revision=revision_of(request),
-        )  # fmt: skip
+        )
     except RubricConflict as exc:
         return conflict(request, rubric, exc, attempt_of(request, "Delete a criterion", fields=()))
     except RubricForbidden as exc:
@@ -173,9 +201,12 @@ def criterion_move(request, pk: int, criterion_id: int):
         return redirect(page_url(rubric, "criteria-list"))
     try:
         services.criterion_move(
-            rubric=rubric, criterion_id=criterion_id, user=request.user,
-            revision=revision_of(request), direction=request.POST.get("direction", ""),
-        )  # fmt: skip
+            rubric=rubric,
+            criterion_id=criterion_id,
+            user=request.user,
+            revision=revision_of(request),
+            direction=request.POST.get("direction", ""),
+        )
     except RubricConflict as exc:
         attempt = attempt_of(request, "Move a criterion", fields=("direction",))
         return conflict(request, rubric, exc, attempt)

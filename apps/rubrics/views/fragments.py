@@ -10,9 +10,15 @@ from django.template.loader import render_to_string
 
 
 def fragments(
-    request, template: str, context: dict, *, main: str | None = None, oob: tuple[str, ...] = (),
-    status: int = 200, reswap: str | None = None,
-) -> HttpResponse:  # fmt: skip
+    request,
+    template: str,
+    context: dict,
+    *,
+    main: str | None = None,
+    oob: tuple[str, ...] = (),
+    status: int = 200,
+    reswap: str | None = None,
+) -> HttpResponse:
     parts = []
     if main:
         parts.append(render_to_string(f"{template}#{main}", {**context, "oob": False}, request))

@@ -31,9 +31,13 @@ def index(request):
         questions = questions.filter(rubric_state=state)
     page = Paginator(questions, 50).get_page(request.GET.get("page"))
     context = {
-        "page": page, "topics": Topic.objects.all(), "topic": topic, "state": state,
-        "state_choices": selectors.STATE_ORDER, "progress": selectors.topic_progress(),
-    }  # fmt: skip
+        "page": page,
+        "topics": Topic.objects.all(),
+        "topic": topic,
+        "state": state,
+        "state_choices": selectors.STATE_ORDER,
+        "progress": selectors.topic_progress(),
+    }
     template = "rubrics/index.html#question-table" if request.htmx else "rubrics/index.html"
     return render(request, template, context)
 
@@ -51,9 +55,10 @@ def question(request, question_id: int):
 def _start_page(request, question: Question, *, status: int = 200):
     assignment = selectors.assignment_for(question=question)
     context = {
-        "question": question, "assignment": assignment,
+        "question": question,
+        "assignment": assignment,
         "writes": assignment is not None and assignment.author_id == request.user.pk,
-    }  # fmt: skip
+    }
     return render(request, "rubrics/start.html", context, status=status)
 
 

@@ -36,11 +36,13 @@ def workspace(request):
         request.GET.get("page")
     )
     context = {
-        "page": page, "topic": topic, "topics": Topic.objects.all(),
+        "page": page,
+        "topic": topic,
+        "topics": Topic.objects.all(),
         "experts": selectors.people_with_role(role=Role.EXPERT),
         "reviewers": selectors.people_with_role(role=Role.REVIEWER),
         "claiming": selectors.claiming_by_topic(),
-    }  # fmt: skip
+    }
     return render(request, "rubrics/workspace.html", context)
 
 
@@ -63,11 +65,16 @@ def assign(request, question_id: int):
             messages.success(request, f"{question} saved.")
         return redirect(reverse("rubrics:workspace") + f"?topic={question.topic.slug}")
     row = selectors.workspace_questions().get(pk=question.pk)
-    context = {"q": row, "experts": selectors.people_with_role(role=Role.EXPERT),
-               "reviewers": selectors.people_with_role(role=Role.REVIEWER), "row_error": error,
-               "row_saved": not error}  # fmt: skip
-    return render(request, "rubrics/workspace.html#assignment-row", context,
-                  status=422 if error else 200)  # fmt: skip
+    context = {
+        "q": row,
+        "experts": selectors.people_with_role(role=Role.EXPERT),
+        "reviewers": selectors.people_with_role(role=Role.REVIEWER),
+        "row_error": error,
+        "row_saved": not error,
+    }
+    return render(
+        request, "rubrics/workspace.html#assignment-row", context, status=422 if error else 200
+    )
 
 
 @role_required(Role.RESEARCHER)
@@ -101,15 +108,22 @@ def shared_criteria(request):
         except RubricError as exc:
             messages.error(request, str(exc))
     current = services.shared_criteria_current()
-    context = {"form": form, "current": current, "rows": rows or _rows_of(current),
-               "sets": type(current).objects.prefetch_related("criteria"),
-               "polarities": Polarity.choices, "points_choices": POINTS}  # fmt: skip
+    context = {
+        "form": form,
+        "current": current,
+        "rows": rows or _rows_of(current),
+        "sets": type(current).objects.prefetch_related("criteria"),
+        "polarities": Polarity.choices,
+        "points_choices": POINTS,
+    }
     return render(request, "rubrics/shared.html", context, status=200 if rows is None else 422)
 
 
 def _rows_of(criterion_set) -> list[dict]:
-    rows = [{"text": c.text, "polarity": c.polarity, "points": c.points}
-            for c in criterion_set.criteria.all()]  # fmt: skip
+    rows = [
+        {"text": c.text, "polarity": c.polarity, "points": c.points}
+        for c in criterion_set.criteria.all()
+    ]
     return [*rows, {"text": "", "polarity": Polarity.POSITIVE, "points": 2}]
 
 
@@ -121,8 +135,9 @@ def _shared_rows(post) -> tuple[list[dict], list[str]]:
         post.getlist("text"), post.getlist("polarity"), post.getlist("points"), strict=False
     ):
         if text.strip():
-            rows.append({"text": text, "polarity": polarity,
-                         "points": whole_number_or_text(points)})  # fmt: skip
+            rows.append(
+                {"text": text, "polarity": polarity, "points": whole_number_or_text(points)}
+            )
             form = SharedTextForm({"text": text})
             if not form.is_valid():
                 problems.append(f"Criterion {len(rows)}: {' '.join(form.errors['text'])}")
@@ -149,8 +164,11 @@ def freshness(request):
             return redirect(reverse("rubrics:freshness") + f"?days={days}")
         messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
         status = 400
-    context = {"days": days, "now": timezone.now(),
-               "rubrics": selectors.stale_rubrics(older_than_days=days)}  # fmt: skip
+    context = {
+        "days": days,
+        "now": timezone.now(),
+        "rubrics": selectors.stale_rubrics(older_than_days=days),
+    }
     return render(request, "rubrics/freshness.html", context, status=status)
 
 
@@ -193,9 +211,12 @@ def import_upload(request):
         options = {**form.cleaned_data, "default_topic": topic.name if topic else ""}
         try:
             saved = services.rubric_import_upload(
-                content=upload.read(), filename=upload.name, format=form.cleaned_data["format"],
-                options=options, user=request.user,
-            )  # fmt: skip
+                content=upload.read(),
+                filename=upload.name,
+                format=form.cleaned_data["format"],
+                options=options,
+                user=request.user,
+            )
             return redirect("rubrics:import_preview", pk=saved.pk)
         except ImportRefused as exc:
             heading = f"{exc.filename} was not imported (nothing was changed):"
@@ -214,9 +235,10 @@ def import_preview(request, pk: int):
     if request.method == "POST":
         try:
             result = services.rubric_import_commit(
-                upload=upload, user=request.user,
+                upload=upload,
+                user=request.user,
                 rescale_confirmed=request.POST.get("confirm_rescale") == "1",
-            )  # fmt: skip
+            )
             messages.success(request, _summary(result))
             return redirect("rubrics:import_preview", pk=upload.pk)
         except RubricError as exc:

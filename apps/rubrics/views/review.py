@@ -52,9 +52,12 @@ def request_changes(request, pk: int):
         # Shown on the page with the message as it was written, which is not lost.
         errors = " ".join(form.errors["message"])
         return full_page(
-            request, rubric_for(pk), status=400, changes_error=f"Nothing was requested: {errors}",
+            request,
+            rubric_for(pk),
+            status=400,
+            changes_error=f"Nothing was requested: {errors}",
             changes_message=form.data.get("message", ""),
-        )  # fmt: skip
+        )
     message = form.cleaned_data["message"] if form.is_valid() else ""
     done = "Changes requested; the author sees your comments."
     return _act(request, pk, services.rubric_request_changes, done, message=message)
@@ -86,9 +89,11 @@ def comment(request, pk: int):
     if form.is_valid():
         try:
             services.review_comment_add(
-                rubric=rubric, user=request.user, body=form.cleaned_data["body"],
+                rubric=rubric,
+                user=request.user,
+                body=form.cleaned_data["body"],
                 criterion_id=form.cleaned_data["criterion"],
-            )  # fmt: skip
+            )
         except RubricError as exc:
             error = str(exc)
     else:
@@ -99,5 +104,6 @@ def comment(request, pk: int):
             messages.error(request, error)
         return redirect(page_url(rubric, f"criterion-{criterion}" if criterion else "comments"))
     context = rubric_context(request, rubric, comment_error=error)
-    return fragments(request, TEMPLATE, context, main="comments", oob=("criteria",),
-                     status=422 if error else 200)  # fmt: skip
+    return fragments(
+        request, TEMPLATE, context, main="comments", oob=("criteria",), status=422 if error else 200
+    )

@@ -45,4 +45,4 @@ __all__ = [
     "sampling_run_launch",
     "sampling_run_pause",
     "sampling_run_resume",
-]  # fmt: skip
+]

@@ -37,9 +37,11 @@ def reference_run_get() -> SamplingRun:
     try:
         with transaction.atomic():
             return SamplingRun.objects.create(
-                name=REFERENCE_RUN_NAME, kind=RunKind.REFERENCE, status=RunStatus.RUNNING,
+                name=REFERENCE_RUN_NAME,
+                kind=RunKind.REFERENCE,
+                status=RunStatus.RUNNING,
                 prompt=prompt,
-            )  # fmt: skip
+            )
     except IntegrityError:
         return SamplingRun.objects.get(kind=RunKind.REFERENCE)  # made by a concurrent request
 
@@ -51,9 +53,12 @@ def reference_models_set(*, models: Iterable[ModelConfig]) -> SamplingRun:
 
 
 def sample_answers_draw(
-    *, question: Question, count: int = 2, exclude_model_ids: Iterable[int] = (),
+    *,
+    question: Question,
+    count: int = 2,
+    exclude_model_ids: Iterable[int] = (),
     rng: random.Random | None = None,
-) -> list[Response]:  # fmt: skip
+) -> list[Response]:
     """`count` answers to `question` from reference models drawn at random, preferring models
     not in `exclude_model_ids` ("show two others"). An answer comes from a sampling run when
     one has it; otherwise a pending response is kept in the reference run, and generated once
@@ -84,10 +89,15 @@ def _answer_for(run: SamplingRun, model: ModelConfig, question: Question, rng) -
     if from_runs or done:
         return rng.choice(from_runs or done)
     response, _created = Response.objects.get_or_create(
-        run=run, model=model, question=question, sample_index=0,
-        defaults={**leases.lease_waiting_fields(),
-                  "seed": call_seed(run.seed, model.pk, question.pk, 0)},
-    )  # fmt: skip
+        run=run,
+        model=model,
+        question=question,
+        sample_index=0,
+        defaults={
+            **leases.lease_waiting_fields(),
+            "seed": call_seed(run.seed, model.pk, question.pk, 0),
+        },
+    )
     if response.status == ResponseStatus.FAILED:
         # Drawn again after a failure: try again rather than show the old error for ever,
         # with a fresh budget of attempts.
@@ -119,8 +129,12 @@ class ReferenceWork(runs.RowWork, SampleWork):
         return None
 
     def gave_up(self):
-        return {"error": GAVE_UP.format(attempts=leases.MAX_ATTEMPTS), "error_kind": "",
-                "reserved_usd": None, "completed_at": timezone.now()}  # fmt: skip
+        return {
+            "error": GAVE_UP.format(attempts=leases.MAX_ATTEMPTS),
+            "error_kind": "",
+            "reserved_usd": None,
+            "completed_at": timezone.now(),
+        }
 
 
 REFERENCE_WORK = engine.register(ReferenceWork())

@@ -66,9 +66,12 @@ class Estimate:
 
 
 def sampling_estimate(
-    *, questions: Iterable[Question], models: Iterable[ModelConfig], samples_per_item: int,
+    *,
+    questions: Iterable[Question],
+    models: Iterable[ModelConfig],
+    samples_per_item: int,
     prompt: PromptTemplate,
-) -> Estimate:  # fmt: skip
+) -> Estimate:
     """The number of calls and what they should cost: tokens in from the prompts' length,
     tokens out from each model's recent average (apps/llm/costs.py)."""
     question_ids = [q.pk for q in questions]
@@ -97,11 +100,18 @@ def sampling_estimate(
 
 
 def sampling_run_create(
-    *, name: str, questions: Iterable[Question], models: Iterable[ModelConfig],
-    samples_per_item: int = 5, prompt: PromptTemplate | None = None, params: dict | None = None,
-    budget_usd: Decimal | None = None, seed: int | None = None, selection: dict | None = None,
+    *,
+    name: str,
+    questions: Iterable[Question],
+    models: Iterable[ModelConfig],
+    samples_per_item: int = 5,
+    prompt: PromptTemplate | None = None,
+    params: dict | None = None,
+    budget_usd: Decimal | None = None,
+    seed: int | None = None,
+    selection: dict | None = None,
     user=None,
-) -> SamplingRun:  # fmt: skip
+) -> SamplingRun:
     """A draft run with all its responses, pending; `sampling_run_launch` starts it."""
     questions, models = list(questions), list(models)
     if not name.strip():
@@ -126,10 +136,15 @@ def sampling_run_create(
     extra = {"seed": seed} if seed is not None else {}
     with transaction.atomic():
         run = SamplingRun.objects.create(
-            name=name.strip(), prompt=prompt, samples_per_item=samples_per_item,
-            params=params_check(params), budget_usd=budget_usd, selection=selection or {},
-            created_by=user, **extra,
-        )  # fmt: skip
+            name=name.strip(),
+            prompt=prompt,
+            samples_per_item=samples_per_item,
+            params=params_check(params),
+            budget_usd=budget_usd,
+            selection=selection or {},
+            created_by=user,
+            **extra,
+        )
         run.model_configs.set(models)
         run.questions.set(questions)
         rows = (
@@ -248,9 +263,12 @@ class SampleWork(runs.RunWork):
                 if result.call.row_id not in mine:
                     continue  # presumed dead and taken over: the successor records it
                 row = Response(
-                    pk=result.call.row_id, lease_owner="", lease_expires_at=None,
-                    reserved_usd=None, completed_at=now,
-                )  # fmt: skip
+                    pk=result.call.row_id,
+                    lease_owner="",
+                    lease_expires_at=None,
+                    reserved_usd=None,
+                    completed_at=now,
+                )
                 if result.completion is not None:
                     c = result.completion
                     row.status, row.text, row.error, row.error_kind = (
@@ -272,8 +290,18 @@ class SampleWork(runs.RunWork):
 
 
 RECORDED_FIELDS = [
-    "status", "text", "error", "error_kind", "input_tokens", "output_tokens", "cost_usd",
-    "latency_ms", "lease_owner", "lease_expires_at", "reserved_usd", "completed_at",
-]  # fmt: skip
+    "status",
+    "text",
+    "error",
+    "error_kind",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "latency_ms",
+    "lease_owner",
+    "lease_expires_at",
+    "reserved_usd",
+    "completed_at",
+]
 
 SAMPLE_WORK = engine.register(SampleWork())

@@ -27,9 +27,14 @@ LABELS = [
     "Extremely likely",
 ]
 GROUPS = {
-    "H1": "helpfulness", "H2": "helpfulness", "H3": "helpfulness",
-    "P1": "privacy", "P2": "privacy", "P3": "privacy", "P4": "privacy",
-}  # fmt: skip
+    "H1": "helpfulness",
+    "H2": "helpfulness",
+    "H3": "helpfulness",
+    "P1": "privacy",
+    "P2": "privacy",
+    "P3": "privacy",
+    "P4": "privacy",
+}
 
 
 def _unanswered(apps):

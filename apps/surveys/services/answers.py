@@ -88,9 +88,12 @@ ANSWER_ROW = "(%s::bigint, %s::varchar, %s::text)"
 
 
 def _answers_upsert(
-    participant: Participant, assignment_id: int, answers: list[tuple[SurveyItem, str, str]],
-    set_value: bool = True, set_explanation: bool = True,
-) -> bool:  # fmt: skip
+    participant: Participant,
+    assignment_id: int,
+    answers: list[tuple[SurveyItem, str, str]],
+    set_value: bool = True,
+    set_explanation: bool = True,
+) -> bool:
     """Save `answers` ((item, value, explanation), checked by the caller) on the participant's
     assignment, in one statement; False, and nothing written, if the assignment is not theirs.
     `set_value` / `set_explanation` False: an existing answer keeps that part."""
@@ -126,9 +129,17 @@ SELECT a.id, %s, %s, %s, %s, %s, 1
 
 
 def answer_save_if_bound(
-    *, participant_id: int, browser_key: str, study_id: int, slug: str, items_version: int,
-    assignment_id: int, item: SurveyItem, value: str | None, explanation: str | None,
-) -> bool:  # fmt: skip
+    *,
+    participant_id: int,
+    browser_key: str,
+    study_id: int,
+    slug: str,
+    items_version: int,
+    assignment_id: int,
+    item: SurveyItem,
+    value: str | None,
+    explanation: str | None,
+) -> bool:
     """answer_save for a request that has not read the participant: one statement that writes
     only if every check holds (see ANSWER_UPSERT_BOUND). False: nothing written, and the
     caller finds out why the long way. SurveyError: the answer itself is not acceptable."""
@@ -136,19 +147,34 @@ def answer_save_if_bound(
     set_value, set_explanation = _parts_to_set(item, value, explanation)
     now = timezone.now()
     params = [
-        item.pk, value or "", explanation or "", now, now,
-        assignment_id, participant_id, browser_key, ParticipantStatus.ACTIVE,
-        study_id, slug, items_version, set_value, set_explanation,
-    ]  # fmt: skip
+        item.pk,
+        value or "",
+        explanation or "",
+        now,
+        now,
+        assignment_id,
+        participant_id,
+        browser_key,
+        ParticipantStatus.ACTIVE,
+        study_id,
+        slug,
+        items_version,
+        set_value,
+        set_explanation,
+    ]
     with connection.cursor() as cursor:
         cursor.execute(ANSWER_UPSERT_BOUND, params)
         return cursor.rowcount > 0
 
 
 def answer_save(
-    *, participant: Participant, assignment_id: int, item: SurveyItem, value: str | None,
+    *,
+    participant: Participant,
+    assignment_id: int,
+    item: SurveyItem,
+    value: str | None,
     explanation: str | None,
-) -> bool:  # fmt: skip
+) -> bool:
     """Save one answer as it is given (None: leave that part as it was; an empty value or a
     blank required explanation never replaces one given). One row per assignment and item
     whatever the number of tabs, refreshes or repeats: the last answer given wins, in a single
@@ -161,9 +187,12 @@ def answer_save(
     _check_value(item, value or "", explanation or "")
     set_value, set_explanation = _parts_to_set(item, value, explanation)
     return _answers_upsert(
-        participant, assignment_id, [(item, value or "", explanation or "")],
-        set_value=set_value, set_explanation=set_explanation,
-    )  # fmt: skip
+        participant,
+        assignment_id,
+        [(item, value or "", explanation or "")],
+        set_value=set_value,
+        set_explanation=set_explanation,
+    )
 
 
 PAGE_TIME_SHOWN = """
@@ -272,8 +301,9 @@ def _missing_answers(
     missing = []
     for assignment_id, position in sorted(positions.items(), key=lambda p: p[1]):
         page = answers.get(assignment_id, {})
-        for item in selectors.items_for_page(study=study, position=position,
-                                             bundle_size=bundle_size):  # fmt: skip
+        for item in selectors.items_for_page(
+            study=study, position=position, bundle_size=bundle_size
+        ):
             value, explanation = page.get(item.pk, ("", ""))
             if not value or (item.explanation_required and not explanation.strip()):
                 missing.append((assignment_id, position))
@@ -323,10 +353,14 @@ def participant_finish(*, participant: Participant, demographics: dict[str, str]
     study = participant.study
     rows = list(
         participant.assignments.values_list(
-            "id", "position", "answered_at", "answers__item_id", "answers__value",
+            "id",
+            "position",
+            "answered_at",
+            "answers__item_id",
+            "answers__value",
             "answers__explanation",
         )
-    )  # fmt: skip
+    )
     unanswered = sorted({position for _id, position, at, *_ in rows if at is None})
     if unanswered:
         raise SurveyError(f"Scenario {unanswered[0]} is not finished yet.")
@@ -342,12 +376,18 @@ def participant_finish(*, participant: Participant, demographics: dict[str, str]
     code = study.code_failed_attention if failed else study.code_completed
     now = timezone.now()
     params = {
-        "finished": ParticipantStatus.FINISHED, "active": ParticipantStatus.ACTIVE,
-        "reserved": AssignmentStatus.RESERVED, "completed": AssignmentStatus.COMPLETED,
-        "page": Page.DEMOGRAPHICS, "participant": participant.pk, "now": now,
-        "safe_until": now + SAFE_MARGIN, "code": code, "failed": failed,
+        "finished": ParticipantStatus.FINISHED,
+        "active": ParticipantStatus.ACTIVE,
+        "reserved": AssignmentStatus.RESERVED,
+        "completed": AssignmentStatus.COMPLETED,
+        "page": Page.DEMOGRAPHICS,
+        "participant": participant.pk,
+        "now": now,
+        "safe_until": now + SAFE_MARGIN,
+        "code": code,
+        "failed": failed,
         **{field: demographics[field] for field in DEMOGRAPHICS},
-    }  # fmt: skip
+    }
     with connection.cursor() as cursor:
         cursor.execute(FINISH_IF_LIVE, params)
         finished = cursor.fetchone() is not None
@@ -397,8 +437,16 @@ def _participant_finish_locked(
         )
         participant.status, participant.finished_at = ParticipantStatus.FINISHED, now
         participant.save(
-            update_fields=["age", "gender", "education", "income", "attention_failed",
-                           "completion_code", "status", "finished_at"]
-        )  # fmt: skip
+            update_fields=[
+                "age",
+                "gender",
+                "education",
+                "income",
+                "attention_failed",
+                "completion_code",
+                "status",
+                "finished_at",
+            ]
+        )
         page_time_submitted(participant=participant, page=Page.DEMOGRAPHICS)
     return participant

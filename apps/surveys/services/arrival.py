@@ -73,9 +73,12 @@ def _participant_create(
     try:
         with transaction.atomic():
             return Participant.objects.create(
-                study=study, prolific_pid=params.pid, prolific_study_id=params.study_id,
-                prolific_session_id=params.session_id, **fields,
-            ), True  # fmt: skip
+                study=study,
+                prolific_pid=params.pid,
+                prolific_study_id=params.study_id,
+                prolific_session_id=params.session_id,
+                **fields,
+            ), True
     except IntegrityError:
         # A second tab or a double click got here first: carry on with its row.
         return Participant.objects.get(
@@ -105,9 +108,12 @@ def participant_consent(
     try:
         with transaction.atomic():
             participant = Participant(
-                study=study, prolific_pid=params.pid, prolific_study_id=params.study_id,
-                prolific_session_id=params.session_id, consented_at=now,
-            )  # fmt: skip
+                study=study,
+                prolific_pid=params.pid,
+                prolific_study_id=params.study_id,
+                prolific_session_id=params.session_id,
+                consented_at=now,
+            )
             participant.save(force_insert=True)
             reserved = assignment_reserve_fresh(
                 participant=participant, now=now, consent_shown=shown
@@ -142,7 +148,9 @@ def participant_decline(*, study: Study, params: ProlificParams) -> Participant:
     if existing is not None:
         raise SurveyError("You have already consented and started; your answers are kept.")
     participant, _ = _participant_create(
-        study=study, params=params, status=ParticipantStatus.NO_CONSENT,
+        study=study,
+        params=params,
+        status=ParticipantStatus.NO_CONSENT,
         completion_code=study.code_no_consent,
-    )  # fmt: skip
+    )
     return participant

@@ -170,10 +170,16 @@ def answers_check(items: list[SurveyItem]):
 
 
 def proxy_run_create(
-    *, study: Study, models, runs_per_model: int = 5, temperature: Decimal | None = None,
-    budget_usd: Decimal | None = None, seed: int | None = None, user=None,
+    *,
+    study: Study,
+    models,
+    runs_per_model: int = 5,
+    temperature: Decimal | None = None,
+    budget_usd: Decimal | None = None,
+    seed: int | None = None,
+    user=None,
     prompt: PromptTemplate | None = None,
-) -> ProxyRun:  # fmt: skip
+) -> ProxyRun:
     """A draft run with its proxy participants and every call, pending; `proxy_run_launch`
     starts it. Run indexes go on from the study's earlier proxy runs of the same model.
     `prompt`: a survey_proxy version; unless given, the newest that is the survey alone."""
@@ -210,9 +216,14 @@ def proxy_run_create(
     with transaction.atomic():
         Study.objects.select_for_update().get(pk=study.pk)  # one run numbering at a time
         run = ProxyRun.objects.create(
-            study=study, runs_per_model=runs_per_model, prompt=prompt, temperature=temperature,
-            budget_usd=budget_usd, created_by=user, seed=seed,
-        )  # fmt: skip
+            study=study,
+            runs_per_model=runs_per_model,
+            prompt=prompt,
+            temperature=temperature,
+            budget_usd=budget_usd,
+            created_by=user,
+            seed=seed,
+        )
         run.model_configs.set(models)
         taken = dict(
             Participant.objects.filter(study=study, kind=ParticipantKind.PROXY)
@@ -351,10 +362,12 @@ class ProxyWork(runs.RunWork):
     def calls(self, ids):
         rows = list(
             ProxyCall.objects.filter(pk__in=ids).select_related(
-                "run__prompt", "participant__model", "study_scenario__scenario",
+                "run__prompt",
+                "participant__model",
+                "study_scenario__scenario",
                 "study_scenario__response",
             )
-        )  # fmt: skip
+        )
         items: dict[int, list[SurveyItem]] = {}
         calls, refused = [], []
         for row in rows:
@@ -369,7 +382,7 @@ class ProxyWork(runs.RunWork):
                 messages = prompt_render(
                     template=run.prompt,
                     variables=proxy_prompt_variables(study_scenario=ss, items=listed),
-                )  # fmt: skip
+                )
             except PromptError as exc:
                 refused.append((row.pk, str(exc)))
                 continue
@@ -407,9 +420,12 @@ class ProxyWork(runs.RunWork):
                 if call is None:
                     continue  # presumed dead and taken over: the successor records it
                 row = ProxyCall(
-                    pk=call.pk, lease_owner="", lease_expires_at=None, reserved_usd=None,
+                    pk=call.pk,
+                    lease_owner="",
+                    lease_expires_at=None,
+                    reserved_usd=None,
                     completed_at=now,
-                )  # fmt: skip
+                )
                 c = result.completion
                 if c is not None:
                     row.status, row.error, row.error_kind = ProxyCallStatus.DONE, "", ""
@@ -467,8 +483,17 @@ class ProxyWork(runs.RunWork):
 
 
 RECORDED_FIELDS = [
-    "status", "error", "error_kind", "input_tokens", "output_tokens", "cost_usd", "latency_ms",
-    "lease_owner", "lease_expires_at", "reserved_usd", "completed_at",
-]  # fmt: skip
+    "status",
+    "error",
+    "error_kind",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "latency_ms",
+    "lease_owner",
+    "lease_expires_at",
+    "reserved_usd",
+    "completed_at",
+]
 
 PROXY_WORK = engine.register(ProxyWork())

@@ -167,19 +167,33 @@ def assignment_reserve_fresh(
         examined.update(batch)
         random.shuffle(batch)  # the order scenarios are shown in carries no information
         params = {
-            "participant": participant.pk, "page": Page.CONSENT, "shown": shown, "now": now,
-            "after": len(taken), "reserved": AssignmentStatus.RESERVED, "until": until,
-            "completed": AssignmentStatus.COMPLETED, "ids": batch, "k": k,
-        }  # fmt: skip
+            "participant": participant.pk,
+            "page": Page.CONSENT,
+            "shown": shown,
+            "now": now,
+            "after": len(taken),
+            "reserved": AssignmentStatus.RESERVED,
+            "until": until,
+            "completed": AssignmentStatus.COMPLETED,
+            "ids": batch,
+            "k": k,
+        }
         with connection.cursor() as cursor:
             cursor.execute(RESERVE_FRESH, params)
             rows = cursor.fetchall()
         shown = None
         taken += [
-            Assignment(pk=pk, participant=participant, study_scenario_id=ss, position=position,
-                       status=AssignmentStatus.RESERVED, reserved_at=now, reserved_until=until)
+            Assignment(
+                pk=pk,
+                participant=participant,
+                study_scenario_id=ss,
+                position=position,
+                status=AssignmentStatus.RESERVED,
+                reserved_at=now,
+                reserved_until=until,
+            )
             for pk, ss, position in rows
-        ]  # fmt: skip
+        ]
     if shown is not None:  # no scenario had room: nothing was written with it
         PageTime.objects.create(
             participant=participant, page=Page.CONSENT, shown_at=shown, submitted_at=now

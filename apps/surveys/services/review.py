@@ -48,9 +48,12 @@ def _reviewable(participant: Participant) -> None:
 
 
 def participants_approve(
-    *, study: Study, participant_ids: list[int], user,
+    *,
+    study: Study,
+    participant_ids: list[int],
+    user,
     client: prolific_api.ProlificClient | None = None,
-) -> list[Participant]:  # fmt: skip
+) -> list[Participant]:
     """Approve finished, unreviewed submissions of `study`: with a client, on Prolific first
     (its bulk-approve endpoint, one call per Prolific study), and here only if it accepted."""
     participants = list(
@@ -90,9 +93,13 @@ def participants_approve(
 
 
 def participant_reject(
-    *, participant: Participant, user, category: str, message: str,
+    *,
+    participant: Participant,
+    user,
+    category: str,
+    message: str,
     client: prolific_api.ProlificClient | None = None,
-) -> Participant:  # fmt: skip
+) -> Participant:
     """Reject a submission: its ratings leave the analysis and their scenarios reopen."""
     _reviewable(participant)
     if category not in RejectionCategory.values:
@@ -113,9 +120,12 @@ def participant_reject(
     with transaction.atomic():
         pending = Participant.objects.filter(pk=participant.pk, review_status=ReviewStatus.PENDING)
         updated = pending.update(
-            review_status=ReviewStatus.REJECTED, rejection_category=category,
-            rejection_message=message, reviewed_at=timezone.now(), reviewed_by=user,
-        )  # fmt: skip
+            review_status=ReviewStatus.REJECTED,
+            rejection_category=category,
+            rejection_message=message,
+            reviewed_at=timezone.now(),
+            reviewed_by=user,
+        )
         if not updated:
             raise SurveyError("Someone else reviewed this submission a moment ago.")
         participant.assignments.exclude(status=AssignmentStatus.RELEASED).update(

@@ -176,14 +176,15 @@ def response_import_csv(*, text: str | bytes, study: Study | None = None) -> int
     with transaction.atomic():
         for row in rows:
             response, created = ScenarioResponse.objects.get_or_create(
-                scenario_id=scenarios[row["scenario"]], source=ResponseSource.IMPORTED,
+                scenario_id=scenarios[row["scenario"]],
+                source=ResponseSource.IMPORTED,
                 model_name=row["model"].strip(),
                 prompt_version=(row.get("prompt_version") or "").strip(),
                 defaults={
                     "text": row["response"],
                     "offline": (row.get("offline") or "").strip().lower() in {"1", "true", "yes"},
                 },
-            )  # fmt: skip
+            )
             count += created
             if study is not None:
                 StudyScenario.objects.filter(
@@ -198,15 +199,20 @@ def scenario_response_record(
     """Keep a generated response and show it in the study (unless one is shown already)."""
     with transaction.atomic():
         response, _created = ScenarioResponse.objects.get_or_create(
-            scenario_id=study_scenario.scenario_id, model=model, prompt=prompt,
+            scenario_id=study_scenario.scenario_id,
+            model=model,
+            prompt=prompt,
             source=ResponseSource.GENERATED,
             defaults={
-                "text": completion.text, "model_name": model.display_name,
+                "text": completion.text,
+                "model_name": model.display_name,
                 "prompt_version": f"{prompt.purpose} v{prompt.version}",
-                "offline": model.is_offline, "input_tokens": completion.input_tokens,
-                "output_tokens": completion.output_tokens, "cost_usd": completion.cost_usd,
+                "offline": model.is_offline,
+                "input_tokens": completion.input_tokens,
+                "output_tokens": completion.output_tokens,
+                "cost_usd": completion.cost_usd,
             },
-        )  # fmt: skip
+        )
         StudyScenario.objects.filter(pk=study_scenario.pk, response__isnull=True).update(
             response=response, response_error=""
         )
@@ -226,9 +232,10 @@ GENERATION_GAVE_UP = (
 
 
 CALL_STATES = leases.LeaseStates(
-    waiting=ScenarioCallStatus.PENDING, running=ScenarioCallStatus.RUNNING,
+    waiting=ScenarioCallStatus.PENDING,
+    running=ScenarioCallStatus.RUNNING,
     failed=ScenarioCallStatus.FAILED,
-)  # fmt: skip
+)
 MAX_ERROR_CHARS = 2000
 
 
@@ -255,14 +262,20 @@ def scenario_responses_request(
     try:
         with transaction.atomic():
             generation = ResponseGeneration.objects.create(
-                study=study, model=model, prompt=prompt, seed=secrets.randbelow(2**31),
-                go_live=go_live, requested_by=user,
-            )  # fmt: skip
+                study=study,
+                model=model,
+                prompt=prompt,
+                seed=secrets.randbelow(2**31),
+                go_live=go_live,
+                requested_by=user,
+            )
             missing = list(study.study_scenarios.filter(response__isnull=True))
             made = ScenarioResponse.objects.filter(
-                scenario_id__in=[ss.scenario_id for ss in missing], model=model, prompt=prompt,
+                scenario_id__in=[ss.scenario_id for ss in missing],
+                model=model,
+                prompt=prompt,
                 source=ResponseSource.GENERATED,
-            )  # fmt: skip
+            )
             existing = {r.scenario_id: r for r in made}
             calls = []
             for ss in missing:
@@ -315,10 +328,13 @@ class ScenarioResponseWork(engine.Work):
                 scenario=call.study_scenario.scenario, prompt=generation.prompt
             )
             item = engine.Call(
-                row_id=call.pk, model=generation.model, messages=messages,
-                purpose=Purpose.SCENARIO_RESPONSE, params={"seed": call.seed},
+                row_id=call.pk,
+                model=generation.model,
+                messages=messages,
+                purpose=Purpose.SCENARIO_RESPONSE,
+                params={"seed": call.seed},
                 prompt=generation.prompt,
-            )  # fmt: skip
+            )
             calls.append(item)
         return calls, []
 
@@ -342,21 +358,33 @@ class ScenarioResponseWork(engine.Work):
                 changes = {"lease_owner": "", "lease_expires_at": None, "completed_at": now}
                 if result.completion is not None:
                     response = scenario_response_record(
-                        study_scenario=call.study_scenario, model=call.generation.model,
-                        prompt=call.generation.prompt, completion=result.completion,
-                    )  # fmt: skip
-                    changes.update(status=ScenarioCallStatus.DONE, response=response, error="",
-                                   error_kind="", cost_usd=result.completion.cost_usd)  # fmt: skip
+                        study_scenario=call.study_scenario,
+                        model=call.generation.model,
+                        prompt=call.generation.prompt,
+                        completion=result.completion,
+                    )
+                    changes.update(
+                        status=ScenarioCallStatus.DONE,
+                        response=response,
+                        error="",
+                        error_kind="",
+                        cost_usd=result.completion.cost_usd,
+                    )
                 else:
                     error = str(result.error)[:MAX_ERROR_CHARS]
                     study_scenario_record_error(study_scenario=call.study_scenario, error=error)
-                    changes.update(status=ScenarioCallStatus.FAILED, error=error,
-                                   error_kind=result.error.status)  # fmt: skip
+                    changes.update(
+                        status=ScenarioCallStatus.FAILED,
+                        error=error,
+                        error_kind=result.error.status,
+                    )
                 ScenarioResponseCall.objects.filter(pk=call.pk).update(**changes)
 
     def gave_up(self):
-        return {"error": GENERATION_GAVE_UP.format(attempts=leases.MAX_ATTEMPTS),
-                "completed_at": timezone.now()}  # fmt: skip
+        return {
+            "error": GENERATION_GAVE_UP.format(attempts=leases.MAX_ATTEMPTS),
+            "completed_at": timezone.now(),
+        }
 
     def active_scopes(self):
         return ResponseGeneration.objects.filter(status__in=ACTIVE_GENERATION).values_list(

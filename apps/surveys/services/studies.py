@@ -7,10 +7,19 @@ from ..models import Study, StudyScenario, StudyStatus, SurveyItem
 from ..selectors import study_items_frozen
 
 STUDY_FIELDS = (
-    "name", "prolific_study_id", "scenarios_per_participant", "ratings_per_scenario",
-    "reservation_minutes", "consent_text", "instructions_text", "example_text",
-    "code_completed", "code_no_consent", "code_failed_attention", "code_full",
-)  # fmt: skip
+    "name",
+    "prolific_study_id",
+    "scenarios_per_participant",
+    "ratings_per_scenario",
+    "reservation_minutes",
+    "consent_text",
+    "instructions_text",
+    "example_text",
+    "code_completed",
+    "code_no_consent",
+    "code_failed_attention",
+    "code_full",
+)
 
 
 @transaction.atomic

@@ -48,20 +48,29 @@ class Command(BaseCommand):
                 continue
             password = secrets.token_urlsafe(9)
             user_create(
-                username=username, password=password, roles=roles,
-                first_name=first, last_name=last, email=f"{username}@example.org",
-            )  # fmt: skip
+                username=username,
+                password=password,
+                roles=roles,
+                first_name=first,
+                last_name=last,
+                email=f"{username}@example.org",
+            )
             logins[username] = password
         for display_name, name, kind in OFFLINE_MODELS:
             ModelConfig.objects.update_or_create(
                 display_name=display_name,
                 defaults={
-                    "family": "Offline demo", "version": "1", "litellm_model": f"openai/{name}",
+                    "family": "Offline demo",
+                    "version": "1",
+                    "litellm_model": f"openai/{name}",
                     "kind": kind,
-                    "api_base": settings.OFFLINE_LLM_URL, "max_concurrent": 16,
-                    "timeout_seconds": 30, "input_price_per_mtok": 0, "output_price_per_mtok": 0,
+                    "api_base": settings.OFFLINE_LLM_URL,
+                    "max_concurrent": 16,
+                    "timeout_seconds": 30,
+                    "input_price_per_mtok": 0,
+                    "output_price_per_mtok": 0,
                 },
-            )  # fmt: skip
+            )
         self.stdout.write(f"Rubric demo: {demo_rubrics_load()}")
         self.stdout.write(f"Question-bank demo: {demo_question_bank_load()}")
         summary, _run, _grading = demo_runs_load()

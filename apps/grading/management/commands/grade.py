@@ -79,10 +79,14 @@ class Command(BaseCommand):
             params["temperature"] = _number(options["temperature"], "--temperature")
         budget = options["budget"]
         return {
-            "sampling_run": sampling_run, "grader": grader, "mode": mode, "prompt": prompt,
-            "params": params, "name": options["name"],
+            "sampling_run": sampling_run,
+            "grader": grader,
+            "mode": mode,
+            "prompt": prompt,
+            "params": params,
+            "name": options["name"],
             "budget_usd": None if budget is None else Decimal(str(_number(budget, "--budget"))),
-        }  # fmt: skip
+        }
 
 
 def _json_object(text: str) -> dict:

@@ -37,8 +37,11 @@ class Command(BaseCommand):
         out = self.stdout.write
         out(f"Sampling run {run.pk}: {run.name}")
         out(f"Status: {run.get_status_display()}")
-        out("Answers: " + ", ".join(f"{k} {v}" for k, v in counts["states"].items())
-            + f" (total {counts['total']})")  # fmt: skip
+        out(
+            "Answers: "
+            + ", ".join(f"{k} {v}" for k, v in counts["states"].items())
+            + f" (total {counts['total']})"
+        )
         for _kind, label, n in counts["errors"]:
             out(f"  failed, {label}: {n}")
         budget = f" of ${run.budget_usd}" if run.budget_usd is not None else ""
@@ -50,15 +53,22 @@ class Command(BaseCommand):
         out = self.stdout.write
         out(f"Grading run {run.pk}: {run.name}")
         out(f"Status: {run.get_status_display()}; grader {run.grader}, {run.prompt}, {run.mode}")
-        out("Calls: " + ", ".join(f"{k} {v}" for k, v in progress.calls.items())
-            + f" (total {progress.calls_total}); reused {progress.reused}")  # fmt: skip
+        out(
+            "Calls: "
+            + ", ".join(f"{k} {v}" for k, v in progress.calls.items())
+            + f" (total {progress.calls_total}); reused {progress.reused}"
+        )
         j = progress.judgments
-        out(f"Judgments: met {j['met']}, not met {j['not_met']}, error {j['error']}, "
-            f"pending {j['pending']} (total {progress.judgments_total})")  # fmt: skip
+        out(
+            f"Judgments: met {j['met']}, not met {j['not_met']}, error {j['error']}, "
+            f"pending {j['pending']} (total {progress.judgments_total})"
+        )
         for error in progress.errors:
             out(f"  error, {error['label']}: {error['count']}")
-        out(f"Scores: {totals['scored']} scored, {totals['missing']} missing "
+        out(
+            f"Scores: {totals['scored']} scored, {totals['missing']} missing "
             f"({totals['errored']} with an error judgment, {totals['pending']} still being "
-            f"graded, {totals['unanswered']} not answered)")  # fmt: skip
+            f"graded, {totals['unanswered']} not answered)"
+        )
         budget = f" of ${run.budget_usd}" if run.budget_usd is not None else ""
         out(f"Cost: ${progress.cost_usd:.4f}{budget}")

@@ -25,9 +25,10 @@ class Command(BaseCommand):
         parser.add_argument("--as", dest="username", required=True, help="a researcher's username")
         parser.add_argument("--commit", action="store_true")
         parser.add_argument(
-            "--rescale", action="store_true",
+            "--rescale",
+            action="store_true",
             help="confirm an import that changes criteria's points (the dry run lists them)",
-        )  # fmt: skip
+        )
 
     def handle(self, *args, file: Path, username: str, commit: bool, rescale: bool, **options):
         user = User.objects.filter(username=username).first()
@@ -75,9 +76,12 @@ class Command(BaseCommand):
         try:
             with transaction.atomic():  # a commit that fails keeps no stored upload either
                 upload = services.rubric_import_upload(
-                    content=content, filename=file.name, format=options["format"],
-                    options=options, user=user,
-                )  # fmt: skip
+                    content=content,
+                    filename=file.name,
+                    format=options["format"],
+                    options=options,
+                    user=user,
+                )
                 result = services.rubric_import_commit(
                     upload=upload, user=user, rescale_confirmed=rescale
                 )

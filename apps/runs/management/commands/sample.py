@@ -32,25 +32,30 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--name", required=True)
         parser.add_argument(
-            "--all-approved", action="store_true",
+            "--all-approved",
+            action="store_true",
             help="every question with an approved rubric (the default)",
-        )  # fmt: skip
+        )
         parser.add_argument(
-            "--any-question", action="store_true",
+            "--any-question",
+            action="store_true",
             help="do not require an approved rubric (the answers cannot be graded without one)",
-        )  # fmt: skip
+        )
         parser.add_argument("--topic", action="append", default=[], help="slug or name; repeatable")
-        parser.add_argument("--length-bucket", action="append", default=[],
-                            choices=LengthBucket.values)  # fmt: skip
+        parser.add_argument(
+            "--length-bucket", action="append", default=[], choices=LengthBucket.values
+        )
         parser.add_argument("--prior-attempt", choices=["yes", "no"])
         parser.add_argument(
-            "--sensemaking", choices=["yes", "no"],
+            "--sensemaking",
+            choices=["yes", "no"],
             help="questions labelled as asking for sensemaking (yes) or as not (no)",
-        )  # fmt: skip
+        )
         parser.add_argument(
-            "--guidance", choices=["yes", "no"],
+            "--guidance",
+            choices=["yes", "no"],
             help="questions labelled as asking for guidance (yes) or as not (no)",
-        )  # fmt: skip
+        )
         parser.add_argument("--models", required=True, help="display names, comma-separated")
         parser.add_argument("--samples", type=int, default=5, help="answers per question")
         parser.add_argument("--prompt-version", type=int, help="default: the newest")
@@ -76,12 +81,17 @@ class Command(BaseCommand):
         }
         try:
             run = services.sampling_run_create(
-                name=options["name"], questions=questions_select(**selection),
-                models=_models(options["models"]), samples_per_item=options["samples"],
-                prompt=_prompt(options["prompt_version"]), params=_params(options["params"]),
-                budget_usd=_budget(options["budget"]), seed=options["seed"],
-                selection=selection, user=_user(options["username"]),
-            )  # fmt: skip
+                name=options["name"],
+                questions=questions_select(**selection),
+                models=_models(options["models"]),
+                samples_per_item=options["samples"],
+                prompt=_prompt(options["prompt_version"]),
+                params=_params(options["params"]),
+                budget_usd=_budget(options["budget"]),
+                seed=options["seed"],
+                selection=selection,
+                user=_user(options["username"]),
+            )
         except RunError as exc:
             raise CommandError(str(exc)) from exc
         self._describe(run)
@@ -105,9 +115,11 @@ class Command(BaseCommand):
         )
         self.stdout.write(f"Page: {reverse('runs:detail', args=[run.pk])}")
         estimate = services.sampling_estimate(
-            questions=run.questions.only("pk"), models=models,
-            samples_per_item=run.samples_per_item, prompt=run.prompt,
-        )  # fmt: skip
+            questions=run.questions.only("pk"),
+            models=models,
+            samples_per_item=run.samples_per_item,
+            prompt=run.prompt,
+        )
         self.stdout.write(f"{estimate.calls} calls, estimated ${estimate.cost_usd:.4f}:")
         for row in estimate.models:
             cost = "price unknown" if row.cost_usd is None else f"${row.cost_usd:.4f}"
