@@ -13,12 +13,13 @@ import uuid
 import pytest
 import redis
 from django.conf import settings
+from django.utils import timezone
 
 from apps.llm import engine
 from apps.llm.engine import scope_start
 from apps.llm.models import CallStatus, LLMCall, RunStatus
-from apps.runs.models import ResponseStatus
-from apps.runs.services import SAMPLE_WORK, sampling_run_create, sampling_run_launch
+from apps.runs.models import ResponseStatus, SamplingRun
+from apps.runs.services import SAMPLE_WORK, sampling_run_create
 from tests.conftest import wait_until
 from tests.factories import offline_model, question_make
 from tests.workers.engine_builders import (
@@ -41,13 +42,17 @@ DONE, RUNNING, PENDING = ResponseStatus.DONE, ResponseStatus.RUNNING, ResponseSt
 
 
 def launched(url, *, rows: int, samples: int, **model_fields):
-    """A launched run of `rows` answers from one offline model; its batches not queued."""
+    """A run of `rows` answers from one offline model, running as a launch leaves it but
+    with no batch queued: these tests queue the batches themselves, once their workers are
+    ready (a launch would queue them at once, for the first worker to take them all)."""
     model = offline_model(url, name="offline-terse", **model_fields)
     questions = [question_make() for _ in range(rows // samples)]
     run = sampling_run_create(
         name="Limits", questions=questions, models=[model], samples_per_item=samples
     )
-    sampling_run_launch(run=run)
+    SamplingRun.objects.filter(pk=run.pk).update(
+        status=RunStatus.RUNNING, launched_at=timezone.now()
+    )
     assert run.responses.count() == rows
     return run
 
