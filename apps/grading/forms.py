@@ -3,7 +3,7 @@ from decimal import Decimal
 from django import forms
 
 from apps.console.form_fields import IdField
-from apps.llm.forms import ParamsField
+from apps.llm.forms import BudgetField, ParamsField
 from apps.llm.models import CallStatus, ModelConfig, ModelKind, PromptTemplate, Purpose
 from apps.rubrics.models import Kind, Polarity
 from apps.runs.models import RunKind, SamplingRun
@@ -57,14 +57,7 @@ class GradingRunForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 2, "placeholder": '{"max_tokens": 2000}'}),
         help_text="Generation parameters sent with every grader call; empty: none.",
     )
-    budget_usd = forms.DecimalField(
-        required=False,
-        min_value=Decimal("0.01"),
-        max_digits=10,
-        decimal_places=2,
-        label="Budget (USD)",
-        help_text="Calls stop before the run spends more; empty: no budget.",
-    )
+    budget_usd = BudgetField()
     name = forms.CharField(
         required=False, max_length=200, help_text="Empty: named after the runs and the grader."
     )
@@ -86,16 +79,6 @@ class GradingRunForm(forms.Form):
 def _number(value: Decimal):
     """JSON keeps a float (or an int for a whole number): what litellm sends."""
     return int(value) if value == value.to_integral_value() else float(value)
-
-
-class BudgetForm(forms.Form):
-    budget_usd = forms.DecimalField(
-        required=False,
-        min_value=Decimal("0.01"),
-        max_digits=10,
-        decimal_places=2,
-        label="Budget (USD)",
-    )
 
 
 class JudgmentFilterForm(forms.Form):

@@ -1,3 +1,5 @@
+from decimal import Decimal
+
 from django import forms
 
 from apps.console.uploads import UploadRefused, json_parse
@@ -35,3 +37,20 @@ class ParamsField(forms.CharField):
             return params_check(params)
         except ParamsError as exc:
             raise forms.ValidationError(str(exc)) from None
+
+
+class BudgetField(forms.DecimalField):
+    """A run's budget in USD, as a run stores it (apps/llm/models.py `Run`): more than $0,
+    or empty for none."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("label", "Budget (USD)")
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("help_text", "Optional. The run stops before it would spend more.")
+        super().__init__(min_value=Decimal("0.01"), max_digits=12, decimal_places=2, **kwargs)
+
+
+class BudgetForm(forms.Form):
+    """A run's budget, set on its page (every kind of run's controls, templates/partials)."""
+
+    budget_usd = BudgetField(help_text="Empty: no budget.")

@@ -1,10 +1,8 @@
-from decimal import Decimal
-
 from django import forms
 from django.db.models import QuerySet
 
 from apps.console.form_fields import BIGINT_MAX
-from apps.llm.forms import ParamsField
+from apps.llm.forms import BudgetField, ParamsField
 from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose
 from apps.questions.models import GUIDANCE_HELP, SENSEMAKING_HELP, LengthBucket, Question, Topic
 
@@ -115,14 +113,7 @@ class RunForm(SelectionForm):
         help_text="Sent with every call, over each model's own. Leave empty to use the "
         "providers' defaults (the published benchmark did).",
     )
-    budget_usd = forms.DecimalField(
-        label="Budget (USD)",
-        required=False,
-        min_value=Decimal("0.01"),
-        max_digits=10,
-        decimal_places=2,
-        help_text="Optional. The run stops before it would spend more.",
-    )
+    budget_usd = BudgetField()
     seed = forms.IntegerField(
         required=False,
         min_value=0,
@@ -145,17 +136,6 @@ def data_as_initial(form_class: type[forms.Form], data) -> dict:
         elif name in data:
             initial[name] = data.get(name)
     return initial
-
-
-class BudgetForm(forms.Form):
-    budget_usd = forms.DecimalField(
-        label="Budget (USD)",
-        required=False,
-        min_value=Decimal("0.01"),
-        max_digits=10,
-        decimal_places=2,
-        help_text="Leave empty for no budget.",
-    )
 
 
 class ResponseFilterForm(forms.Form):

@@ -14,12 +14,13 @@ from django.views.decorators.http import require_GET, require_POST
 
 from apps.accounts.roles import Role, role_required
 from apps.console.csv_export import copy_csv_response
+from apps.llm.forms import BudgetForm
 from apps.llm.models import RunStatus
 from apps.llm.progress import run_urls
 
 from . import selectors, services
 from .errors import RunError
-from .forms import BudgetForm, ResponseFilterForm, RunForm, SelectionForm, data_as_initial
+from .forms import ResponseFilterForm, RunForm, SelectionForm, data_as_initial
 from .models import RunKind, SamplingRun
 
 researcher = role_required(Role.RESEARCHER)

@@ -1,9 +1,8 @@
-from decimal import Decimal
-
 from django import forms
 
 from apps.console.form_fields import BIGINT_MAX
 from apps.console.uploads import megabytes, upload_size_validate
+from apps.llm.forms import BudgetField
 from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose
 
 from .models import (
@@ -232,28 +231,10 @@ class ProxyRunForm(forms.Form):
         decimal_places=2,
         help_text="Optional. Empty: each provider's default, as the published study left it.",
     )
-    budget_usd = forms.DecimalField(
-        label="Budget (USD)",
-        required=False,
-        min_value=Decimal("0.01"),
-        max_digits=10,
-        decimal_places=2,
-        help_text="Optional. The run stops before it would spend more.",
-    )
+    budget_usd = BudgetField()
     seed = forms.IntegerField(
         required=False,
         min_value=0,
         max_value=BIGINT_MAX,
         help_text="Optional. Blank: a random seed. Each call's seed is derived from it.",
-    )
-
-
-class BudgetForm(forms.Form):
-    budget_usd = forms.DecimalField(
-        label="Budget (USD)",
-        required=False,
-        min_value=Decimal("0.01"),
-        max_digits=10,
-        decimal_places=2,
-        help_text="Empty: no budget.",
     )

@@ -12,12 +12,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.accounts.roles import Role, role_required
+from apps.llm.forms import BudgetForm
 from apps.llm.models import RunStatus
 from apps.llm.progress import run_urls
 
 from . import selectors, services
 from .errors import SurveyError
-from .forms import BudgetForm, ProxyRunForm
+from .forms import ProxyRunForm
 from .models import ProxyRun, Study
 
 researcher = role_required(Role.RESEARCHER)

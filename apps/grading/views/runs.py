@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 
 from apps.accounts.roles import Role, role_required
 from apps.console.csv_export import copy_csv_response, csv_rows
+from apps.llm.forms import BudgetForm
 from apps.llm.models import RunStatus
 from apps.llm.progress import run_urls
 from apps.questions.models import Question
@@ -21,7 +22,7 @@ from apps.runs.models import Response
 
 from .. import services
 from ..errors import GradingError
-from ..forms import BudgetForm, GradingRunForm, JudgmentFilterForm, RetryForm
+from ..forms import GradingRunForm, JudgmentFilterForm, RetryForm
 from ..models import CallState, GradingRun
 from ..selectors import runs as selectors
 from ..selectors.archive import run_archive
