@@ -154,8 +154,7 @@ def import_batch_run(
                 # batch nobody imports, and let the task fail loudly.
                 _failed(batch, exc)
                 raise
-        if batch.upload_path:
-            Path(batch.upload_path).unlink(missing_ok=True)
+        _upload_remove(batch)
         return batch
     finally:
         with connection.cursor() as cursor:
@@ -181,6 +180,7 @@ def _import_or_refuse(batch: ImportBatch, path: Path, progress) -> None:
                 raise
             raise ImportRefused(batch.filename, [earlier_import_message(earlier)]) from None
     except ImportRefused as exc:
+        _upload_remove(batch)
         batch.status = ImportStatus.REFUSED
         batch.rows, batch.topic_counts = 0, {}
         batch.problems = exc.problems[:PROBLEMS_KEPT]
@@ -199,6 +199,7 @@ def _failed(batch: ImportBatch, exc: Exception) -> None:
         f"the import stopped with an error ({type(exc).__name__}), not because of the file; "
         "nothing was stored: import it again"
     )
+    _upload_remove(batch)
     ImportBatch.objects.filter(pk=batch.pk, status=ImportStatus.IMPORTING).update(
         status=ImportStatus.REFUSED,
         problems=[problem],
@@ -206,6 +207,11 @@ def _failed(batch: ImportBatch, exc: Exception) -> None:
         topic_counts={},
         finished_at=timezone.now(),
     )
+
+
+def _upload_remove(batch: ImportBatch) -> None:
+    """The uploaded file goes before the batch says it is finished, so that whoever sees
+    the finished status also finds the file gone (its rows are read by then)."""
     if batch.upload_path:
         Path(batch.upload_path).unlink(missing_ok=True)
 
@@ -257,6 +263,7 @@ def _import(batch: ImportBatch, path: Path, progress) -> None:
             f"FROM {_POSTS} WHERE id > %s AND batch_id = %s",
             [floor, batch.pk],
         )
+    _upload_remove(batch)
     batch.status = ImportStatus.DONE
     batch.rows = tally.rows
     batch.topic_counts = {names[pk]: count for pk, count in sorted(tally.topic_counts.items())}
