@@ -145,12 +145,7 @@ class GradingRunViewSet(RunControls, ReadViewSet):
     http_method_names = ["get", "post", "head", "options"]
     create_serializer_class = GradingRunCreateSerializer
     domain_error = GradingError
-    controls = {
-        "launch": services.grading_run_launch,
-        "pause": services.grading_run_pause,
-        "resume": services.grading_run_resume,
-        "cancel": services.grading_run_cancel,
-    }
+    controls = services.GRADING_RUN_CONTROLS
 
 
 class JudgmentSerializer(serializers.ModelSerializer):

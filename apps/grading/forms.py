@@ -4,7 +4,7 @@ from django import forms
 
 from apps.console.form_fields import IdField
 from apps.llm.forms import BudgetField, ParamsField
-from apps.llm.models import CallStatus, ModelConfig, ModelKind, PromptTemplate, Purpose
+from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose
 from apps.rubrics.models import Kind, Polarity
 from apps.runs.models import RunKind, SamplingRun
 
@@ -97,16 +97,6 @@ class JudgmentFilterForm(forms.Form):
         self.is_valid()
         data = self.cleaned_data
         return {name: "" if data.get(name) is None else str(data[name]) for name in self.fields}
-
-
-class RetryForm(forms.Form):
-    """Which errored calls to make again: every one (empty), those a worker gave up on
-    ("worker", stored without a kind), or those of one kind."""
-
-    error_kind = forms.ChoiceField(
-        choices=[("", "Every kind"), ("worker", "Given up by a worker"), *CallStatus.choices],
-        required=False,
-    )
 
 
 NOTE_TOO_LONG = f"A note is at most {NOTE_MAX_CHARS:,} characters (this one has %(show_value)s)."

@@ -1,5 +1,7 @@
 from django.urls import include, path
 
+from apps.llm.progress import run_paths
+
 from .views import runs
 
 app_name = "grading"
@@ -11,13 +13,8 @@ urlpatterns = [
     path("new/", runs.run_new, name="run_new"),
     path("<int:pk>/", runs.run_detail, name="run_detail"),
     path("<int:pk>/judgments/", runs.judgments, name="judgments"),
-    path("<int:pk>/budget/", runs.run_budget, name="run_budget"),
-    path("<int:pk>/retry/", runs.errors_retry, name="errors_retry"),
     path("<int:pk>/export/judgments.csv", runs.export_judgments, name="export_judgments"),
     path("<int:pk>/export/scores.csv", runs.export_scores, name="export_scores"),
     path("<int:pk>/export/everything.zip", runs.export_everything, name="export_everything"),
-    *[
-        path(f"<int:pk>/{action}/", runs.run_action, {"action": action}, name=f"run_{action}")
-        for action in runs.ACTIONS
-    ],
+    *run_paths("<int:pk>/", runs.run_move, name="run_{move}"),
 ]

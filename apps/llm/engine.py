@@ -244,7 +244,8 @@ def failed_rows(rows: QuerySet, *, states: leases.LeaseStates, error_kind: str =
     if not error_kind:
         return failed
     if error_kind not in CallStatus.values and error_kind != GAVE_UP_KEY:
-        raise ValueError(f"Unknown kind of error: {error_kind!r}.")
+        shown = error_kind if len(error_kind) <= 40 else error_kind[:40] + "…"
+        raise ValueError(f"Unknown kind of error: {shown!r}.")
     return failed.filter(error_kind="" if error_kind == GAVE_UP_KEY else error_kind)
 
 

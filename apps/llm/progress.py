@@ -9,7 +9,7 @@ from decimal import Decimal
 
 from django.db.models import Avg, Count, DecimalField, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
-from django.urls import reverse
+from django.urls import path, reverse
 from django.utils import timezone
 
 from .leases import LeaseStates
@@ -165,6 +165,16 @@ def rows_errors(rows: QuerySet, *, failed: str) -> list[ErrorKind]:
         for row in grouped
     ]
     return sorted(errors, key=lambda e: (-e.count, e.label))
+
+
+def run_paths(prefix: str, view, *, name: str, moves=RUN_MOVES) -> list:
+    """The routes of a run page's moves, for a urlconf: `prefix` + each of `moves` + "/" to
+    `view` (which takes the move as `move`), named `name` with the move in place of
+    `{move}`; `run_urls` reverses them."""
+    return [
+        path(f"{prefix}{move}/", view, {"move": move}, name=name.format(move=move))
+        for move in moves
+    ]
 
 
 def run_urls(route: str, *args, moves=RUN_MOVES, **more: str) -> dict[str, str]:

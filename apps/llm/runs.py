@@ -84,6 +84,29 @@ class RunWork(engine.Work):
                 completed_at=now,
             )
 
+    def recorded(self, results: list[engine.Result], *, mine):
+        """For `record`, inside its transaction: each result whose row is among `mine` (the
+        rows this worker still holds, `held_ids`), with a fresh row of the model to record it
+        in (`outcome`), for `engine.rows_write`; fields not set keep their defaults (no text,
+        no tokens). A result not held is skipped: its row was presumed dead and taken over,
+        and the successor records it."""
+        now = timezone.now()
+        for result in results:
+            if result.call.row_id in mine:
+                row = self.model(pk=result.call.row_id)
+                self.outcome(row, result, now=now)
+                yield result, row
+
+    def outcome(self, row, result: engine.Result, *, now) -> None:
+        """What every recorded row says: its lease released, its reservation gone, completed
+        `now`; when the call failed, failed with the error, its kind and what it cost."""
+        row.lease_owner, row.lease_expires_at, row.reserved_usd = "", None, None
+        row.completed_at = now
+        if result.completion is None:
+            error = result.error
+            row.status, row.error = self.states.failed, str(error)[: self.max_error_chars]
+            row.error_kind, row.cost_usd = error.status, error.cost_usd
+
     def gave_up(self):
         return {
             **super().gave_up(),
@@ -92,11 +115,21 @@ class RunWork(engine.Work):
             "completed_at": timezone.now(),
         }
 
+    # What else a failed row loses when it is asked again ({"raw_output": ""}).
+    requeue_reset: dict = {}
+
     def failed_requeue(self, scope: int, *, error_kind: str = "") -> int:
         """The scope's failed rows (all, or those that failed with `error_kind`) back to
         waiting with a fresh budget of attempts; how many. ValueError for an unknown kind."""
         failed = engine.failed_rows(self.rows(scope), states=self.states, error_kind=error_kind)
-        return engine.rows_requeue(failed, states=self.states)
+        ids = list(failed.values_list("pk", flat=True))
+        self.before_requeue(ids)
+        rows = self.model.objects.filter(pk__in=ids)
+        return engine.rows_requeue(rows, states=self.states, **self.requeue_reset)
+
+    def before_requeue(self, ids: list[int]) -> None:
+        """Hook, in the retry's transaction: what else goes when these failed rows are asked
+        again."""
 
     def still_working(self, scope: int) -> float | bool | None:
         """For `settle`: 0 (look again now) while rows wait to be claimed, None while rows are
@@ -150,6 +183,11 @@ class RowWork(engine.Work):
 
     def expired(self):
         return leases.leases_expire(self.jobs(), states=self.states, gave_up=self.gave_up())
+
+    def active_scopes(self):
+        # Its sweep is `expired`, over every job: it has no runs to list (a kind that is
+        # also a RunWork, to share its calls, would otherwise list those runs).
+        return ()
 
 
 def _locked(work: RunWork, run_id: int) -> Run:

@@ -1,5 +1,7 @@
 from django.urls import path
 
+from apps.llm.progress import run_paths
+
 from .views import bank, rewriting, sampling, screening, strata
 
 app_name = "questions"
@@ -23,6 +25,11 @@ urlpatterns = [
     path("rewrites/", rewriting.rewrites, name="rewrites"),
     path("rewrites/<int:pk>/", rewriting.review, name="rewrite"),
     path("rewrites/<int:pk>/reject/", rewriting.reject, name="rewrite-reject"),
-    path("rewrites/jobs/<int:pk>/<str:action>/", rewriting.job_move, name="rewrite-job-move"),
+    *run_paths(
+        "rewrites/jobs/<int:pk>/",
+        rewriting.job_move,
+        name="rewrite-job-{move}",
+        moves=rewriting.JOB_MOVES,
+    ),
     path("rewrites/embeddings/", rewriting.embedding_cosines, name="embedding-cosines"),
 ]

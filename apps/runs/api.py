@@ -204,12 +204,7 @@ class SamplingRunViewSet(RunControls, ReadViewSet):
     http_method_names = ["get", "post", "head", "options"]
     create_serializer_class = SamplingRunCreateSerializer
     domain_error = RunError
-    controls = {
-        "launch": services.sampling_run_launch,
-        "pause": services.sampling_run_pause,
-        "resume": services.sampling_run_resume,
-        "cancel": services.sampling_run_cancel,
-    }
+    controls = services.SAMPLING_RUN_CONTROLS
 
 
 class ResponseSerializer(serializers.ModelSerializer):

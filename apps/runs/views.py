@@ -17,6 +17,7 @@ from apps.console.csv_export import copy_csv_response
 from apps.llm.forms import BudgetForm
 from apps.llm.models import RunStatus
 from apps.llm.progress import run_urls
+from apps.llm.views import run_control
 
 from . import selectors, services
 from .errors import RunError
@@ -137,82 +138,19 @@ def _controls_context(run: SamplingRun) -> dict:
     return {"run": run, "urls": urls, "budget_form": budget_form, "confirm_cancel": True}
 
 
-def _moved(request, run_id: int, move, done: str):
+@researcher
+@require_POST
+def run_move(request, run_id: int, move: str):
+    """A move from the run page's controls; cancelling asks first."""
     run = _run(run_id)
-    try:
-        run = move(run=run)
-    except RunError as exc:
-        messages.error(request, str(exc))
-    else:
-        messages.success(request, done)
-    return redirect("runs:detail", run.pk)
-
-
-@researcher
-@require_POST
-def run_launch(request, run_id: int):
-    done = "Launched: the workers are asking the models."
-    return _moved(request, run_id, services.sampling_run_launch, done)
-
-
-@researcher
-@require_POST
-def run_pause(request, run_id: int):
-    done = "Paused: no new calls are made; the calls in flight finish and are kept."
-    return _moved(request, run_id, services.sampling_run_pause, done)
-
-
-@researcher
-@require_POST
-def run_resume(request, run_id: int):
-    done = "Resumed: only the answers not yet done are asked for."
-    return _moved(request, run_id, services.sampling_run_resume, done)
-
-
-@researcher
-@require_POST
-def run_cancel(request, run_id: int):
-    run = _run(run_id)
-    if request.POST.get("confirmed") != "yes":
-        context = {"run": run, "back": reverse("runs:detail", args=[run.pk])}
-        return render(request, "runs/cancel_confirm.html", context)
-    done = "Cancelled: nothing more is called. The answers already made are kept."
-    return _moved(request, run_id, services.sampling_run_cancel, done)
-
-
-@researcher
-@require_POST
-def run_budget(request, run_id: int):
-    run = _run(run_id)
-    form = BudgetForm(request.POST)
-    if not form.is_valid():
-        messages.error(request, "Budget: " + " ".join(form.errors["budget_usd"]))
-        return redirect("runs:detail", run.pk)
-    try:
-        run = services.sampling_run_budget_set(run=run, budget_usd=form.cleaned_data["budget_usd"])
-    except RunError as exc:
-        messages.error(request, str(exc))
-        return redirect("runs:detail", run.pk)
-    budget = f"${run.budget_usd:,.2f}" if run.budget_usd is not None else "none"
-    after = " Resume the run to go on." if run.status == RunStatus.BUDGET_REACHED else ""
-    messages.success(request, f"Budget: {budget}.{after}")
-    return redirect("runs:detail", run.pk)
-
-
-@researcher
-@require_POST
-def run_retry(request, run_id: int):
-    """Failed answers (all, or of one kind of error) back to pending."""
-    run = _run(run_id)
-    try:
-        count = services.responses_retry(run=run, error_kind=request.POST.get("error_kind", ""))
-    except RunError as exc:
-        messages.error(request, str(exc))
-        return redirect("runs:detail", run.pk)
-    run.refresh_from_db(fields=["status"])
-    waiting = "" if run.status == RunStatus.RUNNING else " They are asked for when you resume."
-    messages.success(request, f"{count} failed answer{'s' * (count != 1)} to ask again.{waiting}")
-    return redirect("runs:detail", run.pk)
+    back = reverse("runs:detail", args=[run.pk])
+    if move == "cancel" and request.POST.get("confirmed") != "yes":
+        return render(request, "runs/cancel_confirm.html", {"run": run, "back": back})
+    controls = services.SAMPLING_RUN_CONTROLS
+    rows = ("answer", "answers")
+    return run_control(
+        request, run=run, move=move, controls=controls, error=RunError, rows=rows, back=back
+    )
 
 
 @researcher

@@ -338,9 +338,4 @@ class ProxyRunViewSet(RunControls, ReadViewSet):
     http_method_names = ["get", "post", "head", "options"]
     create_serializer_class = ProxyRunCreateSerializer
     domain_error = SurveyError
-    controls = {
-        "launch": services.proxy_run_launch,
-        "pause": services.proxy_run_pause,
-        "resume": services.proxy_run_resume,
-        "cancel": services.proxy_run_cancel,
-    }
+    controls = services.PROXY_RUN_CONTROLS

@@ -15,6 +15,7 @@ from apps.accounts.roles import Role, role_required
 from apps.llm.forms import BudgetForm
 from apps.llm.models import RunStatus
 from apps.llm.progress import run_urls
+from apps.llm.views import run_control
 
 from . import selectors, services
 from .errors import SurveyError
@@ -92,70 +93,14 @@ def _controls_context(run: ProxyRun) -> dict:
     return {"run": run, "urls": urls, "budget_form": budget_form}
 
 
-def _moved(request, study_id: int, run_id: int, move, done: str):
+@researcher
+@require_POST
+def proxy_run_move(request, study_id: int, run_id: int, move: str):
+    """A move from the run page's controls or its progress (a retry of failed calls)."""
     run = _run(study_id, run_id)
-    try:
-        run = move(run=run)
-    except SurveyError as exc:
-        messages.error(request, str(exc))
-    else:
-        messages.success(request, done)
-    return redirect("surveys:proxy_run", study_id, run.pk)
-
-
-@researcher
-@require_POST
-def proxy_run_launch(request, study_id: int, run_id: int):
-    done = "Launched: the workers are asking the proxy models."
-    return _moved(request, study_id, run_id, services.proxy_run_launch, done)
-
-
-@researcher
-@require_POST
-def proxy_run_pause(request, study_id: int, run_id: int):
-    done = "Paused: the calls in flight finish and nothing more is asked."
-    return _moved(request, study_id, run_id, services.proxy_run_pause, done)
-
-
-@researcher
-@require_POST
-def proxy_run_resume(request, study_id: int, run_id: int):
-    done = "Resumed: only the scenarios not yet answered are asked."
-    return _moved(request, study_id, run_id, services.proxy_run_resume, done)
-
-
-@researcher
-@require_POST
-def proxy_run_cancel(request, study_id: int, run_id: int):
-    done = "Cancelled: nothing more is asked; the answers made are kept."
-    return _moved(request, study_id, run_id, services.proxy_run_cancel, done)
-
-
-@researcher
-@require_POST
-def proxy_run_budget(request, study_id: int, run_id: int):
-    run = _run(study_id, run_id)
-    form = BudgetForm(request.POST)
-    if form.is_valid():
-        try:
-            services.proxy_run_budget_set(run=run, budget_usd=form.cleaned_data["budget_usd"])
-        except SurveyError as exc:
-            messages.error(request, str(exc))
-        else:
-            messages.success(request, "Budget saved.")
-    else:
-        messages.error(request, "; ".join(form.errors.get("budget_usd", ["Not a budget."])))
-    return redirect("surveys:proxy_run", study_id, run.pk)
-
-
-@researcher
-@require_POST
-def proxy_run_retry(request, study_id: int, run_id: int):
-    run = _run(study_id, run_id)
-    try:
-        count = services.proxy_calls_retry(run=run, error_kind=request.POST.get("error_kind", ""))
-    except SurveyError as exc:
-        messages.error(request, str(exc))
-    else:
-        messages.success(request, f"{count} failed call{'s' if count != 1 else ''} to ask again.")
-    return redirect("surveys:proxy_run", study_id, run.pk)
+    back = reverse("surveys:proxy_run", args=[study_id, run.pk])
+    controls = services.PROXY_RUN_CONTROLS
+    rows = ("call", "calls")
+    return run_control(
+        request, run=run, move=move, controls=controls, error=SurveyError, rows=rows, back=back
+    )

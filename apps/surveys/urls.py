@@ -1,5 +1,7 @@
 from django.urls import path
 
+from apps.llm.progress import run_paths
+
 from . import proxy_views, views
 
 app_name = "surveys"
@@ -35,12 +37,9 @@ urlpatterns = [
     path("studies/<int:study_id>/approvals.csv", views.approvals_csv, name="approvals_csv"),
     path("studies/<int:study_id>/proxies/", proxy_views.proxy_runs, name="proxy_runs"),
     path("studies/<int:study_id>/proxies/<int:run_id>/", proxy_views.proxy_run, name="proxy_run"),
-    *(
-        path(
-            f"studies/<int:study_id>/proxies/<int:run_id>/{action}/",
-            getattr(proxy_views, f"proxy_run_{action}"),
-            name=f"proxy_run_{action}",
-        )
-        for action in ("launch", "pause", "resume", "cancel", "budget", "retry")
+    *run_paths(
+        "studies/<int:study_id>/proxies/<int:run_id>/",
+        proxy_views.proxy_run_move,
+        name="proxy_run_{move}",
     ),
 ]

@@ -233,11 +233,11 @@ def test_retry_puts_errored_calls_back(client_researcher, answered, offline_prov
     html = client_researcher.get(reverse("grading:run_detail", args=[run.pk])).content.decode()
     assert "<td>Answer failed validation</td><td>4</td>" in html and "Retry these" in html
     response = client_researcher.post(
-        reverse("grading:errors_retry", args=[run.pk]),
+        reverse("grading:run_retry", args=[run.pk]),
         {"error_kind": "invalid_output"},
         follow=True,
     )
-    assert "4 call(s) will be made again." in response.content.decode()
+    assert "4 failed calls to ask again." in response.content.decode()
     assert ChecklistCall.objects.filter(grading_run=run, status=CallState.PENDING).count() == 4
     run.refresh_from_db()
     assert run.status == RunStatus.RUNNING
@@ -314,7 +314,7 @@ ACTIONS = [
     "grading:run_resume",
     "grading:run_cancel",
     "grading:run_budget",
-    "grading:errors_retry",
+    "grading:run_retry",
 ]
 
 

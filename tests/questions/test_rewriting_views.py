@@ -5,7 +5,7 @@ from django.urls import reverse
 
 from apps.accounts.roles import Role
 from apps.llm.models import RunStatus
-from apps.questions.models import Question, RewriteJob
+from apps.questions.models import Question, Rewrite, RewriteJob, RewriteStatus
 from tests.factories import (
     ModelConfigFactory,
     question_from_post_make,
@@ -38,8 +38,8 @@ def urls(rewrite):
             reverse("questions:rewrite", args=[rewrite.pk]),
             reverse("questions:rewrite-reject", args=[rewrite.pk]),
             *(
-                reverse("questions:rewrite-job-move", args=[job.pk, action])
-                for action in ("pause", "resume", "cancel")
+                reverse(f"questions:rewrite-job-{move}", args=[job.pk])
+                for move in ("pause", "resume", "cancel", "retry")
             ),
         ],
     }
@@ -97,15 +97,13 @@ def test_pausing_and_resuming_a_job_from_the_page(role_client, rewrite):
         model=rewrite.job.model, prompt=rewrite.job.prompt, status=RunStatus.RUNNING
     )
     web = role_client(Role.RESEARCHER)
-    web.post(reverse("questions:rewrite-job-move", args=[job.pk, "pause"]))
+    web.post(reverse("questions:rewrite-job-pause", args=[job.pk]))
     job.refresh_from_db()
     assert job.status == RunStatus.PAUSED
-    web.post(reverse("questions:rewrite-job-move", args=[job.pk, "resume"]))
+    web.post(reverse("questions:rewrite-job-resume", args=[job.pk]))
     job.refresh_from_db()
     assert job.status == RunStatus.RUNNING
-    page = web.post(
-        reverse("questions:rewrite-job-move", args=[rewrite.job.pk, "pause"]), follow=True
-    )
+    page = web.post(reverse("questions:rewrite-job-pause", args=[rewrite.job.pk]), follow=True)
     assert "cannot be paused now" in page.text
 
 
@@ -155,3 +153,20 @@ def test_rejecting_from_the_page_sends_the_question_back_to_rewrite(role_client,
     page = web.post(reverse("questions:rewrite-reject", args=[rewrite.pk]), follow=True).text
     assert "to rewrite again" in page and "No rewrite is waiting for review." in page
     assert 'data-testid="to-rewrite">1 question is still to rewrite' in page
+
+
+def test_a_jobs_failed_rewrites_are_asked_for_again_from_its_row(role_client, rewrite):
+    job = RewriteJob.objects.create(
+        model=rewrite.job.model, prompt=rewrite.job.prompt, status=RunStatus.PAUSED
+    )
+    failed = Rewrite.objects.create(
+        job=job, question=rewrite.question, status=RewriteStatus.FAILED, error_kind="timeout"
+    )
+    web = role_client(Role.RESEARCHER)
+    retry = reverse("questions:rewrite-job-retry", args=[job.pk])
+    assert f'action="{retry}"' in web.get(reverse("questions:rewrites")).text
+    page = web.post(retry, follow=True)
+    assert "1 failed rewrite to ask again. They are asked for when you resume." in page.text
+    failed.refresh_from_db()
+    assert failed.status == RewriteStatus.PENDING and not failed.error_kind
+    assert f'action="{retry}"' not in page.text  # nothing failed is left to ask for

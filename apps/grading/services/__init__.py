@@ -3,6 +3,7 @@ view of their calls in `work`) and expert calibration (`calibration`)."""
 
 from .rows import approved_rubrics, breakdown_json, criteria_of, grading_rows_make, scores_compute
 from .runs import (
+    GRADING_RUN_CONTROLS,
     grading_errors_retry,
     grading_run_budget_set,
     grading_run_cancel,
@@ -23,6 +24,7 @@ __all__ = [
     "CHECKLIST_SCHEMA",
     "CHECKLIST_WORK",
     "CRITERION_WORK",
+    "GRADING_RUN_CONTROLS",
     "approved_rubrics",
     "breakdown_json",
     "checklist_check",

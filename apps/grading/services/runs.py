@@ -90,3 +90,14 @@ def grading_errors_retry(*, run: GradingRun, error_kind: str = "") -> int:
     """Errored grader calls (all, or of one kind) called again; their error judgments go.
     How many calls."""
     return runs.run_failed_retry(work_for_run(run), run=run, error_kind=error_kind)
+
+
+# Every move a grading run's page and the API make, by name (apps/llm/views.py run_control).
+GRADING_RUN_CONTROLS = {
+    "launch": grading_run_launch,
+    "pause": grading_run_pause,
+    "resume": grading_run_resume,
+    "cancel": grading_run_cancel,
+    "budget": grading_run_budget_set,
+    "retry": grading_errors_retry,
+}

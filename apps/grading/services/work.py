@@ -33,7 +33,6 @@ from .rows import (
     scores_record,
 )
 
-MAX_ERROR_CHARS = runs.MAX_ERROR_CHARS
 MAX_RAW_CHARS = 20_000
 STATES = leases.LeaseStates(
     waiting=CallState.PENDING, running=CallState.RUNNING, failed=CallState.ERROR
@@ -151,18 +150,9 @@ class _GradingWork(runs.RunWork):
         self.finish(scope)
         return None
 
-    def failed_requeue(self, scope, *, error_kind=""):
-        """Errored calls back to pending, their last output gone (and a checklist's error
-        judgments with it)."""
-        failed = engine.failed_rows(self.rows(scope), states=self.states, error_kind=error_kind)
-        ids = list(failed.values_list("pk", flat=True))
-        self._before_requeue(ids)
-        return engine.rows_requeue(
-            self.model.objects.filter(pk__in=ids), states=self.states, raw_output=""
-        )
-
-    def _before_requeue(self, ids):
-        """Hook: what else goes when errored calls are asked again."""
+    # An errored call asked again loses its last output (and a checklist's error judgments
+    # go with it, `before_requeue`).
+    requeue_reset = {"raw_output": ""}
 
     def refuse(self, failures, *, owner):
         super().refuse(failures, owner=owner)
@@ -183,31 +173,16 @@ class _GradingWork(runs.RunWork):
         ).select_for_update()
         return list(held.values_list("pk", *fields))
 
-    @staticmethod
-    def _outcome(row, result, now) -> None:
-        row.lease_owner, row.lease_expires_at, row.reserved_usd, row.completed_at = (
-            "",
-            None,
-            None,
-            now,
-        )
+    def outcome(self, row, result, *, now):
+        super().outcome(row, result, now=now)
         if result.completion is not None:
             c = result.completion
             row.raw_output = c.text[:MAX_RAW_CHARS]
             row.input_tokens, row.output_tokens = c.input_tokens, c.output_tokens
-            row.cost_usd, row.latency_ms, row.error, row.error_kind = (
-                c.cost_usd,
-                c.latency_ms,
-                "",
-                "",
-            )
-            row.status = CallState.DONE
+            row.cost_usd, row.latency_ms = c.cost_usd, c.latency_ms
+            row.error, row.error_kind, row.status = "", "", CallState.DONE
         else:
-            error = result.error
-            row.status, row.error_kind = CallState.ERROR, error.status
-            row.error = str(error)[:MAX_ERROR_CHARS]
-            row.raw_output = (error.last_output or "")[:MAX_RAW_CHARS]
-            row.cost_usd = error.cost_usd
+            row.raw_output = (result.error.last_output or "")[:MAX_RAW_CHARS]
             row.input_tokens = row.output_tokens = row.latency_ms = 0
 
 
@@ -270,15 +245,9 @@ class CriterionWork(_GradingWork):
         return calls, refused
 
     def record(self, results, *, owner):
-        now = timezone.now()
         with transaction.atomic():
-            mine = self._held(results, owner)
             rows, scope, responses = [], None, set()
-            for result in results:
-                if result.call.row_id not in mine:
-                    continue
-                row = Judgment(pk=result.call.row_id)
-                self._outcome(row, result, now)
+            for result, row in self.recorded(results, mine=self._held(results, owner)):
                 if result.completion is not None:
                     row.met = result.completion.data["met"]
                     row.explanation = result.completion.data["explanation"]
@@ -363,7 +332,7 @@ class ChecklistWork(_GradingWork):
                 checklist = held.get(result.call.row_id)
                 if checklist is None:
                     continue
-                self._outcome(checklist, result, now)
+                self.outcome(checklist, result, now=now)
                 rows.append(checklist)
                 verdicts = {}
                 if result.completion is not None:
@@ -403,7 +372,7 @@ class ChecklistWork(_GradingWork):
         self._after_errors(list(orphans.values_list("pk", flat=True)))
         return super().settle(scope)
 
-    def _before_requeue(self, ids):
+    def before_requeue(self, ids):
         Judgment.objects.filter(checklist_id__in=ids).delete()
 
     def _after_errors(self, ids):

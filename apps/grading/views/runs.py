@@ -3,7 +3,6 @@ live progress, controls and scores after), its judgments, and its CSV exports.""
 
 from urllib.parse import urlencode
 
-from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -16,13 +15,14 @@ from apps.console.csv_export import copy_csv_response, csv_rows
 from apps.llm.forms import BudgetForm
 from apps.llm.models import RunStatus
 from apps.llm.progress import run_urls
+from apps.llm.views import run_control
 from apps.questions.models import Question
 from apps.rubrics.models import Kind, Polarity
 from apps.runs.models import Response
 
 from .. import services
 from ..errors import GradingError
-from ..forms import GradingRunForm, JudgmentFilterForm, RetryForm
+from ..forms import GradingRunForm, JudgmentFilterForm
 from ..models import CallState, GradingRun
 from ..selectors import runs as selectors
 from ..selectors.archive import run_archive
@@ -67,13 +67,7 @@ def run_new(request):
 @role_required(Role.RESEARCHER)
 def run_detail(request, pk: int):
     run = _run(pk)
-    urls = run_urls(
-        "grading:run_{move}",
-        run.pk,
-        moves=("launch", "pause", "resume", "cancel", "budget"),
-        retry=reverse("grading:errors_retry", args=[run.pk]),
-        poll=reverse("grading:run_detail", args=[run.pk]),
-    )
+    urls = run_urls("grading:run_{move}", run.pk, poll=reverse("grading:run_detail", args=[run.pk]))
     context = {
         "run": run,
         "progress": selectors.grading_progress(run=run),
@@ -99,57 +93,19 @@ def run_detail(request, pk: int):
     return render(request, "grading/run_detail.html", context)
 
 
-ACTIONS = {
-    "launch": (services.grading_run_launch, "Launched: grading has started."),
-    "pause": (services.grading_run_pause, "Paused: no new calls until you resume."),
-    "resume": (services.grading_run_resume, "Resumed: finished calls are not repeated."),
-    "cancel": (services.grading_run_cancel, "Cancelled: no further calls are made."),
-}
-
-
 @role_required(Role.RESEARCHER)
 @require_POST
-def run_action(request, pk: int, action: str):
+def run_move(request, pk: int, move: str):
+    """A move from the run page's controls or its progress (a retry of failed calls)."""
     run = _run(pk)
-    service, done = ACTIONS[action]
-    try:
-        run = service(run=run)
-        messages.success(request, done)
-    except GradingError as exc:
-        messages.error(request, str(exc))
-    return redirect("grading:run_detail", pk=run.pk)
-
-
-@role_required(Role.RESEARCHER)
-@require_POST
-def run_budget(request, pk: int):
-    run = _run(pk)
-    form = BudgetForm(request.POST)
-    if not form.is_valid():
-        messages.error(request, "A budget is an amount in USD of at least $0.01, or empty.")
-        return redirect("grading:run_detail", pk=run.pk)
-    try:
-        services.grading_run_budget_set(run=run, budget_usd=form.cleaned_data["budget_usd"])
-        messages.success(request, "Budget saved.")
-    except GradingError as exc:
-        messages.error(request, str(exc))
-    return redirect("grading:run_detail", pk=run.pk)
-
-
-@role_required(Role.RESEARCHER)
-@require_POST
-def errors_retry(request, pk: int):
-    run = _run(pk)
-    form = RetryForm(request.POST)
-    if not form.is_valid():
-        messages.error(request, "Unknown kind of error: choose one of those listed.")
-        return redirect(reverse("grading:run_detail", args=[run.pk]) + "#progress")
-    try:
-        count = services.grading_errors_retry(run=run, error_kind=form.cleaned_data["error_kind"])
-        messages.success(request, f"{count} call(s) will be made again.")
-    except GradingError as exc:
-        messages.error(request, str(exc))
-    return redirect(reverse("grading:run_detail", args=[run.pk]) + "#progress")
+    back = reverse("grading:run_detail", args=[run.pk])
+    if move == "retry":
+        back += "#progress"
+    controls = services.GRADING_RUN_CONTROLS
+    rows = ("call", "calls")
+    return run_control(
+        request, run=run, move=move, controls=controls, error=GradingError, rows=rows, back=back
+    )
 
 
 @role_required(Role.RESEARCHER)

@@ -12,11 +12,13 @@ from .bank import (  # noqa: F401
 from .embedding_cosines import embedding_cosine_job_run, embedding_cosine_job_start  # noqa: F401
 from .imports import import_batch_create, import_batch_run, posts_import  # noqa: F401
 from .rewriting import (  # noqa: F401
+    REWRITE_JOB_CONTROLS,
     REWRITE_WORK,
     rewrite_approve,
     rewrite_job_cancel,
     rewrite_job_pause,
     rewrite_job_resume,
+    rewrite_job_retry,
     rewrite_job_start,
     rewrite_metrics_refresh,
     rewrite_reject,

@@ -24,7 +24,6 @@ from ..selectors.rewriting import questions_to_rewrite
 from ..similarity import tfidf_cosines, trigram_jaccard
 from .bank import question_update
 
-MAX_ERROR_CHARS = runs.MAX_ERROR_CHARS
 REJECTED = "Rejected by {user} on {when:%Y-%m-%d %H:%M}"
 LEASE_STATES = leases.LeaseStates(
     waiting=RewriteStatus.PENDING, running=RewriteStatus.RUNNING, failed=RewriteStatus.FAILED
@@ -86,6 +85,21 @@ def rewrite_job_resume(*, job: RewriteJob) -> RewriteJob:
 def rewrite_job_cancel(*, job: RewriteJob) -> RewriteJob:
     """For good: nothing more is asked for; the rewrites made stay, to review."""
     return runs.run_cancel(REWRITE_WORK, run=job)
+
+
+def rewrite_job_retry(*, job: RewriteJob, error_kind: str = "") -> int:
+    """Failed rewrites (all, or those that failed with `error_kind`) asked for again."""
+    return runs.run_failed_retry(REWRITE_WORK, run=job, error_kind=error_kind)
+
+
+# Every move the rewrites page makes on a job, by name (apps/llm/views.py run_control): a
+# job is launched as it is made, with no budget of its own on the page.
+REWRITE_JOB_CONTROLS = {
+    "pause": lambda run: rewrite_job_pause(job=run),
+    "resume": lambda run: rewrite_job_resume(job=run),
+    "cancel": lambda run: rewrite_job_cancel(job=run),
+    "retry": lambda run, error_kind: rewrite_job_retry(job=run, error_kind=error_kind),
+}
 
 
 def rewrite_approve(*, rewrite: Rewrite, text: str, user) -> Question:
@@ -188,42 +202,16 @@ class RewriteWork(runs.RunWork):
         return calls, refused
 
     def record(self, results, *, owner):
-        now = timezone.now()
         with transaction.atomic():
-            mine = self.held_ids(results, owner=owner)
             rows = []
-            for result in results:
-                if result.call.row_id not in mine:
-                    continue  # presumed dead and taken over: the successor records it
-                row = Rewrite(
-                    pk=result.call.row_id,
-                    lease_owner="",
-                    lease_expires_at=None,
-                    reserved_usd=None,
-                    completed_at=now,
-                )
-                completion = result.completion
-                text = completion.text.strip() if completion is not None else ""
-                if text:
-                    row.status, row.text, row.error, row.error_kind = (
-                        RewriteStatus.DONE,
-                        text,
-                        "",
-                        "",
-                    )
+            for result, row in self.recorded(results, mine=self.held_ids(results, owner=owner)):
+                if (completion := result.completion) is not None:
+                    row.text = completion.text.strip()
                     row.cost_usd, row.latency_ms = completion.cost_usd, completion.latency_ms
-                elif completion is not None:
-                    row.status, row.text = RewriteStatus.FAILED, ""
-                    row.error, row.error_kind = (
-                        "The model's reply was empty.",
-                        CallStatus.INVALID_OUTPUT,
-                    )
-                    row.cost_usd, row.latency_ms = completion.cost_usd, completion.latency_ms
-                else:
-                    error = result.error
-                    row.status, row.text = RewriteStatus.FAILED, ""
-                    row.error, row.error_kind = str(error)[:MAX_ERROR_CHARS], error.status
-                    row.cost_usd, row.latency_ms = error.cost_usd, 0
+                    row.status = RewriteStatus.DONE
+                    if not row.text:
+                        row.status, row.error_kind = RewriteStatus.FAILED, CallStatus.INVALID_OUTPUT
+                        row.error = "The model's reply was empty."
                 rows.append(row)
             engine.rows_write(rows, RECORDED_FIELDS)
 

@@ -11,6 +11,8 @@ from django.views.decorators.http import require_POST
 
 from apps.accounts.roles import Role, role_required
 from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose
+from apps.llm.progress import run_urls
+from apps.llm.views import run_control
 
 from .. import selectors, services
 from ..errors import QuestionError
@@ -142,32 +144,25 @@ def _jobs_context() -> dict:
     }
 
 
+# What a job's row offers (urls.py routes each to `job_move`).
+JOB_MOVES = tuple(services.REWRITE_JOB_CONTROLS)
+
+
 def _job_urls(job: RewriteJob) -> dict[str, str]:
-    """What a job's controls post to: one route takes every move."""
-    return {move: reverse("questions:rewrite-job-move", args=[job.pk, move]) for move in JOB_MOVES}
-
-
-JOB_MOVES = {
-    "pause": (services.rewrite_job_pause, "Paused: no new rewrites are asked for."),
-    "resume": (services.rewrite_job_resume, "Resumed: only rewrites not done are asked for."),
-    "cancel": (services.rewrite_job_cancel, "Cancelled: the rewrites made are kept."),
-}
+    return run_urls("questions:rewrite-job-{move}", job.pk, moves=JOB_MOVES)
 
 
 @researcher
 @require_POST
-def job_move(request, pk: int, action: str):
+def job_move(request, pk: int, move: str):
+    """A move from a job's row: pause, resume, cancel, or its failed rewrites again."""
     job = get_object_or_404(RewriteJob, pk=pk)
-    move, done = JOB_MOVES.get(action) or (None, "")
-    if move is None:
-        return redirect("questions:rewrites")
-    try:
-        job = move(job=job)
-    except QuestionError as exc:
-        messages.error(request, str(exc))
-    else:
-        messages.success(request, done)
-    return redirect("questions:rewrites")
+    controls = services.REWRITE_JOB_CONTROLS
+    back = reverse("questions:rewrites")
+    rows = ("rewrite", "rewrites")
+    return run_control(
+        request, run=job, move=move, controls=controls, error=QuestionError, rows=rows, back=back
+    )
 
 
 def _rewrite(pk: int) -> Rewrite:

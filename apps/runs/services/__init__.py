@@ -12,6 +12,7 @@ from .reference import (
 )
 from .sampling import (
     SAMPLE_WORK,
+    SAMPLING_RUN_CONTROLS,
     Estimate,
     call_seed,
     params_check,
@@ -31,6 +32,7 @@ __all__ = [
     "REFERENCE_RUN_NAME",
     "REFERENCE_WORK",
     "SAMPLE_WORK",
+    "SAMPLING_RUN_CONTROLS",
     "Estimate",
     "call_seed",
     "params_check",

@@ -14,7 +14,6 @@ from decimal import Decimal
 
 from django.db import transaction
 from django.db.models.functions import Length
-from django.utils import timezone
 
 from apps.llm import costs, engine, runs
 from apps.llm.errors import PromptError
@@ -28,7 +27,6 @@ from ..errors import RunError
 from ..models import LEASE_STATES, Response, ResponseStatus, RunKind, SamplingRun
 
 MAX_SAMPLES = 20
-MAX_ERROR_CHARS = runs.MAX_ERROR_CHARS
 CREATE_BATCH = 5000
 
 
@@ -255,36 +253,13 @@ class SampleWork(runs.RunWork):
         return calls, refused
 
     def record(self, results, *, owner):
-        now = timezone.now()
         with transaction.atomic():
-            mine = self.held_ids(results, owner=owner)
             rows = []
-            for result in results:
-                if result.call.row_id not in mine:
-                    continue  # presumed dead and taken over: the successor records it
-                row = Response(
-                    pk=result.call.row_id,
-                    lease_owner="",
-                    lease_expires_at=None,
-                    reserved_usd=None,
-                    completed_at=now,
-                )
-                if result.completion is not None:
-                    c = result.completion
-                    row.status, row.text, row.error, row.error_kind = (
-                        ResponseStatus.DONE,
-                        c.text,
-                        "",
-                        "",
-                    )
+            for result, row in self.recorded(results, mine=self.held_ids(results, owner=owner)):
+                if (c := result.completion) is not None:
+                    row.status, row.text = ResponseStatus.DONE, c.text
                     row.input_tokens, row.output_tokens = c.input_tokens, c.output_tokens
                     row.cost_usd, row.latency_ms = c.cost_usd, c.latency_ms
-                else:
-                    error = result.error
-                    row.status, row.text = ResponseStatus.FAILED, ""
-                    row.error, row.error_kind = str(error)[:MAX_ERROR_CHARS], error.status
-                    row.input_tokens = row.output_tokens = row.latency_ms = 0
-                    row.cost_usd = error.cost_usd
                 rows.append(row)
             engine.rows_write(rows, RECORDED_FIELDS)
 
@@ -305,3 +280,14 @@ RECORDED_FIELDS = [
 ]
 
 SAMPLE_WORK = engine.register(SampleWork())
+
+
+# Every move a sampling run's page and the API make, by name (apps/llm/views.py run_control).
+SAMPLING_RUN_CONTROLS = {
+    "launch": sampling_run_launch,
+    "pause": sampling_run_pause,
+    "resume": sampling_run_resume,
+    "cancel": sampling_run_cancel,
+    "budget": sampling_run_budget_set,
+    "retry": responses_retry,
+}

@@ -19,6 +19,7 @@ from .arrival import (
 )
 from .prolific_sync import study_sync_returned
 from .proxies import (
+    PROXY_RUN_CONTROLS,
     PROXY_WORK,
     proxy_calls_retry,
     proxy_estimate,
@@ -51,6 +52,7 @@ from .studies import study_create, study_set_status, study_update, survey_item_s
 __all__ = [
     "MAX_EXPLANATION",
     "MIN_REJECTION_MESSAGE",
+    "PROXY_RUN_CONTROLS",
     "PROXY_WORK",
     "SCENARIO_RESPONSE_WORK",
     "ImportSummary",

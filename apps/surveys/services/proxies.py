@@ -53,7 +53,6 @@ from ..selectors import proxy_prompt_default
 # What the participant's page asks under an item that wants an explanation.
 EXPLANATION_ASKED = "Why did you answer this way?"
 MAX_RUNS_PER_MODEL = 20
-MAX_ERROR_CHARS = 2000
 CREATE_BATCH = 5000
 STATES = PROXY_CALL_STATES
 
@@ -415,29 +414,12 @@ class ProxyWork(runs.RunWork):
             }
             items: dict[int, dict[str, SurveyItem]] = {}
             rows, answered = [], []
-            for result in results:
-                call = held.get(result.call.row_id)
-                if call is None:
-                    continue  # presumed dead and taken over: the successor records it
-                row = ProxyCall(
-                    pk=call.pk,
-                    lease_owner="",
-                    lease_expires_at=None,
-                    reserved_usd=None,
-                    completed_at=now,
-                )
-                c = result.completion
-                if c is not None:
-                    row.status, row.error, row.error_kind = ProxyCallStatus.DONE, "", ""
+            for result, row in self.recorded(results, mine=held):
+                if (c := result.completion) is not None:
+                    row.status = ProxyCallStatus.DONE
                     row.input_tokens, row.output_tokens = c.input_tokens, c.output_tokens
                     row.cost_usd, row.latency_ms = c.cost_usd, c.latency_ms
-                    answered.append((call, c.data["answers"]))
-                else:
-                    row.status = ProxyCallStatus.FAILED
-                    row.error = str(result.error)[:MAX_ERROR_CHARS]
-                    row.error_kind = result.error.status
-                    row.input_tokens = row.output_tokens = row.latency_ms = 0
-                    row.cost_usd = result.error.cost_usd
+                    answered.append((held[row.pk], c.data["answers"]))
                 rows.append(row)
             for call, _answers in answered:
                 if call.run.study_id not in items:
@@ -497,3 +479,14 @@ RECORDED_FIELDS = [
 ]
 
 PROXY_WORK = engine.register(ProxyWork())
+
+
+# Every move a proxy run's page and the API make, by name (apps/llm/views.py run_control).
+PROXY_RUN_CONTROLS = {
+    "launch": proxy_run_launch,
+    "pause": proxy_run_pause,
+    "resume": proxy_run_resume,
+    "cancel": proxy_run_cancel,
+    "budget": proxy_run_budget_set,
+    "retry": proxy_calls_retry,
+}
