@@ -6,7 +6,9 @@ else does."""
 from decimal import Decimal
 
 import pytest
+from django.urls import reverse
 
+from apps.accounts.roles import Role
 from apps.grading.models import GradingMode, GradingRun
 from apps.grading.services import CHECKLIST_WORK, CRITERION_WORK
 from apps.llm import runs
@@ -77,6 +79,22 @@ def kind(request, make_study):
     """(the kind's work, a new run of it, in draft)."""
     work, make = KINDS[request.param]
     return work, make(make_study)
+
+
+# Where each kind's page posts a move (apps/llm/views.py run_control serves them all).
+def _grading_url(run, move):
+    return reverse(f"grading:run_{move}", args=[run.pk])
+
+
+MOVE_URLS = {
+    "sampling run": lambda run, move: reverse(f"runs:{move}", args=[run.pk]),
+    "grading run (checklist)": _grading_url,
+    "grading run (per criterion)": _grading_url,
+    "proxy run": lambda run, move: reverse(
+        f"surveys:proxy_run_{move}", args=[run.study_id, run.pk]
+    ),
+    "rewrite job": lambda run, move: reverse(f"questions:rewrite-job-{move}", args=[run.pk]),
+}
 
 
 def test_every_action_moves_a_run_only_from_the_statuses_it_allows(
@@ -157,3 +175,34 @@ def test_retrying_failed_rows_runs_a_finished_run_again_and_starts_its_work(
     assert started, "a running run's retried rows are called"
     failed.refresh_from_db()
     assert (failed.status, failed.attempts, failed.error) == (ResponseStatus.PENDING, 0, "")
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_every_run_page_makes_its_moves_and_says_what_happened(
+    name, make_study, role_client, django_capture_on_commit_callbacks
+):
+    _work, make = KINDS[name]
+    run = make(make_study)
+    type(run).objects.filter(pk=run.pk).update(status=RunStatus.RUNNING)
+    web = role_client(Role.RESEARCHER)
+
+    def post(move, **data):
+        return web.post(MOVE_URLS[name](run, move), data, follow=True).content.decode()
+
+    assert "Paused: no new calls are made" in post("pause")
+    run.refresh_from_db()
+    assert run.status == RunStatus.PAUSED
+    assert "it cannot be paused now" in post("pause")  # the kind's own error, shown
+    with django_capture_on_commit_callbacks(execute=False):
+        assert "Resumed: only the" in post("resume")
+    assert "Unknown kind of error: &#x27;nonsense&#x27;" in post("retry", error_kind="nonsense")
+    if name != "rewrite job":  # a job's budget is not set on its page
+        assert "Budget: $2.50." in post("budget", budget_usd="2.50")
+        assert "Budget: Ensure this value is greater than or equal to 0.01." in post(
+            "budget", budget_usd="0"
+        )
+        run.refresh_from_db()
+        assert run.budget_usd == Decimal("2.50")
+    assert "Cancelled: nothing more is called" in post("cancel", confirmed="yes")
+    run.refresh_from_db()
+    assert run.status == RunStatus.CANCELLED
