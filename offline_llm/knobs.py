@@ -25,6 +25,12 @@ class Knobs:
     retry_after: float = 1.0
     hang_seconds: float = 600.0
     fault_seed: int | None = None
+    batch_seconds: float = 2.0
+    batch_rate_failed: float = 0.0
+    batch_rate_expire: float = 0.0
+    batch_cancel_seconds: float = 0.5
+    batch_max_requests: int = 50_000
+    batch_max_bytes: int = 200 * 1024 * 1024
 
     def __post_init__(self) -> None:
         if not is_loopback(self.host):
@@ -32,12 +38,25 @@ class Knobs:
             raise ValueError(f"The offline provider listens on loopback only, not {self.host!r}.")
         if not 0 <= self.port <= 65535:
             raise ValueError(f"--port must be 0-65535 (0: any free port), not {self.port}.")
-        for name in ("latency_ms", "jitter_ms", "retry_after", "hang_seconds"):
+        for name in (
+            "latency_ms",
+            "jitter_ms",
+            "retry_after",
+            "hang_seconds",
+            "batch_seconds",
+            "batch_cancel_seconds",
+        ):
             if getattr(self, name) < 0:
                 raise ValueError(f"--{name.replace('_', '-')} cannot be negative.")
         rates = [self.rate_429, self.rate_500, self.rate_hang, self.rate_malformed]
         if any(not 0 <= rate <= 1 for rate in rates) or sum(rates) > 1:
             raise ValueError("Fault rates must each be 0-1 and add up to at most 1.")
+        for name in ("batch_rate_failed", "batch_rate_expire"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be 0-1.")
+        for name in ("batch_max_requests", "batch_max_bytes"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be at least 1.")
 
     @classmethod
     def from_options(cls, options: Mapping[str, object]) -> "Knobs":
@@ -65,8 +84,20 @@ HELP = {
     "retry_after": "seconds in the Retry-After header of a 429",
     "hang_seconds": "how long a hanging request hangs",
     "fault_seed": "seed for drawing faults (answers are deterministic regardless)",
+    "batch_seconds": "how long a batch takes from its creation to its end",
+    "batch_rate_failed": "share of a batch's lines that fail (a 500 in its error file)",
+    "batch_rate_expire": "share of batches that run out of their window with part undone",
+    "batch_cancel_seconds": "how long a cancelled batch stays cancelling",
+    "batch_max_requests": "the most requests a batch input file may hold",
+    "batch_max_bytes": "the most bytes a batch input file may have",
 }
-TYPES = {"host": str, "port": int, "fault_seed": int}
+TYPES = {
+    "host": str,
+    "port": int,
+    "fault_seed": int,
+    "batch_max_requests": int,
+    "batch_max_bytes": int,
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

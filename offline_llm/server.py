@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
+from . import batches
 from .embed import DEFAULT_DIMENSIONS, EMBEDDING_MODELS, MAX_DIMENSIONS, MAX_INPUTS, encoded, vector
 from .generate import (
     JSON_PURPOSES,
@@ -284,46 +285,53 @@ async def _fault_or_wait(
     return None
 
 
-async def _chat_completion(request: web.Request) -> tuple[web.Response, str]:
-    fault_rng = request.app[FAULT_RNG]
-    body = await _body(request)
-    if isinstance(body, web.Response):
-        return body, "400"
+def prepared(
+    body: object, purpose_given: str = ""
+) -> tuple[str, list[tuple[str, str]], object, Prompt, str] | web.Response:
+    """A chat request read: (model, [(role, text)], seed, prompt, purpose), or the 400 that
+    says what is wrong. `purpose_given`: the X-Assay-Purpose asked for, if any (else the
+    prompt's tags say)."""
     parsed = _parse(body)
     if isinstance(parsed, web.Response):
-        return parsed, "400"
+        return parsed
     model, messages, seed, temperature = parsed
     prompt = Prompt(
         texts=tuple(text for _role, text in messages),
         last_user=next((text for role, text in reversed(messages) if role == "user"), ""),
         temperature=temperature,
     )
-    purpose = request.headers.get("X-Assay-Purpose", "").strip().lower() or infer_purpose(prompt)
+    purpose = purpose_given.strip().lower() or infer_purpose(prompt)
     if purpose not in PURPOSES:
         return error(
             400,
             f"Unknown X-Assay-Purpose {purpose!r}; one of {', '.join(PURPOSES)}.",
             code="invalid_purpose",
-        ), "400"
-    fault = _fault_for(request)
-    if isinstance(fault, web.Response):
-        return fault, "400"
-    refused = await _fault_or_wait(request, model, fault)
-    if refused is not None:
-        return refused
+        )
+    return model, messages, seed, prompt, purpose
 
+
+def completion(
+    model: str,
+    messages: list[tuple[str, str]],
+    seed: object,
+    prompt: Prompt,
+    purpose: str,
+    *,
+    malformed: random.Random | None = None,
+) -> dict | web.Response:
+    """The chat completion a prepared request gets (broken JSON, drawn from `malformed`,
+    where that fault was drawn and the purpose is a JSON one), or the 400 for a prompt the
+    purpose cannot read."""
     rng = random.Random(request_seed(model, messages, seed))
     try:
         content = answer(purpose, model, prompt, rng)
     except UnreadablePrompt as exc:
-        return error(400, str(exc), code="invalid_prompt"), "400"
-    # Text answers have no syntax to break; only JSON purposes get (and count) this fault.
-    if fault == "malformed" and purpose in JSON_PURPOSES:
-        request.app[STATS].faults["malformed"] += 1
-        content = _malformed(content, fault_rng)
+        return error(400, str(exc), code="invalid_prompt")
+    if malformed is not None:
+        content = _malformed(content, malformed)
     prompt_characters = sum(len(text) for _role, text in messages)
     prompt_tokens, completion_tokens = _tokens(prompt_characters), _tokens(len(content))
-    completion = {
+    return {
         "id": f"chatcmpl-offline-{uuid.uuid4().hex[:24]}",
         "object": "chat.completion",
         "created": int(time.time()),
@@ -343,8 +351,32 @@ async def _chat_completion(request: web.Request) -> tuple[web.Response, str]:
             "total_tokens": prompt_tokens + completion_tokens,
         },
     }
+
+
+async def _chat_completion(request: web.Request) -> tuple[web.Response, str]:
+    body = await _body(request)
+    if isinstance(body, web.Response):
+        return body, "400"
+    ready = prepared(body, request.headers.get("X-Assay-Purpose", ""))
+    if isinstance(ready, web.Response):
+        return ready, "400"
+    model, _messages, _seed, _prompt, purpose = ready
+    fault = _fault_for(request)
+    if isinstance(fault, web.Response):
+        return fault, "400"
+    refused = await _fault_or_wait(request, model, fault)
+    if refused is not None:
+        return refused
+    # Text answers have no syntax to break; only JSON purposes get (and count) this fault.
+    malformed = None
+    if fault == "malformed" and purpose in JSON_PURPOSES:
+        request.app[STATS].faults["malformed"] += 1
+        malformed = request.app[FAULT_RNG]
+    answered = completion(*ready, malformed=malformed)
+    if isinstance(answered, web.Response):
+        return answered, "400"
     headers = {"X-Offline-Purpose": purpose, **OFFLINE_HEADER}
-    return web.json_response(completion, headers=headers), "200"
+    return web.json_response(answered, headers=headers), "200"
 
 
 def _parse_embedding(body: object) -> tuple[str, list[str], str, int] | web.Response:
@@ -456,19 +488,40 @@ async def show_parameters(request: web.Request) -> web.Response:
 
 
 async def show_stats(request: web.Request) -> web.Response:
-    return web.json_response(request.app[STATS].as_json())
+    return web.json_response(
+        request.app[STATS].as_json() | {"batches": batches.counts(request.app)}
+    )
 
 
 async def reset_stats(request: web.Request) -> web.Response:
     request.app[STATS].reset()
-    return web.json_response(request.app[STATS].as_json())
+    batches.counts_reset(request.app)
+    return web.json_response(
+        request.app[STATS].as_json() | {"batches": batches.counts(request.app)}
+    )
+
+
+def _batch_answer(body: object) -> tuple[int, dict]:
+    """A batch line's answer, as /v1/chat/completions gives it but the knobs' latency and
+    faults (a batch has its own): (status, body). Its purpose: `metadata.assay_purpose`, or
+    the prompt's tags."""
+    meta = body.get("metadata") if isinstance(body, dict) else None
+    ready = prepared(body, str(meta.get("assay_purpose", "")) if isinstance(meta, dict) else "")
+    if isinstance(ready, web.Response):
+        return batches.json_error(ready)
+    answered = completion(*ready)
+    if isinstance(answered, web.Response):
+        return batches.json_error(answered)
+    return 200, answered
 
 
 def make_app(knobs: Knobs) -> web.Application:
-    app = web.Application(client_max_size=MAX_BODY_BYTES)
+    # A batch input file may be far larger than a chat request.
+    app = web.Application(client_max_size=max(MAX_BODY_BYTES, knobs.batch_max_bytes + 2**20))
     app[KNOBS] = knobs
     app[STATS] = Stats()
     app[FAULT_RNG] = random.Random(knobs.fault_seed)
+    batches.install(app, knobs, _batch_answer, random.Random(knobs.fault_seed))
     app.router.add_get("/v1/models", list_models)
     app.router.add_post("/v1/chat/completions", chat_completions)
     app.router.add_get("/v1/offline/parameters", show_parameters)

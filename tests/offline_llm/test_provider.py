@@ -528,6 +528,7 @@ def test_max_in_flight_counts_requests_handled_at_once(offline_provider):
         "max_per_minute": 20,
         "by_status": {"200": 20},
         "faults": {},
+        "batches": {},
     }
     reset = httpx.post(f"{url}/stats/reset").json()
     assert reset == {
@@ -537,6 +538,7 @@ def test_max_in_flight_counts_requests_handled_at_once(offline_provider):
         "max_per_minute": 0,
         "by_status": {},
         "faults": {},
+        "batches": {},
     }
 
 
