@@ -25,6 +25,8 @@ class Knobs:
     retry_after: float = 1.0
     hang_seconds: float = 600.0
     fault_seed: int | None = None
+    limit_concurrent: int = 0
+    limit_per_minute: int = 0
     batch_seconds: float = 2.0
     batch_rate_failed: float = 0.0
     batch_rate_expire: float = 0.0
@@ -54,6 +56,9 @@ class Knobs:
         for name in ("batch_rate_failed", "batch_rate_expire"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be 0-1.")
+        for name in ("limit_concurrent", "limit_per_minute"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"--{name.replace('_', '-')} cannot be negative (0: none).")
         for name in ("batch_max_requests", "batch_max_bytes"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be at least 1.")
@@ -84,6 +89,8 @@ HELP = {
     "retry_after": "seconds in the Retry-After header of a 429",
     "hang_seconds": "how long a hanging request hangs",
     "fault_seed": "seed for drawing faults (answers are deterministic regardless)",
+    "limit_concurrent": "a hidden limit: requests above this many at once get a 429 (0: none)",
+    "limit_per_minute": "a hidden limit: requests above this many a minute get a 429 (0: none)",
     "batch_seconds": "how long a batch takes from its creation to its end",
     "batch_rate_failed": "share of a batch's lines that fail (a 500 in its error file)",
     "batch_rate_expire": "share of batches that run out of their window with part undone",
@@ -95,6 +102,8 @@ TYPES = {
     "host": str,
     "port": int,
     "fault_seed": int,
+    "limit_concurrent": int,
+    "limit_per_minute": int,
     "batch_max_requests": int,
     "batch_max_bytes": int,
 }

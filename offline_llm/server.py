@@ -8,6 +8,7 @@ request alone.
 
 import asyncio
 import json
+import math
 import random
 import signal
 import time
@@ -93,7 +94,34 @@ class Stats:
         }
 
 
+@dataclass
+class HiddenLimit:
+    """What the provider accepts, unknown to its clients until they meet it: at most
+    `concurrent` requests at once and `per_minute` in any 60 s (0: no such limit). Changed
+    mid-run by POST /v1/offline/limit."""
+
+    concurrent: int = 0
+    per_minute: int = 0
+    accepted: deque = field(default_factory=deque)  # when the last minute's were accepted
+    in_flight: int = 0
+
+    def refusal(self, now: float) -> tuple[str, float, int] | None:
+        """(which limit, seconds until a retry can pass, the limit) for a request arriving
+        `now` that one would refuse; None to accept it."""
+        while self.accepted and self.accepted[0] <= now - 60:
+            self.accepted.popleft()
+        if self.concurrent and self.in_flight >= self.concurrent:
+            return "concurrent", 0.0, self.concurrent
+        if self.per_minute and len(self.accepted) >= self.per_minute:
+            return "per_minute", self.accepted[0] + 60 - now, self.per_minute
+        return None
+
+    def as_json(self) -> dict:
+        return {"concurrent": self.concurrent, "per_minute": self.per_minute}
+
+
 KNOBS = web.AppKey("knobs", Knobs)
+LIMIT = web.AppKey("limit", HiddenLimit)
 # Set on a request whose status is already in the stats (a hang), so it is not counted twice.
 COUNTED = "offline_counted"
 STATS = web.AppKey("stats", Stats)
@@ -353,6 +381,27 @@ def completion(
     }
 
 
+def _over_limit(request: web.Request, model: str, which: str, wait: float, limit: int):
+    """The 429 of the hidden limit, with Retry-After and OpenAI's x-ratelimit headers."""
+    request.app[STATS].faults["limit"] += 1
+    wait = max(wait, request.app[KNOBS].retry_after) if which == "concurrent" else wait
+    seconds = max(1, math.ceil(wait))
+    what = f"{limit} requests at once" if which == "concurrent" else f"{limit} requests a minute"
+    return error(
+        429,
+        f"Rate limit reached for {model}: {what} (the offline provider's hidden limit). "
+        f"Please try again in {seconds}s.",
+        code="rate_limit_exceeded",
+        kind="requests",
+        headers={
+            "Retry-After": str(seconds),
+            "x-ratelimit-limit-requests": str(limit),
+            "x-ratelimit-remaining-requests": "0",
+            "x-ratelimit-reset-requests": f"{seconds}s",
+        },
+    )
+
+
 async def _chat_completion(request: web.Request) -> tuple[web.Response, str]:
     body = await _body(request)
     if isinstance(body, web.Response):
@@ -364,7 +413,16 @@ async def _chat_completion(request: web.Request) -> tuple[web.Response, str]:
     fault = _fault_for(request)
     if isinstance(fault, web.Response):
         return fault, "400"
-    refused = await _fault_or_wait(request, model, fault)
+    limit = request.app[LIMIT]
+    over = limit.refusal(time.monotonic())
+    if over is not None:
+        return _over_limit(request, model, *over), "429"
+    limit.in_flight += 1
+    limit.accepted.append(time.monotonic())
+    try:
+        refused = await _fault_or_wait(request, model, fault)
+    finally:
+        limit.in_flight -= 1
     if refused is not None:
         return refused
     # Text answers have no syntax to break; only JSON purposes get (and count) this fault.
@@ -493,6 +551,23 @@ async def show_stats(request: web.Request) -> web.Response:
     )
 
 
+async def hidden_limit(request: web.Request) -> web.Response:
+    """GET: the hidden limit; POST {"concurrent": n, "per_minute": m}: change it (either,
+    0 for none), as a provider changes a key's limit mid-run."""
+    limit = request.app[LIMIT]
+    if request.method == "POST":
+        body = await _body(request)
+        if isinstance(body, web.Response):
+            return body
+        given = body if isinstance(body, dict) else {}
+        for name in ("concurrent", "per_minute"):
+            value = given.get(name, getattr(limit, name))
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                return error(400, f"{name} must be a whole number, 0 or more.", code="invalid")
+            setattr(limit, name, value)
+    return web.json_response(limit.as_json())
+
+
 async def reset_stats(request: web.Request) -> web.Response:
     request.app[STATS].reset()
     batches.counts_reset(request.app)
@@ -521,6 +596,9 @@ def make_app(knobs: Knobs) -> web.Application:
     app[KNOBS] = knobs
     app[STATS] = Stats()
     app[FAULT_RNG] = random.Random(knobs.fault_seed)
+    app[LIMIT] = HiddenLimit(concurrent=knobs.limit_concurrent, per_minute=knobs.limit_per_minute)
+    app.router.add_get("/v1/offline/limit", hidden_limit)
+    app.router.add_post("/v1/offline/limit", hidden_limit)
     batches.install(app, knobs, _batch_answer, random.Random(knobs.fault_seed))
     app.router.add_get("/v1/models", list_models)
     app.router.add_post("/v1/chat/completions", chat_completions)
