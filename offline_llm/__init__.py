@@ -5,7 +5,8 @@ and benchmarks, in place of paid APIs.
 
 Base URL http://127.0.0.1:8089/v1 (litellm: model "openai/offline-terse", api_base that
 URL, any api_key). Endpoints: GET /v1/models, POST /v1/chat/completions, POST
-/v1/embeddings, GET /v1/stats, POST /v1/stats/reset, GET /v1/offline/parameters, and
+/v1/embeddings, GET /v1/stats, POST /v1/stats/reset, GET /v1/offline/parameters, GET and
+POST /v1/offline/limit (the hidden limit, `--limit-concurrent`, `--limit-per-minute`), and
 OpenAI's batch API (/v1/files, /v1/batches: see `batches`). Answers
 are deterministic per (model, messages, seed) and shaped by the X-Assay-Purpose header (or
 the tags in the prompt): see `generate`. Faults (429, 500, hangs, broken JSON) come from the
