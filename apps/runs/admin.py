@@ -6,7 +6,7 @@ from django.utils.html import format_html
 from apps.console.sites import ReadOnlyAdmin
 
 from .models import Response, RunKind, SamplingRun
-from .selectors import OFFLINE_MODEL
+from .selectors import OFFLINE_MODEL, RESPONSE_EXPORT_FIELDS
 
 
 @admin.register(SamplingRun)
@@ -85,27 +85,7 @@ class ResponseAdmin(ReadOnlyAdmin):
     list_select_related = ("question", "model", "run")
     show_full_result_count = False
     # The columns of the run page's export (runs:export_responses), for any selection.
-    csv_fields = (
-        "id",
-        "run__name",
-        "question__external_id",
-        "question__topic__name",
-        "model__display_name",
-        "model__litellm_model",
-        "offline",
-        "sample_index",
-        "seed",
-        "status",
-        "error_kind",
-        "error",
-        "text",
-        "input_tokens",
-        "output_tokens",
-        "cost_usd",
-        "latency_ms",
-        "attempts",
-        "completed_at",
-    )
+    csv_fields = ("id", *RESPONSE_EXPORT_FIELDS)
 
     def get_queryset(self, request):
         offline = ExpressionWrapper(OFFLINE_MODEL, output_field=BooleanField())

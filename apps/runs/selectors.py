@@ -143,50 +143,32 @@ def run_responses(
     return responses.order_by("question__external_id", "model__display_name", "sample_index", "pk")
 
 
-RESPONSE_EXPORT_HEADER = (
-    "run",
-    "question",
-    "topic",
-    "model",
-    "litellm_model",
-    "offline",
-    "sample_index",
-    "seed",
-    "status",
-    "error_kind",
-    "error",
-    "text",
-    "input_tokens",
-    "output_tokens",
-    "cost_usd",
-    "latency_ms",
-    "attempts",
-    "completed_at",
-)
 # ModelConfig.is_offline in SQL: the model string's last segment starts with the prefix.
 OFFLINE_MODEL = Q(model__litellm_model__regex=rf"(^|/){re.escape(OFFLINE_PREFIX)}[^/]*$")
-RESPONSE_EXPORT_FIELDS = (
-    "run__name",
-    "question__external_id",
-    "question__topic__name",
-    "model__display_name",
-    "model__litellm_model",
-    "offline",
-    "sample_index",
-    "seed",
-    "status",
-    "error_kind",
-    "error",
-    "text",
-    "input_tokens",
-    "output_tokens",
-    "cost_usd",
-    "latency_ms",
-    "attempts",
-    "completed_at",
+# The responses export's (header, column) pairs: the run page's CSV, the console's COPY
+# export (copy_csv_chunks) and a grading run's archive.
+RESPONSE_EXPORT_COLUMNS = (
+    ("run", "run__name"),
+    ("question", "question__external_id"),
+    ("topic", "question__topic__name"),
+    ("model", "model__display_name"),
+    ("litellm_model", "model__litellm_model"),
+    ("offline", "offline"),
+    ("sample_index", "sample_index"),
+    ("seed", "seed"),
+    ("status", "status"),
+    ("error_kind", "error_kind"),
+    ("error", "error"),
+    ("text", "text"),
+    ("input_tokens", "input_tokens"),
+    ("output_tokens", "output_tokens"),
+    ("cost_usd", "cost_usd"),
+    ("latency_ms", "latency_ms"),
+    ("attempts", "attempts"),
+    ("completed_at", "completed_at"),
 )
-# The export's (header, column) pairs, for the console's COPY export (copy_csv_chunks).
-RESPONSE_EXPORT_COLUMNS = tuple(zip(RESPONSE_EXPORT_HEADER, RESPONSE_EXPORT_FIELDS, strict=True))
+RESPONSE_EXPORT_HEADER = tuple(header for header, _field in RESPONSE_EXPORT_COLUMNS)
+RESPONSE_EXPORT_FIELDS = tuple(field for _header, field in RESPONSE_EXPORT_COLUMNS)
 
 
 def responses_export(*, responses: QuerySet[Response]) -> QuerySet[Response]:
