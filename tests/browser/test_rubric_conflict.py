@@ -17,6 +17,12 @@ def saving(page):
     return page.expect_response(lambda r: r.request.method == "POST" and "/criteria/" in r.url)
 
 
+def settled(page):
+    """Wait until htmx has bound what it last swapped in: it settles new content a moment
+    after the swap, and a click or change made before that goes unheard (by a person too)."""
+    expect(page.locator(".htmx-added, .htmx-settling")).to_have_count(0)
+
+
 def test_the_later_of_two_conflicting_edits_is_refused_and_nothing_is_lost(
     new_context,
     live_server,
@@ -58,6 +64,7 @@ def test_the_later_of_two_conflicting_edits_is_refused_and_nothing_is_lost(
     assert first.text == ERIN_TEXT  # nothing overwritten
 
     # Having seen Erin's change, Emeka chooses to apply his on top of it.
+    settled(emeka)
     with saving(emeka) as saved:
         conflict.get_by_role("button", name="Apply my change on top of theirs").click()
     assert saved.value.status == 200
@@ -66,7 +73,10 @@ def test_the_later_of_two_conflicting_edits_is_refused_and_nothing_is_lost(
     expect(emeka.locator("#save-status")).to_contain_text("All changes saved")
     first.refresh_from_db()
     assert first.text == EMEKA_TEXT
-    # His page now holds the latest draft, so his next edit saves without a conflict.
+    # His page now holds the latest draft (its rows sent again), so his next edit saves
+    # without a conflict once htmx has bound the new rows: it settles them a moment after
+    # the swap, and a change made before that would go unheard, by the page as by a person.
+    expect(emeka.locator(".htmx-added, .htmx-settling")).to_have_count(0)
     with saving(emeka) as saved:
         emeka.locator(f"#criterion-{first.pk}").get_by_label("Points").select_option("5")
     assert saved.value.status == 200
