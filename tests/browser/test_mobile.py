@@ -58,6 +58,7 @@ def first_scenario(new_context, study, viewport=PHONE):
     page.get_by_role("button", name="I agree to take part").click()
     page.get_by_role("button", name="Start the first scenario").click()
     expect(page.get_by_role("heading", name="Scenario 1", exact=True)).to_be_visible()
+    page.wait_for_load_state()  # htmx binds the autosaves once the page has loaded
     return page
 
 
@@ -135,6 +136,7 @@ def test_validation_messages_go_once_the_answers_are_given(new_context, study, s
     page = first_scenario(new_context, study)
     page.locator("form.answers button[type=submit]").click()
     expect(page.get_by_text("Some answers are missing")).to_be_visible()
+    page.wait_for_load_state()  # the page came again: its autosaves are bound once loaded
     first = page.locator("fieldset.item").first
     code = first.get_attribute("id").removeprefix("item-")
     expect(first.locator(".error")).not_to_have_count(0)
