@@ -382,23 +382,28 @@ def completion(
 
 
 def _over_limit(request: web.Request, model: str, which: str, wait: float, limit: int):
-    """The 429 of the hidden limit, with Retry-After and OpenAI's x-ratelimit headers."""
+    """The 429 of the hidden limit, with Retry-After, and OpenAI's x-ratelimit headers for
+    a limit per minute."""
     request.app[STATS].faults["limit"] += 1
     wait = max(wait, request.app[KNOBS].retry_after) if which == "concurrent" else wait
     seconds = max(1, math.ceil(wait))
     what = f"{limit} requests at once" if which == "concurrent" else f"{limit} requests a minute"
+    headers = {"Retry-After": str(seconds)}
+    if which == "per_minute":
+        # OpenAI's x-ratelimit headers speak of a window of requests; a limit on requests at
+        # once has none to spend, and a freed slot ends it.
+        headers |= {
+            "x-ratelimit-limit-requests": str(limit),
+            "x-ratelimit-remaining-requests": "0",
+            "x-ratelimit-reset-requests": f"{seconds}s",
+        }
     return error(
         429,
         f"Rate limit reached for {model}: {what} (the offline provider's hidden limit). "
         f"Please try again in {seconds}s.",
         code="rate_limit_exceeded",
         kind="requests",
-        headers={
-            "Retry-After": str(seconds),
-            "x-ratelimit-limit-requests": str(limit),
-            "x-ratelimit-remaining-requests": "0",
-            "x-ratelimit-reset-requests": f"{seconds}s",
-        },
+        headers=headers,
     )
 
 

@@ -42,7 +42,15 @@ class ModelConfigAdmin(admin.ModelAdmin):
         ("Connection", {"fields": ("api_base", "api_key_env", "timeout_seconds", "params")}),
         (
             "Shared limits (all workers together)",
-            {"fields": ("max_concurrent", "requests_per_minute", "tokens_per_minute")},
+            {
+                "fields": (
+                    "max_concurrent",
+                    "adapts_concurrency",
+                    "min_concurrent",
+                    "requests_per_minute",
+                    "tokens_per_minute",
+                )
+            },
         ),
         ("Prices", {"fields": ("input_price_per_mtok", "output_price_per_mtok")}),
     )

@@ -20,6 +20,7 @@ import logging
 import math
 import os
 import random
+import re
 import sys
 import time
 import weakref
@@ -32,10 +33,10 @@ from asgiref.sync import async_to_sync, sync_to_async
 from django.conf import settings
 
 from .errors import LLMError, PermanentLLMError, ProviderError, RetryableLLMError
-from .limits import Limits
+from .limits import Adaptive, LimitChange, Limits
 from .models import EMBED_PURPOSE, CallStatus, LLMCall, ModelConfig, PromptTemplate
 from .params import ParamsError, key_destination_problem, params_check
-from .services import llm_calls_record
+from .services import limit_change_record, llm_calls_record
 
 # litellm fetches its price table over the internet at import unless told not to.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -321,6 +322,14 @@ async def _aclose_litellm_clients() -> None:
 
 
 def limits_for(model: ModelConfig) -> Limits:
+    adaptive = None
+    if model.adapts_concurrency:
+        record = functools.partial(_limit_change_write, model.pk)
+        adaptive = Adaptive(
+            floor=min(model.min_concurrent, model.max_concurrent),
+            record=record,
+            identity=f"{model.created_at.timestamp():.6f}" if model.created_at else "",
+        )
     return Limits(
         _redis(),
         key=f"assay:llm:model:{model.pk}",
@@ -329,7 +338,15 @@ def limits_for(model: ModelConfig) -> Limits:
         tokens_per_minute=model.tokens_per_minute,
         lease_seconds=model.timeout_seconds + 30,
         call_seconds=model.timeout_seconds,
+        adaptive=adaptive,
     )
+
+
+_limit_change_store = sync_to_async(limit_change_record)
+
+
+async def _limit_change_write(model_id: int, change: LimitChange) -> None:
+    await _limit_change_store(model_id=model_id, change=change)
 
 
 def _api_key(model: ModelConfig) -> str | None:
@@ -375,29 +392,58 @@ class _Failure:
     error_class: str
     message: str
     retry_after: float | None
+    window_spent: float  # seconds until the provider's request window resets, if it is spent
 
     @classmethod
     def of(cls, exc: Exception, secret: str | None) -> "_Failure":
         status, retryable = classify(exc)
+        retry_after = _retry_after(exc)
         return cls(
             status=status,
             retryable=retryable,
             error_class=type(exc).__name__,
             message=_scrub(f"{exc}", secret),
-            retry_after=_retry_after(exc),
+            retry_after=retry_after,
+            window_spent=_window_spent(exc, retry_after)
+            if status == CallStatus.RATE_LIMITED
+            else 0,
         )
 
     def cause(self) -> ProviderError:
         return ProviderError(f"{self.error_class}: {self.message}")
 
 
-def _retry_after(exc: Exception) -> float | None:
+def _headers(exc: Exception):
     headers = None
     response = getattr(exc, "response", None)
     if response is not None:
         headers = getattr(response, "headers", None)
     headers = headers or getattr(exc, "litellm_response_headers", None) or {}
-    value = headers.get("retry-after") if hasattr(headers, "get") else None
+    return headers if hasattr(headers, "get") else {}
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+
+
+def _window_spent(exc: Exception, retry_after: float | None) -> float:
+    """Seconds until the provider's request window resets, when its 429 says the window is
+    spent (OpenAI's `x-ratelimit-remaining-requests: 0`, with `x-ratelimit-reset-requests`
+    such as "6m0s", or else Retry-After); 0 when it does not say so (a limit on requests at
+    once, say, which a freed slot ends)."""
+    headers = _headers(exc)
+    if str(headers.get("x-ratelimit-remaining-requests", "")).strip() != "0":
+        return 0.0
+    reset = str(headers.get("x-ratelimit-reset-requests", "")).strip()
+    parts = _DURATION.findall(reset)
+    if parts and "".join(n + u for n, u in parts) == reset:
+        return sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
+    return retry_after or 0.0
+
+
+def _retry_after(exc: Exception) -> float | None:
+    headers = _headers(exc)
+    value = headers.get("retry-after")
     if not value:
         return None
     try:
@@ -555,9 +601,10 @@ async def _answered(
             failure = None
         latency_ms = round((loop.time() - sent) * 1000)
         if failure is None:
-            await slot.release(actual_tokens=tokens(response))
+            await slot.release(actual_tokens=tokens(response), outcome="ok", latency_ms=latency_ms)
             return response, latency_ms, attempt
-        await slot.release()
+        limited = failure.status == CallStatus.RATE_LIMITED
+        await slot.release(outcome="limited" if limited else "", hold_seconds=failure.window_spent)
         status, message = failure.status, failure.message
         await record(
             model=model,

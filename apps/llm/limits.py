@@ -18,6 +18,16 @@ to, instead of polling: a freed slot is taken within a round trip, not a polling
 which is what keeps a small limit saturated (a 50 ms poll costs a sixth of a 300 ms call).
 Within one event loop, a finished call passes its slot straight to the next waiting call
 (`Limits`), which saves the release, the wake-up and the admission in between.
+
+A model may instead find its concurrency by itself (`Adaptive`): its limit, kept in Redis
+beside the leases and so shared by every process, starts at a floor, doubles each round of
+calls while they succeed, then grows by one a round (additive increase; a round is at least
+ADAPT_GROWTH_CALLS calls) and is cut to
+ADAPT_DECREASE of the calls then in flight on a 429 (multiplicative decrease), at most once
+a cooldown, within the floor and the model's ceiling (`max_concurrent`). A 429 that says the
+provider's window is spent (`x-ratelimit-remaining-requests: 0`) holds every process's new
+calls until the provider's reset. Each change of the whole limit is handed back to the
+caller to record.
 """
 
 import asyncio
@@ -25,22 +35,49 @@ import collections
 import random
 import uuid
 import weakref
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 import redis.asyncio as aioredis
 
 RPM_WINDOW_MS = 60_000 + 2_000  # a minute, plus the margin explained above
 WAITED_TOO_LONG = "waited too long for the model's shared rate limits"
 HANDOVER_MARGIN_SECONDS = 10.0  # what a passed-on slot's lease keeps beyond a call's timeout
+# Adaptive concurrency (see above): on a 429 the limit becomes this share of the calls in
+# flight, no sooner than a cooldown after the last cut. The cooldown is a call's mean
+# latency (at least ADAPT_COOLDOWN_MIN_MS): the 429s of calls sent before a cut answer for
+# the old limit, not the new one.
+ADAPT_DECREASE = 0.9
+ADAPT_COOLDOWN_MIN_MS = 200
+ADAPT_LATENCY_WEIGHT = 0.1  # of each successful call in the mean latency (an EWMA)
+# Past the first 429, the limit grows by one a round of calls, or a round of this many
+# calls where the limit is smaller: each probe above a provider's limit costs a 429, so a
+# small limit probed every round would meet one in every few calls.
+ADAPT_GROWTH_CALLS = 32
 
 ACQUIRE = """
-local conc_key, rpm_key, tpm_prefix = KEYS[1], KEYS[2], KEYS[3]
+local conc_key, rpm_key, tpm_prefix, adapt_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token = ARGV[1]
 local max_conc, lease_ms = tonumber(ARGV[2]), tonumber(ARGV[3])
 local rpm, tpm, estimate = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local rpm_window = tonumber(ARGV[7])
+local rpm_window, floor_conc = tonumber(ARGV[7]), tonumber(ARGV[8])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
+if floor_conc > 0 then
+  -- Adaptive: the shared limit, within the floor and the ceiling (max_conc).
+  local state = redis.call('HMGET', adapt_key, 'limit', 'hold')
+  local hold = tonumber(state[2] or '0')
+  if hold > now then
+    return {0, hold - now}
+  end
+  local limit = tonumber(state[1] or '0')
+  if limit == 0 then
+    limit = floor_conc
+    redis.call('HSET', adapt_key, 'limit', limit)
+  end
+  max_conc = math.max(floor_conc, math.min(max_conc, math.floor(limit)))
+end
 if max_conc > 0 then
   redis.call('ZREMRANGEBYSCORE', conc_key, '-inf', now)
   if redis.call('ZCARD', conc_key) >= max_conc then
@@ -78,7 +115,7 @@ end
 return {1, minute}
 """
 
-SETTLE = """
+SETTLE_BODY = """
 if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then
   -- Wake one waiter; keep the list short so stale wake-ups cost at most a retry each.
   redis.call('LPUSH', KEYS[3], 1)
@@ -90,8 +127,95 @@ if delta ~= 0 then
   redis.call('INCRBY', KEYS[2], delta)
   redis.call('PEXPIRE', KEYS[2], 180000)
 end
-return 1
 """
+
+SETTLE = SETTLE_BODY + "return 1"
+
+# A finished call of an adaptive model: how it changes the shared limit (before its slot is
+# freed, so that the calls in flight count it), then the settling above. Returns
+# {old, new, why, in flight} when the whole limit changed or new calls are held, else {}.
+ADAPT_SETTLE = (
+    """
+local adapt_key = KEYS[4]
+local outcome, floor_conc, ceiling = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
+local latency, hold_ms = tonumber(ARGV[7]), tonumber(ARGV[8])
+local decrease, cooldown_min, weight = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
+local growth_calls = tonumber(ARGV[12])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local state = redis.call('HMGET', adapt_key, 'limit', 'cut_at', 'latency')
+local limit = tonumber(state[1] or '0')
+if limit == 0 then limit = floor_conc end
+local old = math.floor(limit)
+local in_flight = redis.call('ZCARD', KEYS[1])
+local why = ''
+if outcome == 'ok' then
+  local mean = tonumber(state[3] or '0')
+  if mean == 0 then mean = latency else mean = mean + weight * (latency - mean) end
+  redis.call('HSET', adapt_key, 'latency', mean)
+  -- Grow only a limit that is being used: idle slots prove nothing.
+  if in_flight * 2 >= old and limit < ceiling then
+    if state[2] == false then
+      limit = limit + 1  -- never cut yet: one more a success, double a round
+      why = 'start'
+    else
+      limit = limit + 1 / math.max(limit, growth_calls)  -- one more a round
+      why = 'grow'
+    end
+    limit = math.min(limit, ceiling)
+    redis.call('HSET', adapt_key, 'limit', limit)
+  end
+elseif outcome == 'limited' then
+  local cooldown = math.max(cooldown_min, tonumber(state[3] or '0'))
+  if state[2] == false or now - tonumber(state[2]) >= cooldown then
+    limit = math.max(floor_conc, math.floor(math.min(limit, in_flight) * decrease))
+    redis.call('HSET', adapt_key, 'limit', limit, 'cut_at', now)
+    why = 'cut'
+  end
+  if hold_ms > 0 then
+    redis.call('HSET', adapt_key, 'hold', now + hold_ms)
+    why = 'hold'
+  end
+end
+redis.call('PEXPIRE', adapt_key, 86400000)
+"""
+    + SETTLE_BODY
+    + """
+local new = math.floor(limit)
+if new ~= old or why == 'hold' then
+  return {old, new, why, in_flight, now}
+end
+return {}
+"""
+)
+
+
+@dataclass(frozen=True)
+class Adaptive:
+    """A model whose concurrency is found rather than fixed: from `floor` up to the
+    model's `max_concurrent`, by the rule in this module's docstring. `record(change)` is
+    given each change of the limit."""
+
+    floor: int
+    record: "Callable[[LimitChange], Awaitable[None]] | None" = None
+    # Names the model's state among its keys: a database made again numbers its models from
+    # 1 again, and must not take up an earlier model's limit.
+    identity: str = ""
+
+
+@dataclass(frozen=True)
+class LimitChange:
+    """A model's shared limit changed from `old` to `new` at `at_ms` (Redis's clock, in ms)
+    with `in_flight` calls under way: `why` is "start" (doubling until the first 429),
+    "grow", "cut" (a 429) or "hold" (a 429 that said the provider's window is spent: new calls
+    wait `hold_seconds`)."""
+
+    old: int
+    new: int
+    why: str
+    in_flight: int
+    at_ms: int
+    hold_seconds: float = 0.0
 
 
 class _Local:
@@ -140,8 +264,10 @@ class Limits:
         tokens_per_minute: int | None,
         lease_seconds: float,
         call_seconds: float | None = None,
+        adaptive: Adaptive | None = None,
     ):
         self.client = client
+        self.adaptive = adaptive if max_concurrent else None
         self.key = key
         self.max_concurrent = max_concurrent or 0
         self.rpm = requests_per_minute or 0
@@ -151,7 +277,7 @@ class Limits:
         call_seconds = lease_seconds if call_seconds is None else call_seconds
         self.handover_age = lease_seconds - call_seconds - HANDOVER_MARGIN_SECONDS
         self._acquire = client.register_script(ACQUIRE)
-        self._settle = client.register_script(SETTLE)
+        self._settle = client.register_script(ADAPT_SETTLE if self.adaptive else SETTLE)
 
     @property
     def wake_key(self) -> str:
@@ -159,11 +285,25 @@ class Limits:
 
     @property
     def keys(self) -> list[str]:
-        return [f"{self.key}:conc", f"{self.key}:rpm", f"{self.key}:tpm:"]
+        return [f"{self.key}:conc", f"{self.key}:rpm", f"{self.key}:tpm:", self.adapt_key]
+
+    @property
+    def adapt_key(self) -> str:
+        identity = self.adaptive.identity if self.adaptive else ""
+        return f"{self.key}:adapt:{identity}" if identity else f"{self.key}:adapt"
 
     @property
     def hands_over(self) -> bool:
-        return self.max_concurrent > 0 and not self.rpm and not self.tpm
+        # An adaptive limit is read at each admission: a slot passed on could outlive a cut.
+        return self.max_concurrent > 0 and not self.rpm and not self.tpm and not self.adaptive
+
+    async def limit_now(self) -> int | None:
+        """The adaptive limit every process now keeps to (None: not adaptive, or no call
+        has been made yet)."""
+        if not self.adaptive:
+            return None
+        value = await self.client.hget(self.adapt_key, "limit")
+        return None if value is None else int(float(value))
 
     async def _try(self, token: str, estimate_tokens: int) -> tuple[int, int]:
         admitted, detail = await self._acquire(
@@ -176,6 +316,7 @@ class Limits:
                 self.tpm,
                 estimate_tokens if self.tpm else 0,
                 RPM_WINDOW_MS,
+                self.adaptive.floor if self.adaptive else 0,
             ],
         )
         return int(admitted), int(detail)
@@ -288,7 +429,17 @@ class Slot:
         self.taken_at = asyncio.get_running_loop().time() if taken_at is None else taken_at
         self.released = False
 
-    async def release(self, *, actual_tokens: int | None = None) -> None:
+    async def release(
+        self,
+        *,
+        actual_tokens: int | None = None,
+        outcome: str = "",
+        latency_ms: int = 0,
+        hold_seconds: float = 0.0,
+    ) -> None:
+        """Free the slot. For an adaptive model, `outcome` is what the call met: "ok" (an
+        answer, in `latency_ms`), "limited" (a 429; `hold_seconds` when it said the
+        provider's window is spent) or "" (anything else, which changes nothing)."""
         if self.released:
             return
         self.released = True
@@ -298,7 +449,36 @@ class Slot:
         delta = 0
         if limits.tpm and actual_tokens is not None:
             delta = actual_tokens - self.reserved
-        await limits._settle(
-            keys=[f"{limits.key}:conc", f"{limits.key}:tpm:{self.minute}", limits.wake_key],
-            args=[self.token, delta, max(limits.max_concurrent, 1)],
+        keys = [f"{limits.key}:conc", f"{limits.key}:tpm:{self.minute}", limits.wake_key]
+        args = [self.token, delta, max(limits.max_concurrent, 1)]
+        adaptive = limits.adaptive
+        if adaptive is None:
+            await limits._settle(keys=keys, args=args)
+            return
+        change = await limits._settle(
+            keys=[*keys, limits.adapt_key],
+            args=[
+                *args,
+                outcome,
+                adaptive.floor,
+                limits.max_concurrent,
+                latency_ms,
+                round(hold_seconds * 1000),
+                ADAPT_DECREASE,
+                ADAPT_COOLDOWN_MIN_MS,
+                ADAPT_LATENCY_WEIGHT,
+                ADAPT_GROWTH_CALLS,
+            ],
         )
+        if change and adaptive.record is not None:
+            old, new, why, in_flight, at_ms = change
+            await adaptive.record(
+                LimitChange(
+                    old=int(old),
+                    new=int(new),
+                    why=why.decode() if isinstance(why, bytes) else str(why),
+                    in_flight=int(in_flight),
+                    at_ms=int(at_ms),
+                    hold_seconds=hold_seconds if why in ("hold", b"hold") else 0.0,
+                )
+            )

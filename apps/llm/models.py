@@ -130,7 +130,25 @@ class ModelConfig(models.Model):
     )
     requests_per_minute = models.PositiveIntegerField(null=True, blank=True)
     tokens_per_minute = models.PositiveIntegerField(null=True, blank=True)
-    max_concurrent = models.PositiveIntegerField(default=8, validators=[MinValueValidator(1)])
+    max_concurrent = models.PositiveIntegerField(
+        default=8,
+        validators=[MinValueValidator(1)],
+        help_text="Calls at once, across every worker. With adaptive concurrency, the ceiling.",
+    )
+    adapts_concurrency = models.BooleanField(
+        "adaptive concurrency",
+        default=False,
+        help_text="Find the provider's limit instead of keeping to a fixed one: start at the "
+        "floor, grow while calls succeed, cut on a 429 (apps/llm/limits.py). Every change is "
+        "recorded and drawn on the run page.",
+    )
+    min_concurrent = models.PositiveIntegerField(
+        "floor",
+        default=2,
+        validators=[MinValueValidator(1)],
+        help_text="With adaptive concurrency: where the limit starts, and below which no 429 "
+        "cuts it.",
+    )
     timeout_seconds = models.PositiveIntegerField(default=120, validators=[MinValueValidator(1)])
     input_price_per_mtok = models.DecimalField(
         "input price (USD per million tokens)",
@@ -177,6 +195,36 @@ class ModelConfig(models.Model):
         )
         if problem:
             raise ValidationError({"api_base" if self.api_base else "api_key_env": problem})
+        if self.adapts_concurrency and self.min_concurrent > self.max_concurrent:
+            raise ValidationError(
+                {"min_concurrent": "The floor cannot be above the ceiling (max concurrent)."}
+            )
+
+
+class LimitChange(models.Model):
+    """A change of a model's adaptive concurrency limit, shared by every worker
+    (apps/llm/limits.py): when, from what to what, and why."""
+
+    class Why(models.TextChoices):
+        START = "start", "Growing fast (no 429 yet)"
+        GROW = "grow", "Grew (calls succeeded)"
+        CUT = "cut", "Cut (the provider answered 429)"
+        HOLD = "hold", "Held (the provider's window is spent)"
+
+    model = models.ForeignKey(ModelConfig, on_delete=models.CASCADE, related_name="limit_changes")
+    at = models.DateTimeField()
+    old = models.PositiveIntegerField()
+    new = models.PositiveIntegerField()
+    why = models.CharField(max_length=10, choices=Why.choices)
+    in_flight = models.PositiveIntegerField(help_text="Calls under way when it changed.")
+    hold_seconds = models.FloatField(default=0)
+
+    class Meta:
+        indexes = [models.Index(fields=["model", "at"])]
+        ordering = ["model", "at", "pk"]
+
+    def __str__(self):
+        return f"{self.model}: {self.old} → {self.new} ({self.why})"
 
 
 class PromptTemplate(models.Model):

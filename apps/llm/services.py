@@ -1,3 +1,4 @@
+import datetime as dt
 import string
 
 from django.db import transaction
@@ -5,7 +6,14 @@ from django.db.models import Max
 from django.utils import timezone
 
 from .errors import PromptError
-from .models import PROMPT_VARIABLES, Embedding, LLMCall, ModelConfig, PromptTemplate
+from .models import (
+    PROMPT_VARIABLES,
+    Embedding,
+    LimitChange,
+    LLMCall,
+    ModelConfig,
+    PromptTemplate,
+)
 from .selectors import embeddings_stored
 
 
@@ -30,6 +38,20 @@ def llm_calls_record(*, calls: list[LLMCall]) -> list[LLMCall]:
 
 
 _prompts_used: set[int] = set()  # prompt versions this process has marked as used
+
+
+def limit_change_record(*, model_id: int, change) -> LimitChange:
+    """Keep a change of a model's adaptive limit (an `apps.llm.limits.LimitChange`), timed
+    by Redis's clock, which every worker shares."""
+    return LimitChange.objects.create(
+        model_id=model_id,
+        at=dt.datetime.fromtimestamp(change.at_ms / 1000, tz=dt.UTC),
+        old=change.old,
+        new=change.new,
+        why=change.why,
+        in_flight=change.in_flight,
+        hold_seconds=change.hold_seconds,
+    )
 
 
 def embeddings_store(
