@@ -45,6 +45,11 @@ OFFLINE_API_KEY = "offline-demo"  # the offline provider accepts any key
 NO_KEY = "no-key"  # what a model config that names no key sends to its own API base
 MAX_ERROR_CHARS = 2000
 REDIS_CONNECTIONS = 100  # per event loop
+# How long at most a refused call of an adaptive model keeps its slot through its backoff
+# (apps/llm/limits.py Slot.refused): long enough that a slot above the provider's limit meets
+# a few 429s a second rather than hundreds, short enough that a probe one slot too far does
+# not cost that slot for a whole Retry-After.
+PARK_MAX_SECONDS = 0.5
 
 
 @dataclass(frozen=True)
@@ -603,33 +608,43 @@ async def _answered(
         if failure is None:
             await slot.release(actual_tokens=tokens(response), outcome="ok", latency_ms=latency_ms)
             return response, latency_ms, attempt
-        limited = failure.status == CallStatus.RATE_LIMITED
-        await slot.release(outcome="limited" if limited else "", hold_seconds=failure.window_spent)
-        status, message = failure.status, failure.message
-        await record(
-            model=model,
-            purpose=purpose,
-            caller=caller,
-            attempt=attempt,
-            status=status,
-            error_class=failure.error_class,
-            error_message=message,
-            latency_ms=latency_ms,
-            prompt_template=prompt,
-        )
-        if not failure.retryable:
-            raise PermanentLLMError(
-                f"{model.display_name}: {message}", status=status, attempts=attempt
-            ) from failure.cause()
-        delay = _backoff(policy, attempt, failure.retry_after)
-        if attempt >= policy.max_attempts or loop.time() + delay > deadline:
-            raise RetryableLLMError(
-                f"{model.display_name}: gave up after {attempt} attempts in "
-                f"{loop.time() - started:.1f} s; last error: {message}",
+        try:
+            limited = failure.status == CallStatus.RATE_LIMITED
+            if limited:
+                # An adaptive limit is cut now, and the slot kept through the backoff below
+                # (Slot.refused); a fixed limit's slot is freed at once, as after any failure.
+                await slot.refused(hold_seconds=failure.window_spent)
+            if not (limited and limits.adaptive):
+                await slot.release()
+            status, message = failure.status, failure.message
+            await record(
+                model=model,
+                purpose=purpose,
+                caller=caller,
+                attempt=attempt,
                 status=status,
-                attempts=attempt,
-            ) from failure.cause()
-        await asyncio.sleep(delay)
+                error_class=failure.error_class,
+                error_message=message,
+                latency_ms=latency_ms,
+                prompt_template=prompt,
+            )
+            if not failure.retryable:
+                raise PermanentLLMError(
+                    f"{model.display_name}: {message}", status=status, attempts=attempt
+                ) from failure.cause()
+            delay = _backoff(policy, attempt, failure.retry_after)
+            if attempt >= policy.max_attempts or loop.time() + delay > deadline:
+                raise RetryableLLMError(
+                    f"{model.display_name}: gave up after {attempt} attempts in "
+                    f"{loop.time() - started:.1f} s; last error: {message}",
+                    status=status,
+                    attempts=attempt,
+                ) from failure.cause()
+            parked = min(delay, PARK_MAX_SECONDS) if not slot.released else 0.0
+            await asyncio.sleep(parked)
+        finally:
+            await slot.release()
+        await asyncio.sleep(delay - parked)
 
 
 def _chat_tokens(response) -> tuple[int, int]:

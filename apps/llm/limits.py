@@ -22,9 +22,10 @@ Within one event loop, a finished call passes its slot straight to the next wait
 A model may instead find its concurrency by itself (`Adaptive`): its limit, kept in Redis
 beside the leases and so shared by every process, starts at a floor, doubles each round of
 calls while they succeed, then grows by one a round (additive increase; a round is at least
-ADAPT_GROWTH_CALLS calls) and is cut to
-ADAPT_DECREASE of the calls then in flight on a 429 (multiplicative decrease), at most once
-a cooldown, within the floor and the model's ceiling (`max_concurrent`). A 429 that says the
+ADAPT_GROWTH_CALLS calls, and growth slows to ADAPT_PROBE near where the provider last
+refused) and is cut to ADAPT_DECREASE of the calls then in flight on a 429 (multiplicative
+decrease), at most once a cooldown, within the floor and the model's ceiling
+(`max_concurrent`). A 429 that says the
 provider's window is spent (`x-ratelimit-remaining-requests: 0`) holds every process's new
 calls until the provider's reset. Each change of the whole limit is handed back to the
 caller to record.
@@ -54,6 +55,9 @@ ADAPT_LATENCY_WEIGHT = 0.1  # of each successful call in the mean latency (an EW
 # calls where the limit is smaller: each probe above a provider's limit costs a 429, so a
 # small limit probed every round would meet one in every few calls.
 ADAPT_GROWTH_CALLS = 32
+# Within two of the limit at which the provider last refused, growth goes at this share of
+# its pace: the limit stays longer just below that point, and probes it less often.
+ADAPT_PROBE = 0.25
 
 ACQUIRE = """
 local conc_key, rpm_key, tpm_prefix, adapt_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -140,10 +144,10 @@ local adapt_key = KEYS[4]
 local outcome, floor_conc, ceiling = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
 local latency, hold_ms = tonumber(ARGV[7]), tonumber(ARGV[8])
 local decrease, cooldown_min, weight = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
-local growth_calls = tonumber(ARGV[12])
+local growth_calls, probe = tonumber(ARGV[12]), tonumber(ARGV[14])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local state = redis.call('HMGET', adapt_key, 'limit', 'cut_at', 'latency')
+local state = redis.call('HMGET', adapt_key, 'limit', 'cut_at', 'latency', 'met')
 local limit = tonumber(state[1] or '0')
 if limit == 0 then limit = floor_conc end
 local old = math.floor(limit)
@@ -159,7 +163,11 @@ if outcome == 'ok' then
       limit = limit + 1  -- never cut yet: one more a success, double a round
       why = 'start'
     else
-      limit = limit + 1 / math.max(limit, growth_calls)  -- one more a round
+      -- One more a round; a quarter of that within two of where the provider last refused.
+      local step = 1 / math.max(limit, growth_calls)
+      local met = tonumber(state[4] or '0')
+      if math.abs(limit - met) < 2 then step = step * probe end
+      limit = limit + step
       why = 'grow'
     end
     limit = math.min(limit, ceiling)
@@ -168,8 +176,9 @@ if outcome == 'ok' then
 elseif outcome == 'limited' then
   local cooldown = math.max(cooldown_min, tonumber(state[3] or '0'))
   if state[2] == false or now - tonumber(state[2]) >= cooldown then
-    limit = math.max(floor_conc, math.floor(math.min(limit, in_flight) * decrease))
-    redis.call('HSET', adapt_key, 'limit', limit, 'cut_at', now)
+    local met = math.min(limit, in_flight)
+    limit = math.max(floor_conc, math.floor(met * decrease))
+    redis.call('HSET', adapt_key, 'limit', limit, 'cut_at', now, 'met', met)
     why = 'cut'
   end
   if hold_ms > 0 then
@@ -178,9 +187,11 @@ elseif outcome == 'limited' then
   end
 end
 redis.call('PEXPIRE', adapt_key, 86400000)
+if ARGV[13] ~= 'keep' then
 """
     + SETTLE_BODY
     + """
+end
 local new = math.floor(limit)
 if new ~= old or why == 'hold' then
   return {old, new, why, in_flight, now}
@@ -296,14 +307,6 @@ class Limits:
     def hands_over(self) -> bool:
         # An adaptive limit is read at each admission: a slot passed on could outlive a cut.
         return self.max_concurrent > 0 and not self.rpm and not self.tpm and not self.adaptive
-
-    async def limit_now(self) -> int | None:
-        """The adaptive limit every process now keeps to (None: not adaptive, or no call
-        has been made yet)."""
-        if not self.adaptive:
-            return None
-        value = await self.client.hget(self.adapt_key, "limit")
-        return None if value is None else int(float(value))
 
     async def _try(self, token: str, estimate_tokens: int) -> tuple[int, int]:
         admitted, detail = await self._acquire(
@@ -435,11 +438,10 @@ class Slot:
         actual_tokens: int | None = None,
         outcome: str = "",
         latency_ms: int = 0,
-        hold_seconds: float = 0.0,
     ) -> None:
         """Free the slot. For an adaptive model, `outcome` is what the call met: "ok" (an
-        answer, in `latency_ms`), "limited" (a 429; `hold_seconds` when it said the
-        provider's window is spent) or "" (anything else, which changes nothing)."""
+        answer, in `latency_ms`) grows the limit; "" (anything else, or a 429 already told
+        through `refused`) changes nothing."""
         if self.released:
             return
         self.released = True
@@ -449,16 +451,43 @@ class Slot:
         delta = 0
         if limits.tpm and actual_tokens is not None:
             delta = actual_tokens - self.reserved
-        keys = [f"{limits.key}:conc", f"{limits.key}:tpm:{self.minute}", limits.wake_key]
-        args = [self.token, delta, max(limits.max_concurrent, 1)]
-        adaptive = limits.adaptive
-        if adaptive is None:
-            await limits._settle(keys=keys, args=args)
+        if limits.adaptive is None:
+            await limits._settle(keys=self._settle_keys(), args=[*self._settle_args(delta)])
             return
+        await self._adapt(delta=delta, outcome=outcome, latency_ms=latency_ms)
+
+    async def refused(self, *, hold_seconds: float = 0.0) -> None:
+        """The provider answered this call 429: cut an adaptive limit now, but keep the slot
+        until `release`. A caller that keeps it through its backoff parks each slot above the
+        provider's limit for that long, so that it meets one 429 a backoff rather than one
+        every few milliseconds (a 429 comes back at once, and the slot's next call would meet
+        the same limit). `hold_seconds`: the provider said its window is spent; every
+        process's new calls wait that long."""
+        if self.limits.adaptive is not None and not self.released:
+            await self._adapt(outcome="limited", hold_seconds=hold_seconds, keep=True)
+
+    def _settle_keys(self) -> list[str]:
+        limits = self.limits
+        return [f"{limits.key}:conc", f"{limits.key}:tpm:{self.minute}", limits.wake_key]
+
+    def _settle_args(self, delta: int) -> tuple:
+        return (self.token, delta, max(self.limits.max_concurrent, 1))
+
+    async def _adapt(
+        self,
+        *,
+        delta: int = 0,
+        outcome: str,
+        latency_ms: int = 0,
+        hold_seconds: float = 0.0,
+        keep: bool = False,
+    ) -> None:
+        limits = self.limits
+        adaptive = limits.adaptive
         change = await limits._settle(
-            keys=[*keys, limits.adapt_key],
+            keys=[*self._settle_keys(), limits.adapt_key],
             args=[
-                *args,
+                *self._settle_args(delta),
                 outcome,
                 adaptive.floor,
                 limits.max_concurrent,
@@ -468,17 +497,20 @@ class Slot:
                 ADAPT_COOLDOWN_MIN_MS,
                 ADAPT_LATENCY_WEIGHT,
                 ADAPT_GROWTH_CALLS,
+                "keep" if keep else "",
+                ADAPT_PROBE,
             ],
         )
         if change and adaptive.record is not None:
             old, new, why, in_flight, at_ms = change
+            why = why.decode() if isinstance(why, bytes) else str(why)
             await adaptive.record(
                 LimitChange(
                     old=int(old),
                     new=int(new),
-                    why=why.decode() if isinstance(why, bytes) else str(why),
+                    why=why,
                     in_flight=int(in_flight),
                     at_ms=int(at_ms),
-                    hold_seconds=hold_seconds if why in ("hold", b"hold") else 0.0,
+                    hold_seconds=hold_seconds if why == "hold" else 0.0,
                 )
             )

@@ -4,6 +4,7 @@ calls in flight, once a cooldown, never below the floor nor above the ceiling; a
 says the provider's window is spent holds every new call; each change is handed back."""
 
 import asyncio
+import itertools
 import math
 
 from apps.llm.limits import (
@@ -24,6 +25,12 @@ def adaptive(client, changes: list, *, floor=2, ceiling=64, **fields):
     )
 
 
+async def limit_now(lim) -> int | None:
+    """The limit every process now keeps to (None: no call has been made yet)."""
+    value = await lim.client.hget(lim.adapt_key, "limit")
+    return None if value is None else int(float(value))
+
+
 async def take(lim, count: int) -> list:
     return [await lim.acquire(estimate_tokens=0, deadline=deadline()) for _ in range(count)]
 
@@ -35,12 +42,12 @@ async def saturated(lim, slots: list, rounds: int) -> list:
         current, slots = slots, []
         for slot in current:
             await slot.release(outcome="ok", latency_ms=300)
-            while not await refused(lim, keep=slots):
+            while not await full(lim, keep=slots):
                 pass
     return slots
 
 
-async def refused(lim, keep: list | None = None) -> bool:
+async def full(lim, keep: list | None = None) -> bool:
     try:
         slot = await lim.acquire(estimate_tokens=0, deadline=deadline(0.05))
     except TimeoutError:
@@ -57,12 +64,12 @@ def test_the_limit_starts_at_the_floor_and_doubles_a_round_until_the_first_429()
         changes = []
         lim = adaptive(client, changes, floor=2)
         slots = await take(lim, 2)
-        assert await refused(lim)  # the floor holds before anything is known
-        assert await lim.limit_now() == 2
+        assert await full(lim)  # the floor holds before anything is known
+        assert await limit_now(lim) == 2
         slots = await saturated(lim, slots, 1)  # a full round succeeds: one more for each
-        assert await lim.limit_now() == 4 == len(slots)
+        assert await limit_now(lim) == 4 == len(slots)
         slots = await saturated(lim, slots, 1)
-        assert await lim.limit_now() == 8 == len(slots)
+        assert await limit_now(lim) == 8 == len(slots)
         for slot in slots:
             await slot.release()
         assert [(c.old, c.new, c.why) for c in changes] == [
@@ -84,7 +91,7 @@ def test_idle_slots_do_not_grow_the_limit():
         for _ in range(20):  # one call at a time: 7 of the 8 slots never used
             (slot,) = await take(lim, 1)
             await slot.release(outcome="ok", latency_ms=300)
-        assert await lim.limit_now() == 8
+        assert await limit_now(lim) == 8
         assert changes == []
 
     run(scenario)
@@ -96,25 +103,28 @@ def test_a_429_cuts_the_limit_to_a_share_of_the_calls_in_flight_once_a_cooldown(
         lim = adaptive(client, changes, floor=2, ceiling=80)
         await client.hset(lim.adapt_key, mapping={"limit": 60})
         slots = await take(lim, 40)  # 40 in flight under a limit of 60
-        await slots[0].release(outcome="limited")
+        await slots[0].refused()
+        await slots[0].release()
         expected = math.floor(40 * ADAPT_DECREASE)
-        assert await lim.limit_now() == expected
+        assert await limit_now(lim) == expected
         assert (changes[-1].old, changes[-1].new, changes[-1].why) == (60, expected, "cut")
         assert changes[-1].in_flight == 40
         # The 429s of calls sent before the cut answer for the old limit: no second cut.
-        await slots[1].release(outcome="limited")
-        assert await lim.limit_now() == expected
+        await slots[1].refused()
+        await slots[1].release()
+        assert await limit_now(lim) == expected
         assert len(changes) == 1
         await asyncio.sleep(ADAPT_COOLDOWN_MIN_MS / 1000 + 0.05)
-        await slots[2].release(outcome="limited")  # 38 in flight, counting itself
+        await slots[2].refused()
+        await slots[2].release()  # 38 in flight, counting itself
         cut = math.floor(min(expected, 38) * ADAPT_DECREASE)  # below the limit it met
-        assert await lim.limit_now() == cut
+        assert await limit_now(lim) == cut
         # Past the first cut, growth is one a round: a whole round of successes adds one.
         slots = await saturated(lim, slots[3:], 1)
-        assert await lim.limit_now() == cut + 1
+        assert await limit_now(lim) == cut + 1
         assert changes[-1].why == "grow"
         slots = await saturated(lim, slots, 2)
-        assert cut + 2 <= await lim.limit_now() <= cut + 3  # a round has one call more
+        assert cut + 2 <= await limit_now(lim) <= cut + 3  # a round has one call more
         for slot in slots:
             await slot.release()
 
@@ -128,9 +138,9 @@ def test_a_small_limit_grows_by_one_every_so_many_calls_not_every_round():
         await client.hset(lim.adapt_key, mapping={"limit": 4, "cut_at": 1})
         slots = await take(lim, 4)
         slots = await saturated(lim, slots, ADAPT_GROWTH_CALLS // 4 - 1)  # 28 calls
-        assert await lim.limit_now() == 4
+        assert await limit_now(lim) == 4
         slots = await saturated(lim, slots, 1)  # 32
-        assert await lim.limit_now() == 5
+        assert await limit_now(lim) == 5
         for slot in slots:
             await slot.release()
 
@@ -142,12 +152,13 @@ def test_the_limit_stays_within_the_floor_and_the_ceiling():
         changes = []
         lim = adaptive(client, changes, floor=3, ceiling=5)
         slots = await saturated(lim, await take(lim, 3), 4)
-        assert await lim.limit_now() == 5 == len(slots)  # the ceiling
-        assert await refused(lim)
+        assert await limit_now(lim) == 5 == len(slots)  # the ceiling
+        assert await full(lim)
         for slot in slots:
             await asyncio.sleep(ADAPT_COOLDOWN_MIN_MS / 1000 + 0.01)
-            await slot.release(outcome="limited")
-        assert await lim.limit_now() == 3  # the floor, however many 429s
+            await slot.refused()
+            await slot.release()
+        assert await limit_now(lim) == 3  # the floor, however many 429s
         assert min(c.new for c in changes) == 3 and max(c.new for c in changes) == 5
 
     run(scenario)
@@ -159,7 +170,7 @@ def test_other_failures_leave_the_limit_alone():
         lim = adaptive(client, changes, floor=2)
         for slot in await take(lim, 2):
             await slot.release()  # a timeout, a 500: says nothing of the provider's limit
-        assert await lim.limit_now() == 2
+        assert await limit_now(lim) == 2
         assert changes == []
         assert await held(client, lim) == 0
 
@@ -171,7 +182,9 @@ def test_a_spent_window_holds_every_new_call_until_the_provider_resets_it():
         changes = []
         lim = adaptive(client, changes, floor=4)
         (slot,) = await take(lim, 1)
-        await slot.release(outcome="limited", hold_seconds=0.5)
+        await slot.refused(hold_seconds=0.5)
+        assert await held(client, lim) == 1  # kept through its backoff
+        await slot.release()
         assert changes[-1].why == "hold" and changes[-1].hold_seconds == 0.5
         loop = asyncio.get_running_loop()
         started = loop.time()
@@ -189,9 +202,10 @@ def test_every_loop_keeps_to_the_one_shared_limit():
         other = adaptive(client, [], floor=1, key=lim.key)
         await client.hset(lim.adapt_key, mapping={"limit": 3})
         slots = await take(lim, 2) + await take(other, 1)
-        assert await refused(lim) and await refused(other)
-        await slots[0].release(outcome="limited")
-        assert await lim.limit_now() == await other.limit_now() == 2
+        assert await full(lim) and await full(other)
+        await slots[0].refused()
+        await slots[0].release()
+        assert await limit_now(lim) == await limit_now(other) == 2
         for slot in slots[1:]:
             await slot.release(outcome="ok", latency_ms=10)
 
@@ -204,7 +218,7 @@ def test_a_model_finds_a_providers_hidden_limit_and_records_each_change(db, offl
     each change is kept with its time, old and new limit and why."""
     from asgiref.sync import async_to_sync
 
-    from apps.llm.gateway import RetryPolicy, acomplete, aclose_loop, loop_setup
+    from apps.llm.gateway import RetryPolicy, aclose_loop, acomplete, loop_setup
     from apps.llm.models import CallStatus, LimitChange, LLMCall
     from tests.factories import offline_model
 
@@ -236,7 +250,7 @@ def test_a_model_finds_a_providers_hidden_limit_and_records_each_change(db, offl
     cuts = [c for c in changes if c.why == "cut"]
     assert cuts, "the limit was never cut, so the provider never refused"
     assert all(c.new < c.old for c in cuts) and all(c.new >= 2 for c in changes)
-    assert all(a.at <= b.at for a, b in zip(changes, changes[1:], strict=False))
+    assert all(a.at <= b.at for a, b in itertools.pairwise(changes))
     assert changes[-1].new <= 7  # settled about the hidden 6
     refused = LLMCall.objects.filter(model=model, status=CallStatus.RATE_LIMITED).count()
     # Probing costs a few 429s, not a storm: most come as the limit first doubles past 6.

@@ -2,6 +2,7 @@ import datetime as dt
 from decimal import Decimal
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.urls import reverse
 
 from apps.accounts.roles import Role
@@ -119,6 +120,7 @@ def test_a_models_release_date_is_set_in_the_console(role_client):
             "timeout_seconds": 120,
             "params": "{}",
             "max_concurrent": 8,
+            "min_concurrent": 2,
             "requests_per_minute": "",
             "tokens_per_minute": "",
             "input_price_per_mtok": "",
@@ -169,6 +171,7 @@ def test_the_console_refuses_a_model_config_that_could_send_a_call_or_key_elsewh
         "timeout_seconds": 120,
         "params": "{}",
         "max_concurrent": 8,
+        "min_concurrent": 2,
         "requests_per_minute": "",
         "tokens_per_minute": "",
         "input_price_per_mtok": "",
@@ -180,3 +183,21 @@ def test_the_console_refuses_a_model_config_that_could_send_a_call_or_key_elsewh
     assert message in response.context["adminform"].form.errors[field][0]
     model.refresh_from_db()
     assert (model.params, model.api_base) == ({}, "")
+
+
+def test_an_adaptive_models_floor_may_not_be_above_its_ceiling():
+    model = ModelConfig(
+        display_name="GPT",
+        family="GPT",
+        litellm_model="openai/gpt-4.1-mini",
+        adapts_concurrency=True,
+        min_concurrent=12,
+        max_concurrent=8,
+    )
+    with pytest.raises(ValidationError) as refused:
+        model.full_clean()
+    assert (
+        "The floor cannot be above the ceiling" in refused.value.message_dict["min_concurrent"][0]
+    )
+    model.max_concurrent = 12
+    model.full_clean()  # a floor at the ceiling: a fixed limit, found at once
