@@ -1,18 +1,30 @@
 """Where a bulk run stands, counted from the rows that stand for its calls (apps/llm/engine.py):
 what every run page (sampling runs, proxy runs) shows and polls. Counted in two aggregate
-queries whatever the run's size, never from counters. And the urls those pages' progress and
-controls partials (templates/partials/run_progress.html, run_controls.html) poll and post to."""
+queries whatever the run's size, never from counters, and for the models that find their
+concurrency by themselves (apps/llm/limits.py), their limit's history beside their calls per
+second (apps/llm/limit_history.py), in at most four more. And the urls those pages' progress
+and controls partials (templates/partials/run_progress.html, run_controls.html) poll and post
+to."""
 
 import datetime as dt
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from django.db.models import Avg, Count, DecimalField, Q, QuerySet, Sum
+from django.db.models import (
+    Avg,
+    Count,
+    DecimalField,
+    Max,
+    Q,
+    QuerySet,
+    Sum,
+)
 from django.db.models.functions import Coalesce
 from django.urls import path, reverse
 from django.utils import timezone
 
 from .leases import LeaseStates
+from .limit_history import LimitHistory, limit_histories
 from .models import CallStatus, ModelConfig
 
 RATE_WINDOW_SECONDS = 60
@@ -47,6 +59,8 @@ class ModelProgress:
     model: ModelConfig
     counts: RunCounts
     mean_latency_ms: float | None
+    # None: the model keeps to a fixed concurrency, or the run has not been launched.
+    limits: LimitHistory | None = None
 
 
 @dataclass(frozen=True)
@@ -95,7 +109,8 @@ def rows_progress(
     now: dt.datetime | None = None,
 ) -> RunProgress:
     """A run's progress from its rows: counts and cost by model (`model_field` names the
-    rows' model id), calls per second over the last minute, time left, errors by kind."""
+    rows' model id), calls per second over the last minute, time left, errors by kind, and
+    each adaptive model's limit history since the launch (none before it)."""
     now = now or timezone.now()
     since = now - dt.timedelta(seconds=RATE_WINDOW_SECONDS)
     grouped = list(
@@ -107,17 +122,38 @@ def rows_progress(
                 done,
                 recent=Count("pk", filter=Q(completed_at__gte=since)),
                 latency=Avg("latency_ms", filter=Q(status=done)),
+                last=Max("completed_at"),
             )
         )
     )
     models = ModelConfig.objects.in_bulk([row[model_field] for row in grouped])
+    histories = {}
+    if launched_at is not None:
+        last = max((row["last"] for row in grouped if row["last"]), default=None)
+        # Drawn up to now while calls are in flight (or before any has finished), else up
+        # to the last one: a paused, cancelled or finished run's drawing stands still.
+        live = last is None or any(row["running"] for row in grouped)
+        histories = limit_histories(
+            rows,
+            model_field=model_field,
+            models=[m for m in models.values() if m.adapts_concurrency],
+            start=launched_at,
+            end=max(launched_at, now if live else last),
+            live=live,
+        )
     per_model, recent = [], 0
     for row in grouped:
         recent += row.pop("recent")
         latency = row.pop("latency")
+        del row["last"]
         model = models[row.pop(model_field)]
         per_model.append(
-            ModelProgress(model=model, counts=RunCounts(**row), mean_latency_ms=latency)
+            ModelProgress(
+                model=model,
+                counts=RunCounts(**row),
+                mean_latency_ms=latency,
+                limits=histories.get(model.pk),
+            )
         )
     per_model.sort(key=lambda m: m.model.display_name)
     counts = RunCounts(

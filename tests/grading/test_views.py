@@ -350,3 +350,39 @@ def test_actions_take_only_post(role_client, draft, name):
     assert role_client(Role.RESEARCHER).get(_url(name, draft)).status_code == 405
     draft.refresh_from_db()
     assert draft.status == RunStatus.DRAFT
+
+
+def test_an_adaptive_grader_has_its_limit_drawn_beside_its_calls(
+    client_researcher, answered, offline_provider_url
+):
+    """The grader that finds its concurrency by itself is listed by model, with its limit's
+    history (apps/llm/limit_history.py); a grader with a fixed limit is not."""
+    import datetime as dt
+
+    from apps.grading.selectors.runs import grading_progress
+    from apps.llm.models import LimitChange
+
+    adaptive = offline_model(
+        offline_provider_url,
+        name="offline-grader",
+        display_name="Adaptive <grader>",
+        adapts_concurrency=True,
+        min_concurrent=2,
+        max_concurrent=16,
+    )
+    run = graded_run(answered, adaptive)
+    LimitChange.objects.filter(model=adaptive).delete()  # the ones the calls just made
+    at = run.launched_at + dt.timedelta(milliseconds=10)
+    LimitChange.objects.create(model=adaptive, at=at, old=2, new=3, why="start", in_flight=2)
+    progress = grading_progress(run=run)
+    (row,) = progress.models
+    assert row.model == adaptive and row.counts.done == ChecklistCall.objects.count() == 4
+    assert row.limits.current == 3 and row.limits.changes_total == 1
+    html = client_researcher.get(reverse("grading:run_detail", args=[run.pk])).content.decode()
+    assert 'data-testid="limit-history"' in html
+    assert "Adaptive &lt;grader&gt;" in html and "Adaptive <grader>" not in html
+
+    fixed = graded_run(answered, offline_model(offline_provider_url, name="offline-grader"))
+    assert grading_progress(run=fixed).models == []
+    html = client_researcher.get(reverse("grading:run_detail", args=[fixed.pk])).content.decode()
+    assert 'data-testid="limit-history"' not in html

@@ -14,18 +14,22 @@ from django.db.models import (
     ExpressionWrapper,
     F,
     FilteredRelation,
+    IntegerField,
+    Max,
     OuterRef,
     Q,
     QuerySet,
     Subquery,
     Sum,
+    Value,
 )
 from django.db.models.functions import Length
 from django.utils import timezone
 
 from apps.llm import costs
+from apps.llm.limit_history import limit_histories
 from apps.llm.models import ModelConfig, PromptTemplate, RunStatus
-from apps.llm.progress import RunCounts
+from apps.llm.progress import ModelProgress, RunCounts
 from apps.rubrics.models import Criterion, Rubric, RubricState
 from apps.runs.models import Response, ResponseStatus, SamplingRun
 
@@ -182,6 +186,8 @@ class Progress:
     answers_waiting: int = 0
     running: bool = False
     measured_at: dt.datetime | None = None
+    # The grader, with its limit's history, when it finds its concurrency by itself.
+    models: list[ModelProgress] = field(default_factory=list)
 
     # The grader calls as every run's progress partial reads a run's rows
     # (templates/partials/run_progress.html, apps/llm/progress.py).
@@ -230,7 +236,9 @@ def grading_progress(*, run: GradingRun, now: dt.datetime | None = None) -> Prog
             ),
         ),
         cost=Sum("cost_usd"),
+        last=Max("completed_at"),
     )
+    last = counted.pop("last")
     calls = {k.removeprefix("n_"): v for k, v in counted.items()}
     # Aliases unlike the fields they filter on: an aggregate named "met" would shadow met.
     counted = Judgment.objects.filter(grading_run=run).aggregate(
@@ -261,7 +269,37 @@ def grading_progress(*, run: GradingRun, now: dt.datetime | None = None) -> Prog
     rate = calls.pop("recent") / RATE_WINDOW_SECONDS
     reused, cost = calls.pop("reused"), calls.pop("cost") or Decimal(0)
     left = calls["pending"] + calls["running"]
+    models = []
+    if run.grader.adapts_concurrency and run.launched_at is not None:
+        live = last is None or bool(calls["running"])
+        made = table.objects.filter(grading_run=run, reused_from__isnull=True)
+        histories = limit_histories(
+            made.annotate(grader_id=Value(run.grader_id, output_field=IntegerField())),
+            model_field="grader_id",
+            models=[run.grader],
+            start=run.launched_at,
+            end=max(run.launched_at, now if live else last),
+            live=live,
+        )
+        counts = RunCounts(
+            total=sum(calls.values()),
+            done=calls["done"],
+            failed=calls["error"],
+            pending=calls["pending"],
+            running=calls["running"],
+            cost_usd=cost,
+        )
+        latency = made.filter(status=CallState.DONE).aggregate(m=Avg("latency_ms"))["m"]
+        models = [
+            ModelProgress(
+                model=run.grader,
+                counts=counts,
+                mean_latency_ms=latency,
+                limits=histories[run.grader_id],
+            )
+        ]
     return Progress(
+        models=models,
         calls=calls,
         calls_total=sum(calls.values()),
         judgments=judgments,
