@@ -62,8 +62,9 @@ class EngineWorkers:
     env: dict = field(default_factory=dict)
     started: list[Worker] = field(default_factory=list)
 
-    def start(self, *, pool: str = "solo") -> Worker:
-        hostname = f"engine-{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
+    def start(self, *, pool: str = "solo", host: str | None = None) -> Worker:
+        """A worker process; `host` names the machine it stands for (this one's by default)."""
+        hostname = f"engine-{uuid.uuid4().hex[:8]}@{host or socket.gethostname()}"
         child_env = dict(os.environ, DATABASE_URL=live_database_url(), DB_CONN_MAX_AGE="0")
         child_env.update(self.env)
         process = subprocess.Popen(

@@ -10,6 +10,7 @@ import os
 import signal
 import uuid
 
+import httpx
 import pytest
 import redis
 from django.conf import settings
@@ -17,7 +18,7 @@ from django.utils import timezone
 
 from apps.llm import engine
 from apps.llm.engine import scope_start
-from apps.llm.models import CallStatus, LLMCall, RunStatus
+from apps.llm.models import CallStatus, LimitChange, LLMCall, RunStatus
 from apps.runs.models import ResponseStatus, SamplingRun
 from apps.runs.services import SAMPLE_WORK, sampling_run_create
 from tests.conftest import wait_until
@@ -88,6 +89,50 @@ def test_a_models_concurrency_limit_holds_across_two_worker_processes(
     run.refresh_from_db()
     assert run.status == RunStatus.FINISHED
     assert all(w.batches_run() > 0 for w in workers)
+
+
+def test_workers_on_two_hosts_keep_together_to_a_providers_hidden_limit(
+    engine_workers, offline_provider
+):
+    """Two worker processes under different host names, as on two machines, against a
+    provider that refuses what goes beyond 4 at once: with the model's limit at 4 they never
+    meet the hidden limit; left to find it (adaptive concurrency, ceiling 32), they find it
+    together, meeting it a few times, and settle about it."""
+    hidden = 4
+    url = offline_provider(latency_ms=150, limit_concurrent=hidden, retry_after=0)
+    workers = [engine_workers.start(host="host-a"), engine_workers.start(host="host-b")]
+    assert {w.hostname.split("@")[1] for w in workers} == {"host-a", "host-b"}
+    total = engine.BATCH_SIZE + 60
+    run = launched(url, rows=total, samples=10, max_concurrent=hidden)
+    assert wait_until(lambda: all(ready(w) for w in workers), timeout=60)
+    scope_start(SAMPLE_WORK.name, run.pk, chains=2)
+    assert wait_until(lambda: len(holders(run)) >= 2, timeout=90, interval=0.05), statuses(run)
+    assert wait_until(lambda: statuses(run) == {DONE: total}, timeout=180), statuses(run)
+    stats = provider_stats(url)
+    assert stats["faults"].get("limit", 0) == 0  # never beyond the hidden limit
+    assert stats["requests"] == total and stats["max_in_flight"] == hidden
+
+    # The same, found rather than told.
+    httpx.post(f"{url}/stats/reset")
+    run = launched(
+        url,
+        rows=total,
+        samples=10,
+        display_name="Adaptive offline-terse",
+        max_concurrent=32,
+        adapts_concurrency=True,
+    )
+    scope_start(SAMPLE_WORK.name, run.pk, chains=2)
+    assert wait_until(lambda: len(holders(run)) >= 2, timeout=90, interval=0.05), statuses(run)
+    assert wait_until(lambda: statuses(run) == {DONE: total}, timeout=180), statuses(run)
+    model = run.model_configs.get()
+    refused = LLMCall.objects.filter(model=model, status=CallStatus.RATE_LIMITED).count()
+    assert provider_stats(url)["faults"]["limit"] == refused > 0
+    assert refused <= total * 0.1, f"{refused} 429s for {total} answers"
+    assert LLMCall.objects.filter(model=model, status=CallStatus.OK).count() == total
+    changes = list(LimitChange.objects.filter(model=model))
+    assert any(c.why == LimitChange.Why.CUT for c in changes)
+    assert changes[-1].new <= hidden + 2  # about the hidden limit, not the ceiling
 
 
 def test_a_message_that_kills_its_worker_every_time_is_not_redelivered_for_ever(
