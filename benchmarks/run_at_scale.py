@@ -143,13 +143,14 @@ class Provider:
 
 
 class Workers:
-    """One Celery worker node (prefork) on the benchmark's queue."""
+    """One Celery worker node (prefork) on the benchmark's queue; `host` names the machine
+    it stands for."""
 
-    def __init__(self, env: dict, *, processes: int, name: str):
+    def __init__(self, env: dict, *, processes: int, name: str, host: str = HOST):
         import psutil
 
         celery = str(Path(sys.executable).parent / "celery")
-        self.hostname = f"{name}-{os.getpid()}@{HOST}"
+        self.hostname = f"{name}-{os.getpid()}@{host}"
         self.process = subprocess.Popen(
             [
                 celery,
