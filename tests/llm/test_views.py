@@ -185,7 +185,7 @@ def test_the_console_refuses_a_model_config_that_could_send_a_call_or_key_elsewh
     assert (model.params, model.api_base) == ({}, "")
 
 
-def test_an_adaptive_models_floor_may_not_be_above_its_ceiling():
+def test_an_adaptive_models_floor_may_not_be_above_its_ceiling(db):
     model = ModelConfig(
         display_name="GPT",
         family="GPT",
