@@ -7,6 +7,8 @@ import asyncio
 import itertools
 import math
 
+import pytest
+
 from apps.llm.limits import (
     ADAPT_COOLDOWN_MIN_MS,
     ADAPT_DECREASE,
@@ -255,3 +257,34 @@ def test_a_model_finds_a_providers_hidden_limit_and_records_each_change(db, offl
     refused = LLMCall.objects.filter(model=model, status=CallStatus.RATE_LIMITED).count()
     # Probing costs a few 429s, not a storm: most come as the limit first doubles past 6.
     assert 0 < refused <= 24
+
+
+@pytest.mark.parametrize(
+    "headers, spent",
+    [
+        # A window of requests spent: every process waits for its reset.
+        ({"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "6m0s"}, 360),
+        ({"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "1.5s"}, 1.5),
+        ({"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "20ms"}, 0.02),
+        ({"x-ratelimit-remaining-requests": "0", "retry-after": "7"}, 7),  # no reset: Retry-After
+        ({"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "soon"}, 0),
+        # Requests left, or nothing said of a window (a limit on requests at once): no hold.
+        ({"x-ratelimit-remaining-requests": "3", "x-ratelimit-reset-requests": "1s"}, 0),
+        ({"retry-after": "2"}, 0),
+    ],
+)
+def test_a_429_holds_every_process_only_when_it_says_the_window_is_spent(headers, spent):
+    import httpx
+    import litellm
+
+    from apps.llm.gateway import _Failure
+
+    response = httpx.Response(
+        429, headers=headers, request=httpx.Request("POST", "https://api.openai.com/v1")
+    )
+    exc = litellm.RateLimitError(
+        "Rate limit reached", llm_provider="openai", model="gpt-4.1", response=response
+    )
+    failure = _Failure.of(exc, None)
+    assert failure.status == "rate_limited"
+    assert failure.window_spent == pytest.approx(spent)
