@@ -26,17 +26,16 @@ Prints a markdown report (also written to benchmarks/output/providers.md).
 import argparse
 import datetime as dt
 import os
-import subprocess
 import sys
 from collections import Counter
 from decimal import Decimal
 from pathlib import Path
-from urllib.parse import urlparse, urlunparse
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from benchmarks.own_stack import measured  # noqa: E402
 from benchmarks.run_at_scale import (  # noqa: E402
     LATENCY_MS,
     Memory,
@@ -44,7 +43,6 @@ from benchmarks.run_at_scale import (  # noqa: E402
     Workers,
     build_questions,
     watch,
-    with_db,
 )
 
 DB_NAME = "assay_bench_providers"
@@ -259,48 +257,15 @@ def inner(opts) -> int:
 
 
 def outer(opts) -> int:
-    """Start (or find) PostgreSQL and Redis, make a database of our own, and measure in a
-    child process whose Django settings see it from the start."""
-    import psycopg
-
-    from config.stack import Stack
-
-    stack = Stack()
-    try:
-        stack.start_services()
-        db_url = with_db(stack.env["DATABASE_URL"], DB_NAME)
-        redis_url = urlunparse(urlparse(stack.env["REDIS_URL"])._replace(path=f"/{REDIS_DB}"))
-        env = dict(
-            stack.env,
-            DATABASE_URL=db_url,
-            REDIS_URL=redis_url,
-            CELERY_BROKER_URL=redis_url,
-            LLM_LEASE_SECONDS="15",
-            DEBUG="false",
-        )
-        server = with_db(stack.env["DATABASE_URL"], "postgres").replace(
-            "postgres://", "postgresql://", 1
-        )
-        with psycopg.connect(server, autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
-            admin.execute(f"CREATE DATABASE {DB_NAME}")
-        try:
-            subprocess.run(
-                [sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True
-            )
-            return subprocess.call(
-                [sys.executable, __file__, "--inner", *sys.argv[1:]], cwd=ROOT, env=env
-            )
-        finally:
-            with psycopg.connect(server, autocommit=True) as admin:
-                admin.execute(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
-    finally:
-        stack.stop()
+    return measured(
+        __file__, db_name=DB_NAME, redis_db=REDIS_DB, keep_db=opts.keep_db, LLM_LEASE_SECONDS="15"
+    )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="shorter phases")
+    parser.add_argument("--keep-db", action="store_true", help="leave the database for a look")
     parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     opts = parser.parse_args()
     return inner(opts) if opts.inner else outer(opts)

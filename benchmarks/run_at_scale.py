@@ -38,10 +38,11 @@ import time
 from collections import defaultdict
 from decimal import Decimal
 from pathlib import Path
-from urllib.parse import urlparse, urlunparse
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from benchmarks import own_stack  # noqa: E402
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 LATENCY_MS = 300
@@ -87,10 +88,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def with_db(url: str, name: str) -> str:
-    return urlunparse(urlparse(url)._replace(path=f"/{name}"))
 
 
 class Provider:
@@ -1238,46 +1235,13 @@ def main() -> int:
 
 
 def outer(opts) -> int:
-    """Start (or find) PostgreSQL and Redis, make a database of our own, and run the
-    measurements in a child process whose Django settings see it from the start."""
-    import psycopg
-
-    from config.stack import Stack
-
-    stack = Stack()
-    try:
-        stack.start_services()
-        db_url = with_db(stack.env["DATABASE_URL"], DB_NAME)
-        redis_url = urlunparse(urlparse(stack.env["REDIS_URL"])._replace(path=f"/{REDIS_DB}"))
-        env = dict(
-            stack.env,
-            DATABASE_URL=db_url,
-            REDIS_URL=redis_url,
-            CELERY_BROKER_URL=redis_url,
-            LLM_LEASE_SECONDS=str(LEASE_SECONDS),
-            # As in production: with DEBUG on, Django keeps every query's SQL per process
-            # and formats it, which a worker making thousands of writes should not measure.
-            DEBUG="false",
-        )
-        server = with_db(stack.env["DATABASE_URL"], "postgres").replace(
-            "postgres://", "postgresql://", 1
-        )
-        with psycopg.connect(server, autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
-            admin.execute(f"CREATE DATABASE {DB_NAME}")
-        try:
-            subprocess.run(
-                [sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True
-            )
-            return subprocess.call(
-                [sys.executable, __file__, "--inner", *sys.argv[1:]], cwd=ROOT, env=env
-            )
-        finally:
-            if not opts.keep_db:
-                with psycopg.connect(server, autocommit=True) as admin:
-                    admin.execute(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
-    finally:
-        stack.stop()
+    return own_stack.measured(
+        __file__,
+        db_name=DB_NAME,
+        redis_db=REDIS_DB,
+        keep_db=opts.keep_db,
+        LLM_LEASE_SECONDS=str(LEASE_SECONDS),
+    )
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ from django.utils.html import format_html, format_html_join
 
 from apps.console.sites import ReadOnlyAdmin
 
-from .models import Embedding, LLMCall, ModelConfig, PromptTemplate
+from .models import Embedding, LimitChange, LLMCall, ModelConfig, PromptTemplate
 from .services import PromptError, prompt_template_save
 
 
@@ -146,6 +146,18 @@ class LLMCallAdmin(ReadOnlyAdmin):
     @admin.display(description="latency", ordering="latency_ms")
     def latency(self, obj):
         return f"{obj.latency_ms / 1000:.1f} s"
+
+
+@admin.register(LimitChange)
+class LimitChangeAdmin(ReadOnlyAdmin):
+    """Each change of an adaptive model's concurrency limit (apps/llm/limits.py), as the run
+    pages draw it."""
+
+    list_display = ("at", "model", "old", "new", "why", "in_flight", "hold_seconds")
+    list_filter = ("why", "model")
+    list_select_related = ("model",)
+    date_hierarchy = "at"
+    show_full_result_count = False
 
 
 @admin.register(Embedding)
