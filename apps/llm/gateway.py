@@ -331,7 +331,7 @@ def limits_for(model: ModelConfig) -> Limits:
     if model.adapts_concurrency:
         record = functools.partial(_limit_change_write, model.pk)
         adaptive = Adaptive(
-            floor=min(model.min_concurrent, model.max_concurrent),
+            floor=model.concurrency_floor,
             record=record,
             identity=f"{model.created_at.timestamp():.6f}" if model.created_at else "",
         )

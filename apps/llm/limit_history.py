@@ -198,8 +198,7 @@ def _history(
     live: bool,
 ) -> LimitHistory:
     """One model's history, scaled to the drawing: see `limit_histories`."""
-    # The gateway's floor (apps/llm/gateway.py), where a model with no change yet stands.
-    floor = min(model.min_concurrent, model.max_concurrent)
+    floor = model.concurrency_floor  # where a model with no change yet stands
     level = buckets[0]["before"] if buckets else floor if before is None else before
     steps = [ChartPoint(0.0, level)]
     for row in buckets:

@@ -25,10 +25,9 @@ calls while they succeed, then grows by one a round (additive increase; a round 
 ADAPT_GROWTH_CALLS calls, and growth slows to ADAPT_PROBE near where the provider last
 refused) and is cut to ADAPT_DECREASE of the calls then in flight on a 429 (multiplicative
 decrease), at most once a cooldown, within the floor and the model's ceiling
-(`max_concurrent`). A 429 that says the
-provider's window is spent (`x-ratelimit-remaining-requests: 0`) holds every process's new
-calls until the provider's reset. Each change of the whole limit is handed back to the
-caller to record.
+(`max_concurrent`). A 429 that says the provider's window is spent
+(`x-ratelimit-remaining-requests: 0`) holds every process's new calls until the provider's
+reset. Each change of the whole limit is handed back to the caller to record.
 """
 
 import asyncio
@@ -137,7 +136,7 @@ SETTLE = SETTLE_BODY + "return 1"
 
 # A finished call of an adaptive model: how it changes the shared limit (before its slot is
 # freed, so that the calls in flight count it), then the settling above. Returns
-# {old, new, why, in flight} when the whole limit changed or new calls are held, else {}.
+# {old, new, why, in flight, now} when the whole limit changed or new calls are held, else {}.
 ADAPT_SETTLE = (
     """
 local adapt_key = KEYS[4]

@@ -175,6 +175,12 @@ class ModelConfig(models.Model):
         return self.display_name + (" (offline demo model)" if self.is_offline else "")
 
     @property
+    def concurrency_floor(self) -> int:
+        """Where an adaptive limit starts and below which no 429 cuts it (never above the
+        ceiling)."""
+        return min(self.min_concurrent, self.max_concurrent)
+
+    @property
     def is_offline(self) -> bool:
         """Served by Assay's offline provider: its output is labelled wherever it is shown."""
         return self.litellm_model.rsplit("/", 1)[-1].startswith(OFFLINE_PREFIX)

@@ -237,8 +237,9 @@ def grading_progress(*, run: GradingRun, now: dt.datetime | None = None) -> Prog
         ),
         cost=Sum("cost_usd"),
         last=Max("completed_at"),
+        latency=Avg("latency_ms", filter=Q(status=CallState.DONE, reused_from__isnull=True)),
     )
-    last = counted.pop("last")
+    last, latency = counted.pop("last"), counted.pop("latency")
     calls = {k.removeprefix("n_"): v for k, v in counted.items()}
     # Aliases unlike the fields they filter on: an aggregate named "met" would shadow met.
     counted = Judgment.objects.filter(grading_run=run).aggregate(
@@ -269,37 +270,7 @@ def grading_progress(*, run: GradingRun, now: dt.datetime | None = None) -> Prog
     rate = calls.pop("recent") / RATE_WINDOW_SECONDS
     reused, cost = calls.pop("reused"), calls.pop("cost") or Decimal(0)
     left = calls["pending"] + calls["running"]
-    models = []
-    if run.grader.adapts_concurrency and run.launched_at is not None:
-        live = last is None or bool(calls["running"])
-        made = table.objects.filter(grading_run=run, reused_from__isnull=True)
-        histories = limit_histories(
-            made.annotate(grader_id=Value(run.grader_id, output_field=IntegerField())),
-            model_field="grader_id",
-            models=[run.grader],
-            start=run.launched_at,
-            end=max(run.launched_at, now if live else last),
-            live=live,
-        )
-        counts = RunCounts(
-            total=sum(calls.values()),
-            done=calls["done"],
-            failed=calls["error"],
-            pending=calls["pending"],
-            running=calls["running"],
-            cost_usd=cost,
-        )
-        latency = made.filter(status=CallState.DONE).aggregate(m=Avg("latency_ms"))["m"]
-        models = [
-            ModelProgress(
-                model=run.grader,
-                counts=counts,
-                mean_latency_ms=latency,
-                limits=histories[run.grader_id],
-            )
-        ]
-    return Progress(
-        models=models,
+    progress = Progress(
         calls=calls,
         calls_total=sum(calls.values()),
         judgments=judgments,
@@ -314,6 +285,26 @@ def grading_progress(*, run: GradingRun, now: dt.datetime | None = None) -> Prog
         running=run.status == RunStatus.RUNNING,
         measured_at=now,
     )
+    if run.grader.adapts_concurrency and run.launched_at is not None:
+        live = last is None or bool(calls["running"])
+        made = table.objects.filter(grading_run=run, reused_from__isnull=True)
+        histories = limit_histories(
+            made.annotate(grader_id=Value(run.grader_id, output_field=IntegerField())),
+            model_field="grader_id",
+            models=[run.grader],
+            start=run.launched_at,
+            end=max(run.launched_at, now if live else last),
+            live=live,
+        )
+        progress.models = [
+            ModelProgress(
+                model=run.grader,
+                counts=progress.counts,
+                mean_latency_ms=latency,
+                limits=histories[run.grader_id],
+            )
+        ]
+    return progress
 
 
 def answers_ungraded(run: GradingRun) -> QuerySet[Response]:
