@@ -55,6 +55,11 @@ app.conf.update(
         "heartbeat": {"task": "workers.ops.heartbeat", "schedule": 60.0},
         "survey-reservations": {"task": "workers.surveys.expire_reservations", "schedule": 60.0},
         # A dead worker's job resumes about one lease after it died (apps/llm/leases.py).
+        # A provider batch is read, and recorded once it ends (apps/llm/batches.py).
+        "llm-batches": {
+            "task": "workers.engine.batches_poll",
+            "schedule": settings.LLM_BATCH_POLL_SECONDS,
+        },
         "llm-leases": {
             "task": "workers.leases.requeue_expired",
             "schedule": settings.LLM_LEASE_SECONDS / 4,

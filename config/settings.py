@@ -297,6 +297,12 @@ if not 3 <= LLM_LEASE_SECONDS < CELERY_TASK_TIME_LIMIT:
 # How many batch chains work one run at once (workers/engine.py): at least the number of
 # worker processes on the `llm` queue that should share it.
 LLM_ENGINE_CHAINS = env_int("LLM_ENGINE_CHAINS", 4)
+# Batch mode (apps/llm/batches.py): how often beat reads the open provider batches; how many
+# rows one task claims and writes into batch files at a time (their requests are built in
+# memory); how long a worker submitting or reading a batch holds it before another may.
+LLM_BATCH_POLL_SECONDS = env_int("LLM_BATCH_POLL_SECONDS", 30)
+LLM_BATCH_ROWS = env_int("LLM_BATCH_ROWS", 5000)
+LLM_BATCH_HOLD_SECONDS = env_int("LLM_BATCH_HOLD_SECONDS", 300)
 
 SESSION_ENGINE = "django.contrib.sessions.backends.db"
 X_FRAME_OPTIONS = "DENY"

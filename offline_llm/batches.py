@@ -9,6 +9,7 @@ exactly as it would a paid provider's.
     POST /v1/batches               {"input_file_id", "endpoint": "/v1/chat/completions",
                                     "completion_window": "24h", "metadata"}
     GET  /v1/batches, GET /v1/batches/{id}, POST /v1/batches/{id}/cancel
+    GET, POST /v1/offline/batches  {"expire_next": n}: the next n batches created expire
 
 A line of the input file is `{"custom_id", "method": "POST", "url": "/v1/chat/completions",
 "body": <a chat request>}`, answered as /v1/chat/completions answers it (the purpose from
@@ -20,8 +21,9 @@ A batch's state is read from the clock, not from a task: it is validating for it
 of `--batch-seconds`, in progress to the end, then completed, its lines finishing evenly
 over that time. Knobs: `--batch-rate-failed`, the share of lines that fail (a 500 in the
 error file); `--batch-rate-expire`, the share of batches that run out of their window
-instead (as does one whose metadata says `"offline_fault": "expire"`): it ends expired at
-its end with the lines done by then in the output file and the rest in the error file as
+instead (as does one whose metadata says `"offline_fault": "expire"`, and the next ones
+`/v1/offline/batches` says): it ends expired at its end with the share of its lines it got
+done (EXPIRED_DONE_SHARE) in the output file and the rest in the error file as
 `batch_expired`; `--batch-cancel-seconds`, how long a cancelled batch stays cancelling,
 after which the lines done when it was cancelled are in its output file and the rest are
 `batch_cancelled`. Batches and files live in the provider's memory: a restart forgets them.
@@ -43,6 +45,7 @@ BATCH_ENDPOINT = "/v1/chat/completions"
 COMPLETION_WINDOW = "24h"
 WINDOW_SECONDS = 24 * 3600
 VALIDATING_SHARE = 0.05  # of a batch's time
+EXPIRED_DONE_SHARE = 0.6  # of its lines an expiring batch gets done before its window ends
 EXPIRE_FORCED = "expire"
 FAILED_LINE = "The server had an error processing this request (simulated by the offline provider)."
 NOT_RUN = {
@@ -99,6 +102,8 @@ class Batch:
         if not self.seconds:
             return len(self.lines)
         share = min(1.0, max(0.0, (moment - self.created) / self.seconds))
+        if self.expires:  # it works more slowly than its window allows
+            share *= EXPIRED_DONE_SHARE
         return int(len(self.lines) * share)
 
     def status(self, now: float) -> str:
@@ -230,6 +235,7 @@ BATCHES = web.AppKey("batches", dict)
 ANSWER = web.AppKey("batch_answer", object)  # a line's body -> (HTTP status, body)
 RNG = web.AppKey("batch_rng", random.Random)
 COUNTS = web.AppKey("batch_counts", Counter)
+EXPIRE_NEXT = web.AppKey("batch_expire_next", list)  # [n]: the next n batches created expire
 TERMINAL = frozenset({"completed", "expired", "cancelled", "failed"})
 YIELD_EVERY = 100  # lines answered between letting other requests in
 
@@ -246,6 +252,7 @@ def install(app: web.Application, knobs: Knobs, answer, rng: random.Random) -> N
     one line as the chat endpoint would."""
     app[KNOBS], app[FILES], app[BATCHES] = knobs, {}, {}
     app[ANSWER], app[RNG], app[COUNTS] = answer, rng, Counter()
+    app[EXPIRE_NEXT] = [0]
     app.router.add_post("/v1/files", file_upload)
     app.router.add_get("/v1/files/{id}", file_get)
     app.router.add_get("/v1/files/{id}/content", file_content)
@@ -254,6 +261,23 @@ def install(app: web.Application, knobs: Knobs, answer, rng: random.Random) -> N
     app.router.add_get("/v1/batches", batch_list)
     app.router.add_get("/v1/batches/{id}", batch_get)
     app.router.add_post("/v1/batches/{id}/cancel", batch_cancel)
+    app.router.add_get("/v1/offline/batches", batch_faults)
+    app.router.add_post("/v1/offline/batches", batch_faults)
+
+
+async def batch_faults(request: web.Request) -> web.Response:
+    """GET: the faults set for the next batches; POST {"expire_next": n}: the next n batches
+    created run out of their window (as a test or a benchmark asks for one expired batch)."""
+    if request.method == "POST":
+        try:
+            body = json.loads(await request.read())
+        except (ValueError, UnicodeDecodeError):
+            return error(400, "The request body is not valid JSON.", "invalid_json")
+        value = body.get("expire_next") if isinstance(body, dict) else None
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            return error(400, "expire_next must be a whole number, 0 or more.", "invalid")
+        request.app[EXPIRE_NEXT][0] = value
+    return web.json_response({"expire_next": request.app[EXPIRE_NEXT][0]})
 
 
 def counts(app: web.Application) -> dict:
@@ -336,6 +360,9 @@ async def batch_create(request: web.Request) -> web.Response:
         stored.content, max_requests=knobs.batch_max_requests, max_bytes=knobs.batch_max_bytes
     )
     forced = (metadata or {}).get("offline_fault") == EXPIRE_FORCED
+    if not problems and request.app[EXPIRE_NEXT][0] > 0:
+        request.app[EXPIRE_NEXT][0] -= 1
+        forced = True
     batch = Batch(
         id=new_id("batch"),
         input_file_id=stored.id,

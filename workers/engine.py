@@ -1,6 +1,7 @@
 """The bulk engine's one task (apps/llm/engine.py), on the `llm` queue.
 
-Every kind of work on the engine runs in `run_batch`, started by `engine.scope_start`: a
+Every kind of work on the engine runs in `run_batch` (in batch mode, it submits provider
+batches, and `batches_poll` records them: apps/llm/batches.py), started by `engine.scope_start`: a
 run is worked by a few chains of batch tasks, and each batch, when it ends with work left,
 queues its successor. So a run keeps every worker process busy (one batch per process at a
 time, apps/llm/engine.py says why) and ends without anyone counting: each batch reads what
@@ -12,14 +13,14 @@ with nobody working it.
 from celery import shared_task
 from celery.signals import worker_init
 
-from apps.llm import engine, gateway
+from apps.llm import batches, gateway
 
 from .delivery import CappedRedeliveryTask
 
 
 @shared_task(name="workers.engine.run_batch", base=CappedRedeliveryTask)
 def run_batch(work: str, scope: int) -> dict:
-    outcome = engine.batch_run(work=work, scope=scope)
+    outcome = batches.scope_work(work=work, scope=scope)
     if outcome.again_in is not None:
         run_batch.apply_async((work, scope), countdown=outcome.again_in)
     return {
@@ -28,6 +29,13 @@ def run_batch(work: str, scope: int) -> dict:
         "failed": outcome.failed,
         "unstarted": outcome.unstarted,
     }
+
+
+@shared_task(name="workers.engine.batches_poll", base=CappedRedeliveryTask)
+def batches_poll() -> dict:
+    """Beat: read the open provider batches, record those that ended (apps/llm/batches.py).
+    Polls that overlap skip each other's batches, so a slow one costs nothing twice."""
+    return batches.batches_poll()
 
 
 @worker_init.connect
@@ -40,3 +48,4 @@ def litellm_import(**_kwargs):
 
 
 run_batch_task = run_batch
+batches_poll_task = batches_poll

@@ -185,6 +185,17 @@ class Work:
         """The sweep: the scopes to start again (`expired_requeue`)."""
         return expired_requeue(self)
 
+    def batch_choice(self, scope: int) -> str | None:
+        """Whether the scope's calls go through the provider's batch API
+        (apps/llm/batches.py): None for live calls, else where a failed line is asked again
+        (a `BatchRetry`)."""
+        return None
+
+    def batches_stop(self, scope: int) -> bool:
+        """Whether the scope's pending provider batches are to be cancelled (paused or
+        cancelled by the researcher)."""
+        return scope_stopped(self, scope)
+
 
 # The kind of background work (apps/llm/dispatch.py) that runs one batch of a scope.
 BATCH = "engine.batch"
@@ -284,13 +295,20 @@ def budget_short(work: Work, scope: int, *, limit: Decimal) -> Decimal | None:
 
 
 def batch_claim(
-    work: Work, scope: int, *, owner: str, limit: int, budget_final: bool = True
+    work: Work,
+    scope: int,
+    *,
+    owner: str,
+    limit: int,
+    budget_final: bool = True,
+    where: Q | None = None,
 ) -> list[int]:
     """Claim up to `limit` of the scope's rows for `owner`; the ids claimed (none when the
     scope takes no calls, or its budget is spent). A batch refilling itself passes
     `budget_final=False`: its own calls in flight still hold reservations that may come back
     (a reservation is the longest answer; most cost less), so a budget short now is not
-    recorded as reached; its next batch claims after they have settled."""
+    recorded as reached; its next batch claims after they have settled. `where` narrows the
+    rows to claim (batch mode: rows not yet tried, or tried before)."""
     now = timezone.now()
     rows = work.rows(scope)
     table = rows.model._meta.db_table
@@ -299,6 +317,8 @@ def batch_claim(
         if budget is False:
             return []
         candidates = rows.filter(claimable(work.states, now)).order_by("pk")
+        if where is not None:
+            candidates = candidates.filter(where)
         if isinstance(budget, Budget):
             picked = list(
                 candidates.select_for_update(skip_locked=True, of=("self",)).values(
@@ -430,8 +450,9 @@ def rows_insert(model, rows: list[dict], *, constants: dict | None = None) -> in
         return cursor.rowcount
 
 
-def batch_unclaim(work: Work, ids: list[int], *, owner: str) -> int:
-    """Put held rows that were never called back to waiting, their attempt not counted."""
+def batch_unclaim(work: Work, ids: list[int], *, owner: str, counted: bool = False) -> int:
+    """Put held rows back to waiting: rows that were never called, their attempt not
+    counted, or (`counted`) rows whose call failed and is to be made again."""
     if not ids:
         return 0
     rows = work.model._default_manager.filter(pk__in=ids)
@@ -440,7 +461,7 @@ def batch_unclaim(work: Work, ids: list[int], *, owner: str) -> int:
         status=work.states.waiting,
         lease_owner="",
         lease_expires_at=None,
-        attempts=F("attempts") - 1,
+        attempts=F("attempts") - (0 if counted else 1),
         **budgeted,
     )
 
@@ -506,7 +527,7 @@ async def _execute(
     ids: list[int] = []
     waiting = 0  # calls of the batch not yet in the gateway
     low = asyncio.Event()  # set when `waiting` falls below REFILL_BELOW
-    stopped = sync_to_async(_scope_stopped)
+    stopped = sync_to_async(scope_stopped)
     renew = sync_to_async(_renew)
     claim = sync_to_async(more) if more is not None else None
 
@@ -610,7 +631,8 @@ async def _execute(
     return outcome
 
 
-def _scope_stopped(work: Work, scope: int) -> bool:
+def scope_stopped(work: Work, scope: int) -> bool:
+    """Whether the scope takes no calls now (paused, cancelled, finished, out of budget)."""
     with transaction.atomic():
         return work.scope_lock(scope) is False
 
@@ -644,19 +666,24 @@ def _process_tune() -> None:
     _tuned_in = os.getpid()
 
 
-def batch_run(*, work: str, scope: int, limit: int | None = None) -> BatchOutcome:
-    """Claim a batch of the scope's rows, make their calls and record the results. Without
-    a `limit`, the batch claims more as its calls start, for up to BATCH_SECONDS."""
+def batch_run(
+    *, work: str, scope: int, limit: int | None = None, where: Q | None = None
+) -> BatchOutcome:
+    """Claim a batch of the scope's rows (those matching `where`, if given), make their
+    calls and record the results. Without a `limit`, the batch claims more as its calls
+    start, for up to BATCH_SECONDS."""
     _process_tune()
     job = work_for(work)
     owner = leases.lease_owner_name()
     outcome = BatchOutcome()
-    calls = _claim_calls(job, scope, owner, limit or job.batch_size, outcome)
+    calls = _claim_calls(job, scope, owner, limit or job.batch_size, outcome, where=where)
     if calls:
 
         def more() -> tuple[BatchOutcome, list[Call]]:
             part = BatchOutcome()
-            return part, _claim_calls(job, scope, owner, job.batch_size, part, refill=True)
+            return part, _claim_calls(
+                job, scope, owner, job.batch_size, part, refill=True, where=where
+            )
 
         # async_to_sync, not asyncio.run: the writes come back to this thread and its
         # database connection, which Celery's Django integration manages between tasks.
@@ -664,20 +691,33 @@ def batch_run(*, work: str, scope: int, limit: int | None = None) -> BatchOutcom
         outcome.claimed += ran.claimed
         outcome.done, outcome.unstarted = ran.done, ran.unstarted
         outcome.failed += ran.failed
+    outcome.again_in = scope_next(job, scope)
+    return outcome
+
+
+def scope_next(job: Work, scope: int) -> float | None:
+    """After a batch: settle the scope, and say when its next batch should run (None: no
+    next one)."""
     again = job.settle(scope)
     # A scope that takes no calls (paused, cancelled, out of budget) ends its chains here:
     # resuming starts new ones (scope_start), and the sweep queues one for any running scope
     # with rows to claim and nobody holding them.
-    outcome.again_in = None if again is not None and _scope_stopped(job, scope) else again
-    return outcome
+    return None if again is not None and scope_stopped(job, scope) else again
 
 
 def _claim_calls(
-    job: Work, scope: int, owner: str, limit: int, outcome: BatchOutcome, *, refill=False
+    job: Work,
+    scope: int,
+    owner: str,
+    limit: int,
+    outcome: BatchOutcome,
+    *,
+    refill=False,
+    where: Q | None = None,
 ) -> list:
     """Claim up to `limit` rows and build their calls; rows that cannot be built fail."""
     job.prepare(scope)
-    ids = batch_claim(job, scope, owner=owner, limit=limit, budget_final=not refill)
+    ids = batch_claim(job, scope, owner=owner, limit=limit, budget_final=not refill, where=where)
     outcome.claimed += len(ids)
     if not ids:
         return []

@@ -655,19 +655,24 @@ def _chat_tokens(response) -> tuple[int, int]:
     )
 
 
-def _connection(
-    model: ModelConfig, purpose: str, params: dict | None = None
-) -> tuple[dict, dict, str | None]:
-    """(the call's parameters: the model's, then `params`; the connection's litellm
-    arguments; the API key)."""
+def _call_params(model: ModelConfig, params: dict | None) -> dict:
+    """The call's parameters: the model's, then `params`, checked."""
     try:
-        call_params = params_check(
+        return params_check(
             {**(model.params or {}), **(params or {})}, offline=model.is_offline, per_call=True
         )
     except ParamsError as exc:
         raise PermanentLLMError(
             f"{model.display_name}: {exc}", status=CallStatus.BAD_REQUEST
         ) from None
+
+
+def _connection(
+    model: ModelConfig, purpose: str, params: dict | None = None
+) -> tuple[dict, dict, str | None]:
+    """(the call's parameters: the model's, then `params`; the connection's litellm
+    arguments; the API key)."""
+    call_params = _call_params(model, params)
     extra: dict = {}
     if model.api_base:
         extra["api_base"] = model.api_base
@@ -985,6 +990,296 @@ def complete(**kwargs) -> Completion:
 def embed(**kwargs) -> Embedded:
     """The synchronous form of `aembed`."""
     return _run_sync(aembed, kwargs)
+
+
+# --- The batch API, in OpenAI's shape through litellm (apps/llm/batches.py drives it) --------
+
+BATCH_ENDPOINT = "/v1/chat/completions"
+BATCH_WINDOW = "24h"
+BATCH_ENDED = frozenset({"completed", "expired", "cancelled", "failed"})
+# Error codes of a line the provider never ran: its batch expired or was cancelled first.
+BATCH_NOT_RUN = frozenset({"batch_expired", "batch_cancelled"})
+BATCH_FIND_PAGES = 20  # of 100 batches each, searched for one whose creation went unrecorded
+
+
+class BatchGone(PermanentLLMError):
+    """The provider does not know the batch (404): it was deleted, or the provider forgot."""
+
+
+def batch_body(*, model: ModelConfig, messages: list[dict], purpose: str, params: dict) -> dict:
+    """A chat request as a line of a batch input file carries it: the request a live call
+    of the model sends, with the same parameters (and the seed)."""
+    call_params = _call_params(model, params)
+    call_params.pop("offline_fault", None)  # a live call's fault; batches have their own knobs
+    body = {
+        "model": model.litellm_model.partition("/")[2] or model.litellm_model,
+        "messages": messages,
+        **call_params,
+    }
+    if model.is_offline:
+        # Lets the offline provider answer in kind, as X-Assay-Purpose does for a live call.
+        body["metadata"] = {"assay_purpose": purpose}
+    return body
+
+
+def _batch_provider(model: ModelConfig, what: str, call):
+    """`call(**connection)` against the model's provider, its failure raised as an LLMError
+    that holds no key (retryable or not, as a live call's would be)."""
+    _kind_check(model, embeddings=False)
+    api_key = _api_key(model)
+    connection = {
+        "custom_llm_provider": model.litellm_model.partition("/")[0],
+        "api_key": api_key,
+        "timeout": model.timeout_seconds,
+    }
+    if model.api_base:
+        connection["api_base"] = model.api_base
+    try:
+        return call(**connection)
+    except Exception as exc:
+        failure, gone = _Failure.of(exc, api_key), getattr(exc, "status_code", None) == 404
+    message = f"{model.display_name}: {what}: {failure.error_class}: {failure.message}"
+    if gone:
+        raise BatchGone(message, status=CallStatus.BAD_REQUEST) from failure.cause()
+    kind = RetryableLLMError if failure.retryable else PermanentLLMError
+    raise kind(message, status=failure.status) from failure.cause()
+
+
+def _batch_state(batch) -> dict:
+    counts = getattr(batch, "request_counts", None)
+    errors = getattr(batch, "errors", None)
+    problems = [
+        f"{getattr(e, 'code', '')}: {getattr(e, 'message', '')}"
+        + (f" (line {e.line})" if getattr(e, "line", None) else "")
+        for e in (getattr(errors, "data", None) or [])
+    ]
+    return {
+        "id": batch.id,
+        "status": batch.status,
+        "input_file_id": batch.input_file_id or "",
+        "output_file_id": batch.output_file_id or "",
+        "error_file_id": batch.error_file_id or "",
+        "completed": getattr(counts, "completed", 0) or 0,
+        "failed": getattr(counts, "failed", 0) or 0,
+        "metadata": dict(batch.metadata or {}),
+        "errors": "; ".join(problems)[:MAX_ERROR_CHARS],
+    }
+
+
+def batch_create(*, model: ModelConfig, content: bytes, filename: str, metadata: dict) -> dict:
+    """Upload a batch input file (JSON Lines of `batch_body` requests) and create its batch;
+    the batch as the provider describes it."""
+    lt = litellm_module()
+    uploaded = _batch_provider(
+        model,
+        "uploading the batch file",
+        lambda **c: lt.create_file(file=(filename, content), purpose="batch", **c),
+    )
+    created = _batch_provider(
+        model,
+        "creating the batch",
+        lambda **c: lt.create_batch(
+            completion_window=BATCH_WINDOW,
+            endpoint=BATCH_ENDPOINT,
+            input_file_id=uploaded.id,
+            metadata=metadata,
+            **c,
+        ),
+    )
+    return _batch_state(created)
+
+
+def batch_find(*, model: ModelConfig, metadata: dict) -> dict | None:
+    """The provider's batch whose metadata holds `metadata`, among its newest, if any: one
+    whose creation went through but was never recorded (its worker died in between)."""
+    lt = litellm_module()
+    after = None
+    for _ in range(BATCH_FIND_PAGES):
+        page = _batch_provider(
+            model,
+            "listing batches",
+            lambda **c: lt.list_batches(after=after, limit=100, **c),  # noqa: B023
+        )
+        batches = list(getattr(page, "data", None) or [])
+        for batch in batches:
+            held = dict(batch.metadata or {})
+            if all(held.get(k) == v for k, v in metadata.items()):
+                return _batch_state(batch)
+        if not batches or not getattr(page, "has_more", False):
+            return None
+        after = batches[-1].id
+    return None
+
+
+def batch_retrieve(*, model: ModelConfig, batch_id: str) -> dict:
+    lt = litellm_module()
+    return _batch_state(
+        _batch_provider(
+            model, "reading the batch", lambda **c: lt.retrieve_batch(batch_id=batch_id, **c)
+        )
+    )
+
+
+def batch_cancel(*, model: ModelConfig, batch_id: str) -> dict:
+    lt = litellm_module()
+    return _batch_state(
+        _batch_provider(
+            model, "cancelling the batch", lambda **c: lt.cancel_batch(batch_id=batch_id, **c)
+        )
+    )
+
+
+def batch_file(*, model: ModelConfig, file_id: str) -> bytes:
+    """A batch's output or error file."""
+    lt = litellm_module()
+    held = _batch_provider(
+        model, "reading the batch's results", lambda **c: lt.file_content(file_id=file_id, **c)
+    )
+    return held.content
+
+
+@dataclass(frozen=True)
+class BatchAnswer:
+    """What one line of a batch came to: a completion, an error (retryable: to be asked
+    again), or nothing (`not_run`: the batch ended before it ran, and it is asked again
+    without counting an attempt). `ledger` holds its ledger row's fields when it cost a
+    call."""
+
+    completion: Completion | None = None
+    error: LLMError | None = None
+    ledger: dict | None = None
+
+    @property
+    def not_run(self) -> bool:
+        return self.completion is None and self.error is None
+
+
+def batch_price(model: ModelConfig, input_tokens: int, output_tokens: int) -> Decimal | None:
+    """What a line cost at the batch price: the list price (the model's own, else
+    litellm's) times the model's batch discount, to the ledger's micro-dollar."""
+    if model.input_price_per_mtok is not None or model.output_price_per_mtok is not None:
+        per_in = model.input_price_per_mtok or Decimal(0)
+        per_out = model.output_price_per_mtok or Decimal(0)
+        listed = (per_in * input_tokens + per_out * output_tokens) / Decimal(1_000_000)
+    elif litellm_priced_by_us(model.litellm_model):
+        return None
+    else:
+        try:
+            parts = litellm_module().cost_per_token(
+                model=model.litellm_model,
+                prompt_tokens=input_tokens,
+                completion_tokens=output_tokens,
+            )
+        except Exception:
+            return None
+        listed = Decimal(str(parts[0])) + Decimal(str(parts[1]))
+    return (listed * model.batch_discount).quantize(Decimal("0.000001"))
+
+
+def batch_answer(
+    *,
+    model: ModelConfig,
+    line: dict | None,
+    schema: dict | None = None,
+    check=None,
+    latency_ms: int = 0,
+    attempt: int = 1,
+) -> BatchAnswer:
+    """Read one line of a batch's output or error file (None: in neither) as a live call's
+    answer is read: the same validation of a structured answer, priced at the batch price.
+    A line that failed, or whose answer failed validation, is a retryable error (a batch
+    cannot re-ask within the line) unless its failure was the request's own (a 4xx)."""
+    if not isinstance(line, dict):
+        return BatchAnswer()
+    response = line.get("response") if isinstance(line.get("response"), dict) else None
+    error = line.get("error") if isinstance(line.get("error"), dict) else None
+    if response is None:
+        code = str((error or {}).get("code") or "")
+        if code in BATCH_NOT_RUN or not error:
+            return BatchAnswer()
+        message = str(error.get("message") or code)[:MAX_ERROR_CHARS]
+        failed = RetryableLLMError(
+            f"{model.display_name}: the batch line failed: {message}",
+            status=CallStatus.OTHER,
+            attempts=attempt,
+        )
+        return BatchAnswer(error=failed, ledger=_failed_line(failed, code or "BatchLineError"))
+    code = response.get("status_code")
+    body = response.get("body") if isinstance(response.get("body"), dict) else {}
+    if code != 200:
+        status, retryable = _status_of_code(code)
+        detail = body.get("error") if isinstance(body.get("error"), dict) else {}
+        message = str(detail.get("message") or f"status {code}")[:MAX_ERROR_CHARS]
+        kind = RetryableLLMError if retryable else PermanentLLMError
+        failed = kind(
+            f"{model.display_name}: the batch line failed ({code}): {message}",
+            status=status,
+            attempts=attempt,
+        )
+        return BatchAnswer(error=failed, ledger=_failed_line(failed, f"HTTP {code}"))
+    usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+    input_tokens = int(usage.get("prompt_tokens") or 0)
+    output_tokens = int(usage.get("completion_tokens") or 0)
+    try:
+        text = body["choices"][0]["message"]["content"] or ""
+    except (KeyError, IndexError, TypeError):
+        text, problem = "", "the answer has no message"
+    else:
+        text, problem = _storable(str(text)), None
+    cost = batch_price(model, input_tokens, output_tokens)
+    spent = {"input_tokens": input_tokens, "output_tokens": output_tokens, "cost_usd": cost}
+    data = None
+    if problem is None and schema is not None:
+        data, problem = _validate(text, schema)
+        if problem is None and check is not None:
+            problem = check(data)
+            data = data if problem is None else None
+    if problem:
+        failed = RetryableLLMError(
+            f"{model.display_name}: the answer failed validation: {problem}",
+            status=CallStatus.INVALID_OUTPUT,
+            attempts=attempt,
+        )
+        failed.cost_usd, failed.last_output = cost, text
+        ledger = {
+            **spent,
+            "status": CallStatus.INVALID_OUTPUT,
+            "error_class": "InvalidAnswer",
+            "error_message": f"{problem}. Answer began: {text[:300]!r}",
+        }
+        return BatchAnswer(error=failed, ledger=ledger)
+    completion = Completion(
+        text=text,
+        data=data,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cost_usd=cost,
+        latency_ms=latency_ms,
+        attempts=attempt,
+        model_id=model.pk,
+        offline=model.is_offline,
+    )
+    return BatchAnswer(completion=completion, ledger={**spent, "status": CallStatus.OK})
+
+
+def _status_of_code(code) -> tuple[str, bool]:
+    if code == 429:
+        return CallStatus.RATE_LIMITED, True
+    if code == 408:
+        return CallStatus.TIMEOUT, True
+    if isinstance(code, int) and code >= 500:
+        return CallStatus.SERVER_ERROR, True
+    if isinstance(code, int) and 400 <= code < 500:
+        return CallStatus.BAD_REQUEST, False
+    return CallStatus.OTHER, True
+
+
+def _failed_line(error: LLMError, error_class: str) -> dict:
+    return {
+        "status": error.status,
+        "error_class": error_class[:200],
+        "error_message": str(error)[:MAX_ERROR_CHARS],
+    }
 
 
 __all__ = [

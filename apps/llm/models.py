@@ -1,11 +1,12 @@
 import hashlib
 import secrets
 import string
+from decimal import Decimal
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.core.exceptions import ValidationError
-from django.core.validators import MinValueValidator, RegexValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.utils import timezone
 
@@ -150,6 +151,31 @@ class ModelConfig(models.Model):
         "cuts it.",
     )
     timeout_seconds = models.PositiveIntegerField(default=120, validators=[MinValueValidator(1)])
+    batch_api = models.BooleanField(
+        "batch API",
+        default=False,
+        help_text="Its provider takes batch jobs through litellm's file and batch calls "
+        "(OpenAI, Azure, Vertex, Bedrock, Mistral, xAI): a run may then choose batch mode, "
+        "answered within 24 hours at the batch price.",
+    )
+    batch_discount = models.DecimalField(
+        "batch price",
+        max_digits=4,
+        decimal_places=3,
+        default=Decimal("0.5"),
+        validators=[MinValueValidator(Decimal("0.001")), MaxValueValidator(Decimal(1))],
+        help_text="What a call in a batch costs, as a share of the list price (0.5: half).",
+    )
+    batch_max_requests = models.PositiveIntegerField(
+        default=50_000,
+        validators=[MinValueValidator(1)],
+        help_text="The most requests the provider takes in one batch file.",
+    )
+    batch_max_bytes = models.PositiveBigIntegerField(
+        default=200 * 1024 * 1024,
+        validators=[MinValueValidator(1024)],
+        help_text="The most bytes the provider takes in one batch file.",
+    )
     input_price_per_mtok = models.DecimalField(
         "input price (USD per million tokens)",
         max_digits=10,
@@ -233,6 +259,91 @@ class LimitChange(models.Model):
         return f"{self.model}: {self.old} → {self.new} ({self.why})"
 
 
+class ProviderBatch(models.Model):
+    """One batch job at a provider (apps/llm/batches.py): the rows it answers are held by
+    it (their lease owner is `owner`), so a worker or beat killed at any moment loses none
+    of them and submits none twice."""
+
+    class Status(models.TextChoices):
+        PREPARING = "preparing", "Preparing (not yet at the provider)"
+        VALIDATING = "validating", "Validating"
+        IN_PROGRESS = "in_progress", "In progress"
+        FINALIZING = "finalizing", "Finalizing"
+        CANCELLING = "cancelling", "Cancelling"
+        COMPLETED = "completed", "Completed"
+        EXPIRED = "expired", "Expired"
+        CANCELLED = "cancelled", "Cancelled"
+        FAILED = "failed", "Failed"
+
+    work = models.CharField(max_length=100, help_text="The kind of bulk work (engine).")
+    scope = models.BigIntegerField(help_text="The run (or job) whose rows it answers.")
+    model = models.ForeignKey(ModelConfig, on_delete=models.PROTECT, related_name="batches")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PREPARING)
+    provider_batch_id = models.CharField(max_length=200, blank=True)
+    input_file_id = models.CharField(max_length=200, blank=True)
+    output_file_id = models.CharField(max_length=200, blank=True)
+    error_file_id = models.CharField(max_length=200, blank=True)
+    requests = models.PositiveIntegerField(default=0)
+    bytes = models.PositiveBigIntegerField(default=0)
+    completed = models.PositiveIntegerField(default=0, help_text="Lines answered, by the provider.")
+    failed = models.PositiveIntegerField(default=0, help_text="Lines failed, by the provider.")
+    recorded = models.PositiveIntegerField(default=0, help_text="Rows it recorded.")
+    retried = models.PositiveIntegerField(default=0, help_text="Rows put back to be asked again.")
+    error = models.TextField(blank=True)
+    held_by = models.CharField(max_length=200, blank=True)
+    held_until = models.DateTimeField(
+        null=True, blank=True, help_text="Until when a worker submitting or reading it holds it."
+    )
+    cancel_asked_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    recorded_at = models.DateTimeField(
+        null=True, blank=True, db_index=True, help_text="When its results were recorded."
+    )
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        indexes = [models.Index(fields=["work", "scope"])]
+
+    def __str__(self):
+        return f"batch {self.pk} ({self.get_status_display().lower()}, {self.requests} requests)"
+
+    @property
+    def owner(self) -> str:
+        """The lease owner of the rows it holds."""
+        return f"batch:{self.pk}"
+
+    @property
+    def open(self) -> bool:
+        return self.recorded_at is None
+
+
+class BatchRetry(models.TextChoices):
+    BATCH = "batch", "In the next batch (at the batch price)"
+    LIVE = "live", "Live, at once (at the list price)"
+
+
+class Batched(models.Model):
+    """What a body of bulk work says about batch mode (apps/llm/batches.py)."""
+
+    batch_mode = models.BooleanField(
+        default=False,
+        help_text="Send the calls through the provider's batch API: about half the price, "
+        "answered within 24 hours. Every model of the run needs a batch API.",
+    )
+    batch_retry = models.CharField(
+        "failed batch lines",
+        max_length=10,
+        choices=BatchRetry.choices,
+        default=BatchRetry.BATCH,
+        help_text="Where a line the provider failed (a 5xx, a malformed answer) is asked again.",
+    )
+
+    class Meta:
+        abstract = True
+
+
 class PromptTemplate(models.Model):
     """A versioned prompt. Once used, a version never changes: editing makes version n+1.
 
@@ -305,6 +416,14 @@ class LLMCall(models.Model):
     latency_ms = models.PositiveIntegerField(default=0)
     prompt_template = models.ForeignKey(
         PromptTemplate, null=True, blank=True, on_delete=models.PROTECT, related_name="calls"
+    )
+    batch = models.ForeignKey(
+        ProviderBatch,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="calls",
+        help_text="The provider batch it was a line of: priced at the batch price.",
     )
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
@@ -396,7 +515,7 @@ def run_seed() -> int:
     return secrets.randbelow(2**31)
 
 
-class Run(models.Model):
+class Run(Batched):
     """What every run has, whatever its rows are (answers to sample, answers to grade,
     surveys to answer as a proxy, posts to rewrite): a status that only the lifecycle in
     apps/llm/runs.py moves, the pinned prompt version its calls are made with, the seed
@@ -425,6 +544,6 @@ class Run(models.Model):
     launched_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
+    class Meta(Batched.Meta):
         abstract = True
         ordering = ["-created_at"]

@@ -38,6 +38,8 @@ MOVES: dict[str, tuple[frozenset[str], str]] = {
     "rerun": (frozenset({RunStatus.FINISHED}), RunStatus.RUNNING),
 }
 MAX_ERROR_CHARS = 2000
+# A run in these states has its pending provider batches cancelled (apps/llm/batches.py).
+BATCHES_STOP = (RunStatus.PAUSED, RunStatus.CANCELLED)
 
 
 class RunWork(engine.Work):
@@ -62,6 +64,14 @@ class RunWork(engine.Work):
         return engine.Budget(
             limit=run.budget_usd, committed=engine.committed(self.rows(scope), states=self.states)
         )
+
+    def batch_choice(self, scope):
+        run = self.runs().filter(pk=scope).values("batch_mode", "batch_retry").first()
+        return run["batch_retry"] if run and run["batch_mode"] else None
+
+    def batches_stop(self, scope):
+        # A run out of budget keeps its batches: their rows were reserved within it.
+        return self.runs().filter(pk=scope, status__in=BATCHES_STOP).exists()
 
     def budget_reached(self, scope):
         sources, target = MOVES["budget_reached"]

@@ -14,7 +14,7 @@ from django.db import models
 from django.db.models import Q
 
 from apps.llm.leases import LeaseStates
-from apps.llm.models import Leased, ModelConfig, PromptTemplate, Run
+from apps.llm.models import Batched, Leased, ModelConfig, PromptTemplate, Run
 
 PROLIFIC_ID = RegexValidator(r"^[0-9a-f]{24}$", "A Prolific id: 24 hexadecimal characters.")
 COMPLETION_CODE = RegexValidator(
@@ -221,7 +221,7 @@ class GenerationStatus(models.TextChoices):
 ACTIVE_GENERATION = [GenerationStatus.QUEUED, GenerationStatus.RUNNING]
 
 
-class ResponseGeneration(Leased):
+class ResponseGeneration(Leased, Batched):
     """One "generate the missing responses" request: `model` asked, with one pinned prompt
     version, for a response to every scenario of the study that had none. Each of those is
     a `ScenarioResponseCall` that the bulk engine claims (apps/llm/engine.py); this row says

@@ -150,8 +150,21 @@ def test_an_expired_batch_has_part_of_its_lines_done_and_the_rest_not_run(offlin
     batch, _seen = ended(base_url, submit(base_url, lines, metadata={"offline_fault": "expire"}))
     assert batch.status == "expired"
     errors = rows(base_url, batch.error_file_id)
-    assert {row["error"]["code"] for row in errors.values()} <= {"batch_expired"}
-    assert len(rows(base_url, batch.output_file_id)) + len(errors) == 20
+    assert {row["error"]["code"] for row in errors.values()} == {"batch_expired"}
+    done = rows(base_url, batch.output_file_id)
+    assert len(done) == 12 and len(errors) == 8  # 60% done before the window ran out
+    assert not set(done) & set(errors)
+
+
+def test_the_next_batches_can_be_made_to_expire(offline_provider):
+    base_url = offline_provider(batch_seconds=0.3)
+    set_faults = httpx.post(f"{base_url}/offline/batches", json={"expire_next": 1}, timeout=5)
+    assert set_faults.json() == {"expire_next": 1}
+    first, _ = ended(base_url, submit(base_url, [line(0, QUESTIONS[0])]))
+    second, _ = ended(base_url, submit(base_url, [line(1, QUESTIONS[1])]))
+    assert (first.status, second.status) == ("expired", "completed")
+    refused = httpx.post(f"{base_url}/offline/batches", json={"expire_next": -1}, timeout=5)
+    assert refused.status_code == 400
 
 
 def test_a_cancelled_batch_keeps_what_was_done_and_says_what_was_not(offline_provider):

@@ -35,6 +35,19 @@ app.worker_main(["worker", "--pool", pool, "--queues", queue, "--hostname", host
                  "--without-mingle", "--without-gossip", "--loglevel", "WARNING"])
 """
 
+# Beat for the engine's own schedule (the batch poll), sending to the test's queue.
+BEAT_MAIN = """
+import sys
+from config.celery import app
+queue, schedule = sys.argv[1:3]
+app.conf.task_routes = {**app.conf.task_routes, "workers.engine.*": {"queue": queue}}
+app.conf.beat_schedule = {
+    name: entry for name, entry in app.conf.beat_schedule.items()
+    if entry["task"].startswith("workers.engine.")
+}
+app.start(["beat", "--schedule", schedule, "--loglevel", "WARNING"])
+"""
+
 
 @dataclass
 class Worker:
@@ -76,6 +89,21 @@ class EngineWorkers:
         worker = Worker(process=process, hostname=hostname)
         self.started.append(worker)
         return worker
+
+    def beat(self, *, schedule: str) -> Worker:
+        """Celery beat, scheduling the engine's periodic tasks (the batch poll, every
+        LLM_BATCH_POLL_SECONDS of `env`) on this queue; `schedule`: its schedule file."""
+        child_env = dict(os.environ, DATABASE_URL=live_database_url(), DB_CONN_MAX_AGE="0")
+        child_env.update(self.env)
+        process = subprocess.Popen(
+            [sys.executable, "-c", BEAT_MAIN, self.queue, schedule],
+            cwd=ROOT,
+            env=child_env,
+            start_new_session=True,
+        )
+        beat = Worker(process=process, hostname="beat")
+        self.started.append(beat)
+        return beat
 
     def stop(self) -> None:
         for worker in self.started:

@@ -19,9 +19,9 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from apps.console.uploads import UploadRefused, csv_rows, json_parse, shown, text_decode
-from apps.llm import engine, leases
+from apps.llm import batches, engine, leases
 from apps.llm.errors import PromptError
-from apps.llm.models import ModelConfig, PromptTemplate, Purpose
+from apps.llm.models import BatchRetry, ModelConfig, PromptTemplate, Purpose
 from apps.llm.selectors import prompt_current
 
 from ..errors import SurveyError
@@ -240,7 +240,13 @@ MAX_ERROR_CHARS = 2000
 
 
 def scenario_responses_request(
-    *, study: Study, model: ModelConfig, go_live: bool = False, user=None
+    *,
+    study: Study,
+    model: ModelConfig,
+    go_live: bool = False,
+    user=None,
+    batch_mode: bool = False,
+    batch_retry: str = BatchRetry.BATCH,
 ) -> tuple[ResponseGeneration, bool]:
     """(generation, started): a new request for `model`'s responses to the study's
     scenarios that have none, started once the transaction commits, or the one still
@@ -248,7 +254,10 @@ def scenario_responses_request(
     a generation whose worker died).
 
     A scenario that already has a response from this model and prompt version gets it at
-    once; each other one becomes a call for the engine, with a seed of its own."""
+    once; each other one becomes a call for the engine, with a seed of its own. In
+    `batch_mode` the calls go through the provider's batch API (apps/llm/batches.py)."""
+    if batch_mode and not model.batch_api:
+        raise SurveyError(batches.no_batch_api(model))
     active = ResponseGeneration.objects.filter(
         study=study, model=model, status__in=ACTIVE_GENERATION
     )
@@ -268,6 +277,8 @@ def scenario_responses_request(
                 seed=secrets.randbelow(2**31),
                 go_live=go_live,
                 requested_by=user,
+                batch_mode=batch_mode,
+                batch_retry=batch_retry,
             )
             missing = list(study.study_scenarios.filter(response__isnull=True))
             made = ScenarioResponse.objects.filter(
@@ -312,6 +323,11 @@ class ScenarioResponseWork(engine.Work):
             ResponseGeneration.objects.select_for_update().filter(pk=scope).only("status").first()
         )
         return generation is not None and generation.status in ACTIVE_GENERATION
+
+    def batch_choice(self, scope):
+        generation = ResponseGeneration.objects.filter(pk=scope).values("batch_mode", "batch_retry")
+        held = generation.first()
+        return held["batch_retry"] if held and held["batch_mode"] else None
 
     def prepare(self, scope):
         ResponseGeneration.objects.filter(pk=scope, status=GenerationStatus.QUEUED).update(

@@ -1,0 +1,453 @@
+"""Batch mode: a run's calls through the provider's batch API, at the batch price.
+
+A run in batch mode (`Batched.batch_mode`) is worked by the same engine task as a live one
+(apps/llm/engine.py); instead of calling, the task
+
+1. claims the run's rows as a live batch would (`engine.batch_claim`, within the budget),
+   builds their calls (`Work.calls`), groups them by model and splits them into files within
+   the model's limits (requests and bytes per file);
+2. for each file, in one transaction, makes a `ProviderBatch` row and hands the file's rows
+   to it: their lease owner becomes `batch:<id>` with a lease longer than the provider's
+   24-hour window, so that the lease sweep leaves them alone while the provider works;
+3. uploads the file and creates the batch, with `{"assay_batch": <id>}` in its metadata.
+
+The beat task `batches_poll` then reads every open batch. It cancels those of a paused or
+cancelled run at the provider, and once a batch has ended it downloads its output and
+error files and records each line through the work's own `record`, as a live call's result,
+in short transactions that also write the line's ledger row (marked with the batch, at the
+batch price). A line the batch never ran (expired, cancelled) goes back to waiting, its
+attempt not counted; a failed line (a 5xx, an answer that failed validation) is asked again,
+in the next batch or live as the run chose (`batch_retry`), until it is out of attempts.
+
+Nothing is lost or done twice when a worker dies at any moment: rows recorded are no longer
+held by the batch, so reading it again records only the rest, each with its ledger row in
+the same transaction; a batch is held by whoever submits or reads it for a while
+(`held_until`), and one left preparing is taken up by the next poll, which first looks at
+the provider for a batch that carries its id in its metadata before it submits the rows
+again.
+"""
+
+import datetime as dt
+import json
+import logging
+from collections import defaultdict
+from collections.abc import Iterator
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from . import engine, gateway, leases
+from .errors import LLMError, PermanentLLMError
+from .models import BatchRetry, CallStatus, LLMCall, ModelConfig, ProviderBatch
+from .services import llm_calls_record
+
+log = logging.getLogger(__name__)
+
+# A provider has 24 hours to end a batch, and then writes its files: the rows a batch holds
+# stay out of the lease sweep's reach for that long and a margin.
+ROW_LEASE = dt.timedelta(hours=26)
+RECORD_CHUNK = 200  # lines recorded per transaction
+Status = ProviderBatch.Status
+AT_PROVIDER = (Status.VALIDATING, Status.IN_PROGRESS, Status.FINALIZING, Status.CANCELLING)
+
+
+def scope_work(*, work: str, scope: int) -> engine.BatchOutcome:
+    """The engine's task for a scope: live calls (`engine.batch_run`), or in batch mode, its
+    due rows submitted in provider batches and, if the run so chose, what failed in a batch
+    asked again live."""
+    job = engine.work_for(work)
+    retry = job.batch_choice(scope)
+    if retry is None:
+        return engine.batch_run(work=work, scope=scope)
+    owner = leases.lease_owner_name()
+    submitted = scope_submit(job, scope, owner=owner, retry=retry)
+    if retry == BatchRetry.LIVE:
+        # What a batch failed (tried before) is asked again live; the rest go in batches.
+        outcome = engine.batch_run(work=work, scope=scope, where=Q(attempts__gt=0))
+    else:
+        outcome = engine.BatchOutcome(again_in=engine.scope_next(job, scope))
+    outcome.claimed += submitted
+    return outcome
+
+
+def scope_submit(job: engine.Work, scope: int, *, owner: str, retry: str) -> int:
+    """Claim up to LLM_BATCH_ROWS of the scope's due rows and submit them in provider
+    batches; how many rows were claimed."""
+    job.prepare(scope)
+    fresh = Q(attempts=0) if retry == BatchRetry.LIVE else None
+    ids = engine.batch_claim(job, scope, owner=owner, limit=settings.LLM_BATCH_ROWS, where=fresh)
+    if not ids:
+        return 0
+    calls, refused = job.calls(ids)
+    by_model: dict[int, list[engine.Call]] = defaultdict(list)
+    for call in calls:
+        if not call.model.batch_api:
+            refused.append((call.row_id, no_batch_api(call.model)))
+        else:
+            by_model[call.model.pk].append(call)
+    for group in by_model.values():
+        model = group[0].model
+        for part, content, too_large in _files(model, group):
+            refused += too_large
+            if part:
+                batch = _rows_hand_over(job, scope, model, part, content, owner=owner)
+                if batch is not None:
+                    _submit(job, batch, content)
+    if refused:
+        job.refuse(refused, owner=owner)
+    return len(ids)
+
+
+def no_batch_api(model: ModelConfig) -> str:
+    return (
+        f"{model.display_name} has no batch API (its model config says so): run it live, or "
+        "say in the console that its provider takes batches."
+    )
+
+
+def _line(call: engine.Call) -> bytes:
+    body = gateway.batch_body(
+        model=call.model, messages=call.messages, purpose=call.purpose, params=call.params
+    )
+    line = {"custom_id": str(call.row_id), "method": "POST", "url": gateway.BATCH_ENDPOINT}
+    return json.dumps({**line, "body": body}, ensure_ascii=False).encode() + b"\n"
+
+
+def _files(model: ModelConfig, calls: list[engine.Call]) -> Iterator[tuple[list, bytes, list]]:
+    """The calls split into batch files within the model's limits: (calls, the file, the
+    rows refused because their one line is larger than a file may be)."""
+    part: list[engine.Call] = []
+    lines: list[bytes] = []
+    size = 0
+    for call in calls:
+        try:
+            line = _line(call)
+        except LLMError as exc:
+            yield [], b"", [(call.row_id, str(exc))]
+            continue
+        if len(line) > model.batch_max_bytes:
+            reason = (
+                f"The request is {len(line)} bytes: more than {model.display_name}'s batch "
+                f"files may hold ({model.batch_max_bytes} bytes). Run it live."
+            )
+            yield [], b"", [(call.row_id, reason)]
+            continue
+        if part and (
+            len(part) >= model.batch_max_requests or size + len(line) > model.batch_max_bytes
+        ):
+            yield part, b"".join(lines), []
+            part, lines, size = [], [], 0
+        part.append(call)
+        lines.append(line)
+        size += len(line)
+    if part:
+        yield part, b"".join(lines), []
+
+
+def _hold() -> dict:
+    return {
+        "held_by": leases.lease_owner_name(),
+        "held_until": timezone.now() + dt.timedelta(seconds=settings.LLM_BATCH_HOLD_SECONDS),
+    }
+
+
+def _rows_hand_over(
+    job: engine.Work, scope: int, model: ModelConfig, calls: list, content: bytes, *, owner: str
+) -> ProviderBatch | None:
+    """A new batch that holds the calls' rows (those `owner` still holds), in one transaction."""
+    ids = [call.row_id for call in calls]
+    with transaction.atomic():
+        rows = engine.held(
+            job.model._default_manager.filter(pk__in=ids), states=job.states, owner=owner
+        )
+        mine = set(rows.select_for_update().values_list("pk", flat=True))
+        if not mine:
+            return None
+        batch = ProviderBatch.objects.create(
+            work=job.name,
+            scope=scope,
+            model=model,
+            requests=len(mine),
+            bytes=len(content),
+            **_hold(),
+        )
+        job.model._default_manager.filter(pk__in=mine).update(
+            lease_owner=batch.owner, lease_expires_at=timezone.now() + ROW_LEASE
+        )
+    if len(mine) < len(ids):
+        log.warning(
+            "batch %s: %s of its rows were taken over first", batch.pk, len(ids) - len(mine)
+        )
+    return batch
+
+
+def _metadata(batch: ProviderBatch) -> dict:
+    return {"assay_batch": str(batch.pk), "assay_work": batch.work, "assay_scope": str(batch.scope)}
+
+
+def _submit(job: engine.Work, batch: ProviderBatch, content: bytes) -> None:
+    """Upload the batch's file and create it at the provider; a failure the provider may get
+    over leaves it preparing, for the next poll to take up."""
+    try:
+        state = gateway.batch_create(
+            model=batch.model,
+            content=content,
+            filename=f"assay-batch-{batch.pk}.jsonl",
+            metadata=_metadata(batch),
+        )
+    except PermanentLLMError as exc:
+        _batch_refused(job, batch, exc)
+        return
+    except LLMError as exc:
+        log.warning("batch %s not submitted, the next poll tries again: %s", batch.pk, exc)
+        ProviderBatch.objects.filter(pk=batch.pk).update(error=str(exc)[:2000], held_until=None)
+        return
+    _submitted(batch, state)
+
+
+def _submitted(batch: ProviderBatch, state: dict) -> None:
+    batch.provider_batch_id, batch.input_file_id = state["id"], state["input_file_id"]
+    batch.status, batch.submitted_at = state["status"], timezone.now()
+    batch.error, batch.held_by, batch.held_until = "", "", None
+    batch.save(
+        update_fields=[
+            "provider_batch_id",
+            "input_file_id",
+            "status",
+            "submitted_at",
+            "error",
+            "held_by",
+            "held_until",
+        ]
+    )
+
+
+def _batch_refused(job: engine.Work, batch: ProviderBatch, error: LLMError) -> None:
+    """The provider refused the batch (a bad file, a bad key): its rows fail with the
+    provider's reason, to be retried from the run's page once it is put right."""
+    ids = list(
+        job.model._default_manager.filter(lease_owner=batch.owner).values_list("pk", flat=True)
+    )
+    job.refuse([(pk, str(error)) for pk in ids], owner=batch.owner)
+    ProviderBatch.objects.filter(pk=batch.pk).update(
+        status=Status.FAILED,
+        error=str(error)[:2000],
+        ended_at=timezone.now(),
+        recorded_at=timezone.now(),
+        held_by="",
+        held_until=None,
+    )
+    _scope_after(job, batch.scope)
+
+
+# --- the poll ------------------------------------------------------------------------------
+
+
+def batches_poll(*, scope: tuple[str, int] | None = None) -> dict[str, int]:
+    """Beat: read every open batch (that nobody else is reading), cancel those of a stopped
+    run, record those that ended. How many it read, and recorded."""
+    open_batches = ProviderBatch.objects.filter(recorded_at__isnull=True)
+    if scope is not None:
+        open_batches = open_batches.filter(work=scope[0], scope=scope[1])
+    counts = {"read": 0, "recorded": 0}
+    for pk in open_batches.order_by("pk").values_list("pk", flat=True):
+        batch = _take(pk)
+        if batch is None:
+            continue
+        counts["read"] += 1
+        try:
+            if _advance(batch):
+                counts["recorded"] += 1
+        except LLMError as exc:
+            log.warning("batch %s could not be read, the next poll tries again: %s", pk, exc)
+            ProviderBatch.objects.filter(pk=pk).update(error=str(exc)[:2000])
+        finally:
+            ProviderBatch.objects.filter(pk=pk, held_by=batch.held_by).update(
+                held_by="", held_until=None
+            )
+    return counts
+
+
+def _take(pk: int) -> ProviderBatch | None:
+    """Hold the batch for a while, unless another holds it: two polls never read one batch
+    at once, and one that died holding it lets go when its hold runs out."""
+    now = timezone.now()
+    hold = _hold()
+    hold["held_by"] = f"{hold['held_by']}:{now.timestamp():.6f}"
+    free = Q(held_until__isnull=True) | Q(held_until__lt=now)
+    taken = ProviderBatch.objects.filter(free, pk=pk, recorded_at__isnull=True).update(**hold)
+    return ProviderBatch.objects.select_related("model").get(pk=pk) if taken else None
+
+
+def _advance(batch: ProviderBatch) -> bool:
+    """Move the batch on by what the provider says; whether its results were recorded."""
+    job = engine.work_for(batch.work)
+    if batch.status == Status.PREPARING:
+        _recover(job, batch)
+        return False
+    if batch.cancel_asked_at is None and job.batches_stop(batch.scope):
+        try:
+            gateway.batch_cancel(model=batch.model, batch_id=batch.provider_batch_id)
+        except PermanentLLMError as exc:
+            # It ended first, or the provider forgot it: read below either way.
+            log.info("batch %s was not cancelled: %s", batch.pk, exc)
+        ProviderBatch.objects.filter(pk=batch.pk).update(cancel_asked_at=timezone.now())
+    try:
+        state = gateway.batch_retrieve(model=batch.model, batch_id=batch.provider_batch_id)
+    except gateway.BatchGone as exc:
+        # Nothing of it can be read: every row is asked again, its attempt not counted.
+        _rows_put_back(job, batch, str(exc))
+        return True
+    batch.status = state["status"]
+    batch.completed, batch.failed = state["completed"], state["failed"]
+    batch.output_file_id, batch.error_file_id = state["output_file_id"], state["error_file_id"]
+    batch.save(update_fields=["status", "completed", "failed", "output_file_id", "error_file_id"])
+    if batch.status not in gateway.BATCH_ENDED:
+        return False
+    if batch.status == Status.FAILED:
+        reason = state["errors"] or "the provider gave no reason"
+        _batch_refused(
+            job,
+            batch,
+            PermanentLLMError(
+                f"The provider refused the batch: {reason}", status=CallStatus.BAD_REQUEST
+            ),
+        )
+        return True
+    _record(job, batch)
+    return True
+
+
+def _recover(job: engine.Work, batch: ProviderBatch) -> None:
+    """A batch left preparing (its submitter died, or the provider failed it): adopt the
+    provider's batch if it was created after all, else submit its rows again."""
+    found = gateway.batch_find(model=batch.model, metadata={"assay_batch": str(batch.pk)})
+    if found is not None:
+        _submitted(batch, found)
+        return
+    ids = list(
+        job.model._default_manager.filter(lease_owner=batch.owner).values_list("pk", flat=True)
+    )
+    if not ids:
+        _recorded(batch)
+        return
+    calls, refused = job.calls(ids)
+    if refused:
+        job.refuse(refused, owner=batch.owner)
+    if calls:
+        _submit(job, batch, b"".join(_line(call) for call in calls))
+
+
+def _rows_put_back(job: engine.Work, batch: ProviderBatch, error: str) -> None:
+    ids = list(
+        job.model._default_manager.filter(lease_owner=batch.owner).values_list("pk", flat=True)
+    )
+    put_back = engine.batch_unclaim(job, ids, owner=batch.owner)
+    ProviderBatch.objects.filter(pk=batch.pk).update(
+        status=Status.FAILED, error=error[:2000], retried=F("retried") + put_back
+    )
+    _recorded(batch)
+    _scope_after(job, batch.scope)
+
+
+def _record(job: engine.Work, batch: ProviderBatch) -> None:
+    """Record every line of an ended batch for the rows it still holds."""
+    lines: dict[str, dict] = {}
+    for file_id in (batch.output_file_id, batch.error_file_id):
+        if file_id:
+            for raw in gateway.batch_file(model=batch.model, file_id=file_id).splitlines():
+                try:
+                    line = json.loads(raw)
+                except ValueError:
+                    continue  # not a line of ours; its row is asked again
+                if isinstance(line, dict) and isinstance(line.get("custom_id"), str):
+                    lines[line["custom_id"]] = line
+    ended = timezone.now()
+    took_ms = round((ended - (batch.submitted_at or batch.created_at)).total_seconds() * 1000)
+    held = job.model._default_manager.filter(lease_owner=batch.owner).order_by("pk")
+    ids = list(held.values_list("pk", flat=True))
+    for start in range(0, len(ids), RECORD_CHUNK):
+        _record_chunk(job, batch, ids[start : start + RECORD_CHUNK], lines, took_ms)
+    ProviderBatch.objects.filter(pk=batch.pk).update(ended_at=ended)
+    _recorded(batch)
+    _scope_after(job, batch.scope)
+
+
+def _record_chunk(
+    job: engine.Work, batch: ProviderBatch, ids: list[int], lines: dict, took_ms: int
+) -> None:
+    calls, refused = job.calls(ids)
+    by_row = {call.row_id: call for call in calls}
+    caller = job.caller or job.name
+    with transaction.atomic():
+        rows = job.model._default_manager.filter(pk__in=ids)
+        attempts = dict(
+            engine.held(rows, states=job.states, owner=batch.owner)
+            .select_for_update()
+            .values_list("pk", "attempts")
+        )
+        results, again, back, ledger = [], [], [], []
+        for pk in sorted(attempts):
+            call = by_row.get(pk)
+            if call is None:
+                continue  # refused below
+            answer = gateway.batch_answer(
+                model=call.model,
+                line=lines.get(str(pk)),
+                schema=call.schema,
+                check=call.check,
+                latency_ms=took_ms,
+                attempt=attempts[pk],
+            )
+            if answer.ledger is not None:
+                ledger.append(
+                    LLMCall(
+                        model=call.model,
+                        purpose=call.purpose,
+                        caller=f"{caller}:{pk}"[:200],
+                        attempt=attempts[pk],
+                        latency_ms=took_ms,
+                        prompt_template=call.prompt,
+                        batch=batch,
+                        **answer.ledger,
+                    )
+                )
+            if answer.not_run:
+                back.append(pk)
+            elif answer.completion is not None:
+                results.append(engine.Result(call=call, completion=answer.completion))
+            elif isinstance(answer.error, PermanentLLMError) or attempts[pk] >= leases.MAX_ATTEMPTS:
+                results.append(engine.Result(call=call, error=answer.error))
+            else:
+                again.append(pk)
+        if ledger:
+            llm_calls_record(calls=ledger)
+        if results:
+            job.record(results, owner=batch.owner)
+        engine.batch_unclaim(job, back, owner=batch.owner)
+        engine.batch_unclaim(job, again, owner=batch.owner, counted=True)
+        if refused:
+            job.refuse([r for r in refused if r[0] in attempts], owner=batch.owner)
+        ProviderBatch.objects.filter(pk=batch.pk).update(
+            recorded=F("recorded") + len(results), retried=F("retried") + len(again) + len(back)
+        )
+
+
+def _recorded(batch: ProviderBatch) -> None:
+    ProviderBatch.objects.filter(pk=batch.pk).update(
+        recorded_at=timezone.now(), held_by="", held_until=None
+    )
+
+
+def _scope_after(job: engine.Work, scope: int) -> None:
+    """Once a batch is recorded: rows put back are worked again (in the next batch, or
+    live), and a scope with nothing left is settled."""
+    if engine.scope_next(job, scope) is not None:
+        engine.scope_start(job, scope, chains=1)
+
+
+def batches_of(*, work: engine.Work, scope: int):
+    """A scope's provider batches, newest first, for its page."""
+    return ProviderBatch.objects.filter(work=work.name, scope=scope).select_related("model")
