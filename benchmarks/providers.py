@@ -1,7 +1,9 @@
-"""Real providers' limits: adaptive concurrency against a limit the engine is not told.
+"""Real providers at real scale: adaptive concurrency against a limit the engine is not
+told, and batch mode at HelpBench's size (benchmarks/provider_batches.py says how).
 
-    .venv/bin/python benchmarks/providers.py            # the targets below
-    .venv/bin/python benchmarks/providers.py --quick    # shorter phases, a fast check
+    .venv/bin/python benchmarks/providers.py                 # both, the targets below
+    .venv/bin/python benchmarks/providers.py --part batch    # one part: adaptive or batch
+    .venv/bin/python benchmarks/providers.py --quick         # shorter phases, a fast check
 
 Against a database of its own (assay_bench_providers, created and dropped on the server of
 DATABASE_URL) and Redis db 4, with the offline provider at 300 ms latency hiding a limit of
@@ -35,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from benchmarks import provider_batches  # noqa: E402
 from benchmarks.own_stack import measured  # noqa: E402
 from benchmarks.run_at_scale import (  # noqa: E402
     LATENCY_MS,
@@ -223,6 +226,27 @@ def inner(opts) -> int:
         lines.append(text)
 
     env = dict(os.environ)
+    out = ROOT / "benchmarks" / "output"
+    out.mkdir(exist_ok=True)
+    ok = True
+    if opts.part in ("all", "adaptive"):
+        ok &= adaptive(
+            say,
+            env=env,
+            opts=opts,
+            drop_at=drop_at,
+            after_drop=after_drop,
+            questions_n=questions_n,
+            samples=samples,
+        )
+    if opts.part in ("all", "batch"):
+        say()
+        ok &= provider_batches.run(say, env=env, quick=opts.quick, out=out)
+    (out / "providers.md").write_text("\n".join(lines) + "\n")
+    return 0 if ok else 1
+
+
+def adaptive(say, *, env, opts, drop_at, after_drop, questions_n, samples) -> bool:
     provider = Provider(latency_ms=LATENCY_MS, limit_concurrent=HIDDEN)
     results = []
     try:
@@ -249,11 +273,7 @@ def inner(opts) -> int:
                     node.stop()
     finally:
         provider.stop()
-    ok = report(say, results, opts=opts)
-    out = ROOT / "benchmarks" / "output"
-    out.mkdir(exist_ok=True)
-    (out / "providers.md").write_text("\n".join(lines) + "\n")
-    return 0 if ok else 1
+    return report(say, results, opts=opts)
 
 
 def outer(opts) -> int:
@@ -265,6 +285,7 @@ def outer(opts) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="shorter phases")
+    parser.add_argument("--part", choices=("all", "adaptive", "batch"), default="all")
     parser.add_argument("--keep-db", action="store_true", help="leave the database for a look")
     parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     opts = parser.parse_args()

@@ -301,7 +301,7 @@ LLM_ENGINE_CHAINS = env_int("LLM_ENGINE_CHAINS", 4)
 # rows one task claims and writes into batch files at a time (their requests are built in
 # memory); how long a worker submitting or reading a batch holds it before another may.
 LLM_BATCH_POLL_SECONDS = env_int("LLM_BATCH_POLL_SECONDS", 30)
-LLM_BATCH_ROWS = env_int("LLM_BATCH_ROWS", 5000)
+LLM_BATCH_ROWS = env_int("LLM_BATCH_ROWS", 2000)
 LLM_BATCH_HOLD_SECONDS = env_int("LLM_BATCH_HOLD_SECONDS", 300)
 
 SESSION_ENGINE = "django.contrib.sessions.backends.db"

@@ -30,8 +30,8 @@ again.
 import datetime as dt
 import json
 import logging
-from collections import defaultdict
-from collections.abc import Iterator
+import re
+import tempfile
 
 from django.conf import settings
 from django.db import transaction
@@ -74,36 +74,57 @@ def scope_work(*, work: str, scope: int) -> engine.BatchOutcome:
 
 def scope_submit(job: engine.Work, scope: int, *, owner: str, retry: str) -> int:
     """Claim up to LLM_BATCH_ROWS of the scope's due rows and submit them in provider
-    batches; how many rows were claimed."""
+    batches; how many rows were claimed. Their requests are built BUILD_ROWS at a time and
+    written to a file per model, sent whenever it reaches the model's limits: a worker
+    holds no more than that many requests in memory."""
     job.prepare(scope)
     fresh = Q(attempts=0) if retry == BatchRetry.LIVE else None
     ids = engine.batch_claim(job, scope, owner=owner, limit=settings.LLM_BATCH_ROWS, where=fresh)
-    if not ids:
-        return 0
-    calls, refused = job.calls(ids)
-    by_model: dict[int, list[engine.Call]] = defaultdict(list)
-    for call in calls:
-        if not call.model.batch_api:
-            refused.append((call.row_id, no_batch_api(call.model)))
-        else:
-            by_model[call.model.pk].append(call)
-    for group in by_model.values():
-        model = group[0].model
-        for part, content, too_large in _files(model, group):
-            refused += too_large
-            if part:
-                batch = _rows_hand_over(job, scope, model, part, content, owner=owner)
-                if batch is not None:
-                    _submit(job, batch, content)
+    files: dict[int, _File] = {}
+    refused: list[tuple[int, str]] = []
+    for start in range(0, len(ids), BUILD_ROWS):
+        calls, cannot = job.calls(ids[start : start + BUILD_ROWS])
+        refused += cannot
+        for call in calls:
+            if not call.model.batch_api:
+                refused.append((call.row_id, no_batch_api(call.model)))
+                continue
+            held = files.get(call.model.pk)
+            try:
+                line = _line(call)
+            except LLMError as exc:
+                refused.append((call.row_id, str(exc)))
+                continue
+            if len(line) > call.model.batch_max_bytes:
+                refused.append((call.row_id, _too_large(call.model, len(line))))
+                continue
+            if held is not None and not held.fits(line):
+                _send(job, scope, held, owner=owner)
+                held = None
+            if held is None:
+                held = files[call.model.pk] = _File(call.model)
+            held.add(call.row_id, line)
+    for held in files.values():
+        _send(job, scope, held, owner=owner)
     if refused:
         job.refuse(refused, owner=owner)
     return len(ids)
+
+
+BUILD_ROWS = 200  # requests built at a time
 
 
 def no_batch_api(model: ModelConfig) -> str:
     return (
         f"{model.display_name} has no batch API (its model config says so): run it live, or "
         "say in the console that its provider takes batches."
+    )
+
+
+def _too_large(model: ModelConfig, size: int) -> str:
+    return (
+        f"The request is {size} bytes: more than {model.display_name}'s batch files may hold "
+        f"({model.batch_max_bytes} bytes). Run it live."
     )
 
 
@@ -115,35 +136,33 @@ def _line(call: engine.Call) -> bytes:
     return json.dumps({**line, "body": body}, ensure_ascii=False).encode() + b"\n"
 
 
-def _files(model: ModelConfig, calls: list[engine.Call]) -> Iterator[tuple[list, bytes, list]]:
-    """The calls split into batch files within the model's limits: (calls, the file, the
-    rows refused because their one line is larger than a file may be)."""
-    part: list[engine.Call] = []
-    lines: list[bytes] = []
-    size = 0
-    for call in calls:
-        try:
-            line = _line(call)
-        except LLMError as exc:
-            yield [], b"", [(call.row_id, str(exc))]
-            continue
-        if len(line) > model.batch_max_bytes:
-            reason = (
-                f"The request is {len(line)} bytes: more than {model.display_name}'s batch "
-                f"files may hold ({model.batch_max_bytes} bytes). Run it live."
-            )
-            yield [], b"", [(call.row_id, reason)]
-            continue
-        if part and (
-            len(part) >= model.batch_max_requests or size + len(line) > model.batch_max_bytes
-        ):
-            yield part, b"".join(lines), []
-            part, lines, size = [], [], 0
-        part.append(call)
-        lines.append(line)
-        size += len(line)
-    if part:
-        yield part, b"".join(lines), []
+class _File:
+    """A batch input file being written, on disk, within its model's limits."""
+
+    def __init__(self, model: ModelConfig):
+        self.model = model
+        self.ids: list[int] = []
+        self.size = 0
+        self.file = tempfile.TemporaryFile()  # noqa: SIM115 (closed by _send)
+
+    def fits(self, line: bytes) -> bool:
+        return (
+            len(self.ids) < self.model.batch_max_requests
+            and self.size + len(line) <= self.model.batch_max_bytes
+        )
+
+    def add(self, row_id: int, line: bytes) -> None:
+        self.file.write(line)
+        self.ids.append(row_id)
+        self.size += len(line)
+
+
+def _send(job: engine.Work, scope: int, held: _File, *, owner: str) -> None:
+    with held.file:
+        batch = _rows_hand_over(job, scope, held, owner=owner)
+        if batch is not None:
+            held.file.seek(0)
+            _submit(job, batch, held.file)
 
 
 def _hold() -> dict:
@@ -154,13 +173,13 @@ def _hold() -> dict:
 
 
 def _rows_hand_over(
-    job: engine.Work, scope: int, model: ModelConfig, calls: list, content: bytes, *, owner: str
+    job: engine.Work, scope: int, held: _File, *, owner: str
 ) -> ProviderBatch | None:
-    """A new batch that holds the calls' rows (those `owner` still holds), in one transaction."""
-    ids = [call.row_id for call in calls]
+    """A new batch that holds the file's rows (those `owner` still holds), in one
+    transaction."""
     with transaction.atomic():
         rows = engine.held(
-            job.model._default_manager.filter(pk__in=ids), states=job.states, owner=owner
+            job.model._default_manager.filter(pk__in=held.ids), states=job.states, owner=owner
         )
         mine = set(rows.select_for_update().values_list("pk", flat=True))
         if not mine:
@@ -168,17 +187,19 @@ def _rows_hand_over(
         batch = ProviderBatch.objects.create(
             work=job.name,
             scope=scope,
-            model=model,
+            model=held.model,
             requests=len(mine),
-            bytes=len(content),
+            bytes=held.size,
             **_hold(),
         )
         job.model._default_manager.filter(pk__in=mine).update(
             lease_owner=batch.owner, lease_expires_at=timezone.now() + ROW_LEASE
         )
-    if len(mine) < len(ids):
+    if len(mine) < len(held.ids):
+        # Just claimed, so only a worker that took them over after a lease ran out: its
+        # answers are recorded, the batch's for them are not.
         log.warning(
-            "batch %s: %s of its rows were taken over first", batch.pk, len(ids) - len(mine)
+            "batch %s: %s of its rows were taken over first", batch.pk, len(held.ids) - len(mine)
         )
     return batch
 
@@ -187,7 +208,7 @@ def _metadata(batch: ProviderBatch) -> dict:
     return {"assay_batch": str(batch.pk), "assay_work": batch.work, "assay_scope": str(batch.scope)}
 
 
-def _submit(job: engine.Work, batch: ProviderBatch, content: bytes) -> None:
+def _submit(job: engine.Work, batch: ProviderBatch, content) -> None:
     """Upload the batch's file and create it at the provider; a failure the provider may get
     over leaves it preparing, for the next poll to take up."""
     try:
@@ -337,7 +358,11 @@ def _recover(job: engine.Work, batch: ProviderBatch) -> None:
     if refused:
         job.refuse(refused, owner=batch.owner)
     if calls:
-        _submit(job, batch, b"".join(_line(call) for call in calls))
+        with tempfile.TemporaryFile() as content:
+            for call in calls:
+                content.write(_line(call))
+            content.seek(0)
+            _submit(job, batch, content)
 
 
 def _rows_put_back(job: engine.Work, batch: ProviderBatch, error: str) -> None:
@@ -354,16 +379,10 @@ def _rows_put_back(job: engine.Work, batch: ProviderBatch, error: str) -> None:
 
 def _record(job: engine.Work, batch: ProviderBatch) -> None:
     """Record every line of an ended batch for the rows it still holds."""
-    lines: dict[str, dict] = {}
+    lines = _Lines()
     for file_id in (batch.output_file_id, batch.error_file_id):
         if file_id:
-            for raw in gateway.batch_file(model=batch.model, file_id=file_id).splitlines():
-                try:
-                    line = json.loads(raw)
-                except ValueError:
-                    continue  # not a line of ours; its row is asked again
-                if isinstance(line, dict) and isinstance(line.get("custom_id"), str):
-                    lines[line["custom_id"]] = line
+            lines.add(gateway.batch_file(model=batch.model, file_id=file_id))
     ended = timezone.now()
     took_ms = round((ended - (batch.submitted_at or batch.created_at)).total_seconds() * 1000)
     held = job.model._default_manager.filter(lease_owner=batch.owner).order_by("pk")
@@ -375,8 +394,56 @@ def _record(job: engine.Work, batch: ProviderBatch) -> None:
     _scope_after(job, batch.scope)
 
 
+class _Lines:
+    """A batch's output and error files, each line found by its custom_id and read when its
+    row is recorded: a file of thousands of long answers is held once, as bytes, rather
+    than as thousands of parsed objects."""
+
+    def __init__(self):
+        self.files: list[bytes] = []
+        self.at: dict[str, tuple[int, int, int]] = {}  # custom_id: (file, start, end)
+
+    def add(self, content: bytes) -> None:
+        number, start = len(self.files), 0
+        self.files.append(content)
+        while start < len(content):
+            end = content.find(b"\n", start)
+            end = len(content) if end < 0 else end
+            found = CUSTOM_ID.search(content, start, min(end, start + 200))
+            if found:
+                self.at[found.group(1).decode()] = (number, start, end)
+            elif custom_id := _custom_id(content[start:end]):
+                self.at[custom_id] = (number, start, end)
+            start = end + 1
+
+    def get(self, custom_id: str) -> dict | None:
+        where = self.at.get(custom_id)
+        if where is None:
+            return None
+        number, start, end = where
+        try:
+            line = json.loads(self.files[number][start:end])
+        except ValueError:
+            return None  # not a line of ours: its row is asked again
+        return line if isinstance(line, dict) and line.get("custom_id") == custom_id else None
+
+
+# A line's custom_id (ours are row ids), read without parsing the line where a provider
+# writes it first (OpenAI: {"id": "batch_req_...", "custom_id": "...", ...}).
+CUSTOM_ID = re.compile(rb'"custom_id":\s*"([0-9]+)"')
+
+
+def _custom_id(raw: bytes) -> str | None:
+    try:
+        line = json.loads(raw)
+    except ValueError:
+        return None
+    found = line.get("custom_id") if isinstance(line, dict) else None
+    return found if isinstance(found, str) else None
+
+
 def _record_chunk(
-    job: engine.Work, batch: ProviderBatch, ids: list[int], lines: dict, took_ms: int
+    job: engine.Work, batch: ProviderBatch, ids: list[int], lines: "_Lines", took_ms: int
 ) -> None:
     calls, refused = job.calls(ids)
     by_row = {call.row_id: call for call in calls}

@@ -120,10 +120,11 @@ def death_before_recording(run, url, *, created: bool) -> ProviderBatch:
     owner = "dead-host:1"
     ids = batches.engine.batch_claim(SAMPLE_WORK, run.pk, owner=owner, limit=100)
     calls, _ = SAMPLE_WORK.calls(ids)
+    written = batches._File(calls[0].model)
+    for call in calls:
+        written.add(call.row_id, batches._line(call))
+    batch = batches._rows_hand_over(SAMPLE_WORK, run.pk, written, owner=owner)
     content = b"".join(batches._line(call) for call in calls)
-    batch = batches._rows_hand_over(
-        SAMPLE_WORK, run.pk, calls[0].model, calls, content, owner=owner
-    )
     if created:
         gateway.batch_create(
             model=batch.model,
@@ -253,3 +254,13 @@ def test_a_request_line_carries_the_live_calls_parameters_and_seed(db, offline_p
     assert line["body"]["messages"] == call.messages
     assert line["body"]["seed"] == call.params["seed"]
     assert line["body"]["metadata"] == {"assay_purpose": "sample"}
+
+
+def test_a_line_is_found_by_its_custom_id_wherever_the_provider_writes_it():
+    late = json.dumps({"response": {"body": {"text": "x" * 500}}, "custom_id": "13"})
+    lines = batches._Lines()
+    lines.add(b'{"id": "r1", "custom_id": "12", "response": null}\n' + late.encode() + b"\n")
+    lines.add(b'not json\n{"custom_id": "14"\n')
+    assert lines.get("12")["id"] == "r1"
+    assert lines.get("13")["response"]["body"]["text"] == "x" * 500
+    assert lines.get("14") is None and lines.get("15") is None
