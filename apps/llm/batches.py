@@ -315,16 +315,27 @@ def _advance(batch: ProviderBatch) -> bool:
             # It ended first, or the provider forgot it: read below either way.
             log.info("batch %s was not cancelled: %s", batch.pk, exc)
         ProviderBatch.objects.filter(pk=batch.pk).update(cancel_asked_at=timezone.now())
+    elif not _due(batch):
+        return False
     try:
         state = gateway.batch_retrieve(model=batch.model, batch_id=batch.provider_batch_id)
     except gateway.BatchGone as exc:
         # Nothing of it can be read: every row is asked again, its attempt not counted.
         _rows_put_back(job, batch, str(exc))
         return True
-    batch.status = state["status"]
+    batch.status, batch.read_at = state["status"], timezone.now()
     batch.completed, batch.failed = state["completed"], state["failed"]
     batch.output_file_id, batch.error_file_id = state["output_file_id"], state["error_file_id"]
-    batch.save(update_fields=["status", "completed", "failed", "output_file_id", "error_file_id"])
+    batch.save(
+        update_fields=[
+            "status",
+            "read_at",
+            "completed",
+            "failed",
+            "output_file_id",
+            "error_file_id",
+        ]
+    )
     if batch.status not in gateway.BATCH_ENDED:
         return False
     if batch.status == Status.FAILED:
@@ -339,6 +350,22 @@ def _advance(batch: ProviderBatch) -> bool:
         return True
     _record(job, batch)
     return True
+
+
+# A batch is read at every poll while it is young, then less often as it ages (a tenth of its
+# age, at most every READ_MAX): a provider takes up to 24 hours, and each read costs a new
+# client of litellm's (about 25 ms of CPU), which every few seconds for a day would cost more
+# than the calls themselves.
+READ_SHARE = 0.1
+READ_MAX = dt.timedelta(minutes=10)
+
+
+def _due(batch: ProviderBatch) -> bool:
+    if batch.read_at is None or batch.cancel_asked_at is not None:
+        return True
+    now = timezone.now()
+    age = now - (batch.submitted_at or batch.created_at)
+    return now - batch.read_at >= min(age * READ_SHARE, READ_MAX)
 
 
 def _recover(job: engine.Work, batch: ProviderBatch) -> None:

@@ -14,6 +14,7 @@ import concurrent.futures
 import contextlib
 import email.utils
 import functools
+import gc
 import inspect
 import json
 import logging
@@ -1038,6 +1039,12 @@ def _batch_provider(model: ModelConfig, what: str, call):
         return call(**connection)
     except Exception as exc:
         failure, gone = _Failure.of(exc, api_key), getattr(exc, "status_code", None) == 404
+    finally:
+        # litellm builds an OpenAI client, with an HTTP client and TLS context of its own, for
+        # every one of these calls and leaves it in reference cycles: in a worker, whose
+        # collector runs seldom (engine.GC_THRESHOLDS), they piled up by thousands, about
+        # 12 kB each outside Python's heap (benchmarks/providers.py --part batch).
+        gc.collect()
     message = f"{model.display_name}: {what}: {failure.error_class}: {failure.message}"
     if gone:
         raise BatchGone(message, status=CallStatus.BAD_REQUEST) from failure.cause()

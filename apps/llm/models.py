@@ -295,6 +295,9 @@ class ProviderBatch(models.Model):
         null=True, blank=True, help_text="Until when a worker submitting or reading it holds it."
     )
     cancel_asked_at = models.DateTimeField(null=True, blank=True)
+    read_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the provider was last asked."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     submitted_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)

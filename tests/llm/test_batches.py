@@ -5,6 +5,7 @@ batch API, a batch the provider refuses or forgets, a submission cut short by a 
 tests/workers/test_batch_mode.py runs whole runs with real workers and beat."""
 
 import datetime as dt
+import gc
 import json
 from decimal import Decimal
 
@@ -264,3 +265,34 @@ def test_a_line_is_found_by_its_custom_id_wherever_the_provider_writes_it():
     assert lines.get("12")["id"] == "r1"
     assert lines.get("13")["response"]["body"]["text"] == "x" * 500
     assert lines.get("14") is None and lines.get("15") is None
+
+
+def test_a_batch_is_read_less_often_as_it_ages_but_at_once_when_cancelled(db):
+    model = offline_model("http://127.0.0.1:9/v1", batch_api=True)
+    now = timezone.now()
+    young = ProviderBatch(model=model, submitted_at=now - dt.timedelta(seconds=20))
+    young.read_at = now - dt.timedelta(seconds=2.5)
+    old = ProviderBatch(model=model, submitted_at=now - dt.timedelta(hours=3))
+    old.read_at = now - dt.timedelta(minutes=9)
+    assert batches._due(young) and not batches._due(old)
+    old.read_at = now - dt.timedelta(minutes=11)
+    assert batches._due(old)
+    old.read_at, old.cancel_asked_at = now, now
+    assert batches._due(old)
+
+
+def test_a_call_to_the_batch_api_leaves_no_client_behind(db, offline_provider):
+    url = offline_provider(batch_seconds=30)
+    run = batched_run(url, questions=1, samples=1)
+    batches.scope_work(work=SAMPLE_WORK.name, scope=run.pk)
+    batch = ProviderBatch.objects.get()
+    thresholds = gc.get_threshold()
+    gc.set_threshold(10**6)  # as rarely as a worker's collector runs (engine.GC_THRESHOLDS)
+    try:
+        gc.collect()
+        for _ in range(5):
+            gateway.batch_retrieve(model=batch.model, batch_id=batch.provider_batch_id)
+        left = [o for o in gc.get_objects() if type(o).__name__ in ("OpenAI", "OpenAIHTTPClient")]
+    finally:
+        gc.set_threshold(*thresholds)
+    assert left == []
