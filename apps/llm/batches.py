@@ -32,10 +32,11 @@ import json
 import logging
 import re
 import tempfile
+from collections.abc import Iterable
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from . import engine, gateway, leases
@@ -119,6 +120,19 @@ def no_batch_api(model: ModelConfig) -> str:
         f"{model.display_name} has no batch API (its model config says so): run it live, or "
         "say in the console that its provider takes batches."
     )
+
+
+def batch_mode_refusal(
+    *, batch_mode: bool, batch_retry: str, models: Iterable[ModelConfig]
+) -> str | None:
+    """Why a run of `models` cannot have these batch settings (a message a researcher can
+    read), or None when it can: every service that makes a run checks this."""
+    if batch_retry not in BatchRetry.values:
+        choices = " or ".join(repr(value) for value in BatchRetry.values)
+        return f"Failed batch lines are asked again {choices}, not {batch_retry!r}."
+    if not batch_mode:
+        return None
+    return next((no_batch_api(model) for model in models if not model.batch_api), None)
 
 
 def _too_large(model: ModelConfig, size: int) -> str:
@@ -273,13 +287,14 @@ def batches_poll(*, scope: tuple[str, int] | None = None) -> dict[str, int]:
     if scope is not None:
         open_batches = open_batches.filter(work=scope[0], scope=scope[1])
     counts = {"read": 0, "recorded": 0}
+    listed = _listed(open_batches)
     for pk in open_batches.order_by("pk").values_list("pk", flat=True):
         batch = _take(pk)
         if batch is None:
             continue
         counts["read"] += 1
         try:
-            if _advance(batch):
+            if _advance(batch, listed.get(batch.provider_batch_id)):
                 counts["recorded"] += 1
         except LLMError as exc:
             log.warning("batch %s could not be read, the next poll tries again: %s", pk, exc)
@@ -289,6 +304,24 @@ def batches_poll(*, scope: tuple[str, int] | None = None) -> dict[str, int]:
                 held_by="", held_until=None
             )
     return counts
+
+
+def _listed(open_batches) -> dict[str, dict]:
+    """The open batches that are due to be read, as their providers list them: one listing
+    per provider connection, not a call per batch (each call costs a client of litellm's)."""
+    due: dict[tuple, list[ProviderBatch]] = {}
+    for batch in open_batches.exclude(provider_batch_id="").select_related("model"):
+        if _due(batch):
+            due.setdefault(gateway.batch_connection(batch.model), []).append(batch)
+    states: dict[str, dict] = {}
+    for batches in due.values():
+        try:
+            states |= gateway.batch_states(
+                model=batches[0].model, batch_ids={b.provider_batch_id for b in batches}
+            )
+        except LLMError as exc:
+            log.warning("listing batches failed, each is read on its own: %s", exc)
+    return states
 
 
 def _take(pk: int) -> ProviderBatch | None:
@@ -302,8 +335,9 @@ def _take(pk: int) -> ProviderBatch | None:
     return ProviderBatch.objects.select_related("model").get(pk=pk) if taken else None
 
 
-def _advance(batch: ProviderBatch) -> bool:
-    """Move the batch on by what the provider says; whether its results were recorded."""
+def _advance(batch: ProviderBatch, listed: dict | None = None) -> bool:
+    """Move the batch on by what the provider says (`listed`: as it listed the batch this
+    poll); whether its results were recorded."""
     job = engine.work_for(batch.work)
     if batch.status == Status.PREPARING:
         _recover(job, batch)
@@ -318,12 +352,14 @@ def _advance(batch: ProviderBatch) -> bool:
     elif not _due(batch):
         return False
     try:
-        state = gateway.batch_retrieve(model=batch.model, batch_id=batch.provider_batch_id)
+        state = listed or gateway.batch_retrieve(
+            model=batch.model, batch_id=batch.provider_batch_id
+        )
     except gateway.BatchGone as exc:
         # Nothing of it can be read: every row is asked again, its attempt not counted.
         _rows_put_back(job, batch, str(exc))
         return True
-    batch.status, batch.read_at = state["status"], timezone.now()
+    batch.status, batch.read_at, batch.error = state["status"], timezone.now(), ""
     batch.completed, batch.failed = state["completed"], state["failed"]
     batch.output_file_id, batch.error_file_id = state["output_file_id"], state["error_file_id"]
     batch.save(
@@ -414,8 +450,9 @@ def _record(job: engine.Work, batch: ProviderBatch) -> None:
     took_ms = round((ended - (batch.submitted_at or batch.created_at)).total_seconds() * 1000)
     held = job.model._default_manager.filter(lease_owner=batch.owner).order_by("pk")
     ids = list(held.values_list("pk", flat=True))
+    live = job.batch_choice(batch.scope) == BatchRetry.LIVE
     for start in range(0, len(ids), RECORD_CHUNK):
-        _record_chunk(job, batch, ids[start : start + RECORD_CHUNK], lines, took_ms)
+        _record_chunk(job, batch, ids[start : start + RECORD_CHUNK], lines, took_ms, live=live)
     ProviderBatch.objects.filter(pk=batch.pk).update(ended_at=ended)
     _recorded(batch)
     _scope_after(job, batch.scope)
@@ -470,11 +507,23 @@ def _custom_id(raw: bytes) -> str | None:
 
 
 def _record_chunk(
-    job: engine.Work, batch: ProviderBatch, ids: list[int], lines: "_Lines", took_ms: int
+    job: engine.Work,
+    batch: ProviderBatch,
+    ids: list[int],
+    lines: "_Lines",
+    took_ms: int,
+    *,
+    live: bool,
 ) -> None:
+    """Record the lines of `ids` (the rows the batch still holds) in one transaction, each
+    with its ledger row. A line that failed is asked again: live, if the run says so (its
+    row keeps its attempt, and the live engine takes rows tried before), else in the next
+    batch without counting an attempt, as long as the row has had fewer failed lines than
+    the work's retry policy allows attempts of a live call (its gateway retries)."""
     calls, refused = job.calls(ids)
     by_row = {call.row_id: call for call in calls}
     caller = job.caller or job.name
+    callers = {pk: f"{caller}:{pk}"[:200] for pk in ids}
     with transaction.atomic():
         rows = job.model._default_manager.filter(pk__in=ids)
         attempts = dict(
@@ -482,37 +531,42 @@ def _record_chunk(
             .select_for_update()
             .values_list("pk", "attempts")
         )
+        lines_before = _lines_before([callers[pk] for pk in attempts])
         results, again, back, ledger = [], [], [], []
         for pk in sorted(attempts):
             call = by_row.get(pk)
             if call is None:
                 continue  # refused below
+            attempt = lines_before.get(callers[pk], 0) + 1  # this row's batch lines
             answer = gateway.batch_answer(
                 model=call.model,
                 line=lines.get(str(pk)),
                 schema=call.schema,
                 check=call.check,
                 latency_ms=took_ms,
-                attempt=attempts[pk],
+                attempt=attempt,
             )
             if answer.ledger is not None:
                 ledger.append(
                     LLMCall(
                         model=call.model,
                         purpose=call.purpose,
-                        caller=f"{caller}:{pk}"[:200],
-                        attempt=attempts[pk],
+                        caller=callers[pk],
+                        attempt=attempt,
                         latency_ms=took_ms,
                         prompt_template=call.prompt,
                         batch=batch,
                         **answer.ledger,
                     )
                 )
+            spent = (
+                attempts[pk] >= leases.MAX_ATTEMPTS if live else attempt >= job.policy.max_attempts
+            )
             if answer.not_run:
                 back.append(pk)
             elif answer.completion is not None:
                 results.append(engine.Result(call=call, completion=answer.completion))
-            elif isinstance(answer.error, PermanentLLMError) or attempts[pk] >= leases.MAX_ATTEMPTS:
+            elif isinstance(answer.error, PermanentLLMError) or spent:
                 results.append(engine.Result(call=call, error=answer.error))
             else:
                 again.append(pk)
@@ -521,12 +575,19 @@ def _record_chunk(
         if results:
             job.record(results, owner=batch.owner)
         engine.batch_unclaim(job, back, owner=batch.owner)
-        engine.batch_unclaim(job, again, owner=batch.owner, counted=True)
+        engine.batch_unclaim(job, again, owner=batch.owner, counted=live)
         if refused:
             job.refuse([r for r in refused if r[0] in attempts], owner=batch.owner)
         ProviderBatch.objects.filter(pk=batch.pk).update(
             recorded=F("recorded") + len(results), retried=F("retried") + len(again) + len(back)
         )
+
+
+def _lines_before(callers: list[str]) -> dict[str, int]:
+    """How many batch lines each caller's row has had recorded (each one failed: an answer
+    ends the row)."""
+    rows = LLMCall.objects.filter(caller__in=callers, batch__isnull=False)
+    return dict(rows.values("caller").order_by().annotate(n=Count("pk")).values_list("caller", "n"))
 
 
 def _recorded(batch: ProviderBatch) -> None:
@@ -540,8 +601,3 @@ def _scope_after(job: engine.Work, scope: int) -> None:
     live), and a scope with nothing left is settled."""
     if engine.scope_next(job, scope) is not None:
         engine.scope_start(job, scope, chains=1)
-
-
-def batches_of(*, work: engine.Work, scope: int):
-    """A scope's provider batches, newest first, for its page."""
-    return ProviderBatch.objects.filter(work=work.name, scope=scope).select_related("model")

@@ -1025,7 +1025,15 @@ def batch_body(*, model: ModelConfig, messages: list[dict], purpose: str, params
 
 def _batch_provider(model: ModelConfig, what: str, call):
     """`call(**connection)` against the model's provider, its failure raised as an LLMError
-    that holds no key (retryable or not, as a live call's would be)."""
+    that holds no key (retryable or not, as a live call's would be).
+
+    litellm builds an OpenAI client, with an HTTP client and a TLS context of its own, for
+    each of these calls and leaves it in reference cycles, about 12 kB each outside Python's
+    heap and a TLS context of about a megabyte inside it, which only a full collection frees:
+    a worker, whose collector runs seldom (engine.GC_THRESHOLDS), piled them up by thousands,
+    and one collection per poll still let a poll's dozens live at once (benchmarks/
+    providers.py --part batch). So each call collects; apps/llm/batches.py makes few calls
+    (one listing reads every open batch of a provider)."""
     _kind_check(model, embeddings=False)
     api_key = _api_key(model)
     connection = {
@@ -1040,11 +1048,8 @@ def _batch_provider(model: ModelConfig, what: str, call):
     except Exception as exc:
         failure, gone = _Failure.of(exc, api_key), getattr(exc, "status_code", None) == 404
     finally:
-        # litellm builds an OpenAI client, with an HTTP client and TLS context of its own, for
-        # every one of these calls and leaves it in reference cycles: in a worker, whose
-        # collector runs seldom (engine.GC_THRESHOLDS), they piled up by thousands, about
-        # 12 kB each outside Python's heap (benchmarks/providers.py --part batch).
-        gc.collect()
+        gc.collect()  # see above
+
     message = f"{model.display_name}: {what}: {failure.error_class}: {failure.message}"
     if gone:
         raise BatchGone(message, status=CallStatus.BAD_REQUEST) from failure.cause()
@@ -1096,9 +1101,9 @@ def batch_create(*, model: ModelConfig, content: bytes, filename: str, metadata:
     return _batch_state(created)
 
 
-def batch_find(*, model: ModelConfig, metadata: dict) -> dict | None:
-    """The provider's batch whose metadata holds `metadata`, among its newest, if any: one
-    whose creation went through but was never recorded (its worker died in between)."""
+def _batch_pages(model: ModelConfig):
+    """The provider's batches (`_batch_state`s), newest first, a page of 100 at a time (at
+    most BATCH_FIND_PAGES pages)."""
     lt = litellm_module()
     after = None
     for _ in range(BATCH_FIND_PAGES):
@@ -1107,15 +1112,42 @@ def batch_find(*, model: ModelConfig, metadata: dict) -> dict | None:
             "listing batches",
             lambda **c: lt.list_batches(after=after, limit=100, **c),  # noqa: B023
         )
-        batches = list(getattr(page, "data", None) or [])
+        batches = [_batch_state(batch) for batch in getattr(page, "data", None) or []]
+        more = bool(getattr(page, "has_more", False))
+        del page  # it holds its client (for a next page): collected with it
+        gc.collect()
+        yield batches
+        if not batches or not more:
+            return
+        after = batches[-1]["id"]
+
+
+def batch_find(*, model: ModelConfig, metadata: dict) -> dict | None:
+    """The provider's batch whose metadata holds `metadata`, among its newest, if any: one
+    whose creation went through but was never recorded (its worker died in between)."""
+    for batches in _batch_pages(model):
         for batch in batches:
-            held = dict(batch.metadata or {})
-            if all(held.get(k) == v for k, v in metadata.items()):
-                return _batch_state(batch)
-        if not batches or not getattr(page, "has_more", False):
-            return None
-        after = batches[-1].id
+            if all(batch["metadata"].get(k) == v for k, v in metadata.items()):
+                return batch
     return None
+
+
+def batch_states(*, model: ModelConfig, batch_ids: set[str]) -> dict[str, dict]:
+    """The batches `batch_ids` as the provider lists them, among its newest: those of every
+    model that shares this one's provider, address and key, in a call or a few rather than
+    one each. A batch not found there is not in the result (`batch_retrieve` reads it)."""
+    found: dict[str, dict] = {}
+    for batches in _batch_pages(model):
+        found |= {batch["id"]: batch for batch in batches if batch["id"] in batch_ids}
+        if len(found) == len(batch_ids):
+            break
+    return found
+
+
+def batch_connection(model: ModelConfig) -> tuple[str, str, str]:
+    """What decides where a model's batch calls go and with which key: models that share it
+    share one listing (`batch_states`)."""
+    return (model.litellm_model.partition("/")[0], model.api_base, model.api_key_env)
 
 
 def batch_retrieve(*, model: ModelConfig, batch_id: str) -> dict:

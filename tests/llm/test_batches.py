@@ -281,18 +281,23 @@ def test_a_batch_is_read_less_often_as_it_ages_but_at_once_when_cancelled(db):
     assert batches._due(old)
 
 
-def test_a_call_to_the_batch_api_leaves_no_client_behind(db, offline_provider):
+def test_submitting_and_polling_leave_no_client_of_the_batch_api_behind(db, offline_provider):
     url = offline_provider(batch_seconds=30)
-    run = batched_run(url, questions=1, samples=1)
-    batches.scope_work(work=SAMPLE_WORK.name, scope=run.pk)
-    batch = ProviderBatch.objects.get()
+    run = batched_run(url, questions=2, samples=1, batch_max_requests=1)
     thresholds = gc.get_threshold()
     gc.set_threshold(10**6)  # as rarely as a worker's collector runs (engine.GC_THRESHOLDS)
     try:
         gc.collect()
-        for _ in range(5):
-            gateway.batch_retrieve(model=batch.model, batch_id=batch.provider_batch_id)
-        left = [o for o in gc.get_objects() if type(o).__name__ in ("OpenAI", "OpenAIHTTPClient")]
+        batches.scope_work(work=SAMPLE_WORK.name, scope=run.pk)
+        submitted = clients()
+        for _ in range(3):
+            batches.batches_poll()
+        polled = clients()
     finally:
         gc.set_threshold(*thresholds)
-    assert left == []
+    assert ProviderBatch.objects.filter(read_at__isnull=False).count() == 2
+    assert (submitted, polled) == (0, 0)
+
+
+def clients() -> int:
+    return sum(type(o).__name__ in ("OpenAI", "OpenAIHTTPClient") for o in gc.get_objects())

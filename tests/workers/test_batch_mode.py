@@ -15,6 +15,15 @@ from decimal import Decimal
 import httpx
 import pytest
 
+from apps.grading.models import (
+    CallState,
+    ChecklistCall,
+    GradingMode,
+    GradingRun,
+    Judgment,
+    ResponseScore,
+)
+from apps.grading.services import grading_run_create, grading_run_launch
 from apps.llm.models import BatchRetry, CallStatus, LLMCall, ProviderBatch, RunStatus
 from apps.runs.models import ResponseStatus, SamplingRun
 from apps.runs.services import (
@@ -24,8 +33,11 @@ from apps.runs.services import (
     sampling_run_pause,
     sampling_run_resume,
 )
+from apps.surveys import services
+from apps.surveys.forms import DEFAULT_TEXTS
+from apps.surveys.models import GenerationStatus, Study, StudyStatus
 from tests.conftest import wait_until
-from tests.factories import offline_model, question_make
+from tests.factories import CODES, approved_rubric, offline_model, question_make
 from tests.workers.engine_builders import dead, engine_workers, provider_stats, statuses
 
 __all__ = ["engine_workers"]  # the fixture, imported to be found
@@ -128,13 +140,18 @@ def test_failed_lines_are_asked_again_in_the_next_batch(batch_workers, offline_p
     assert provider_batches(url)["created"] >= 2
     for response in run.responses.all():
         mine = [c for c in calls if c.caller == f"runs.sample:{response.pk}"]
-        # One ledger row per attempt; the last is the answer, unless out of attempts.
-        assert [c.attempt for c in mine] == list(range(1, response.attempts + 1))
+        # One ledger row per line; the last is the answer, unless the row is out of lines
+        # (as many as a live call's attempts). A failed line counts no attempt of the row's.
+        assert [c.attempt for c in mine] == list(range(1, len(mine) + 1))
         if response.status == DONE:
             assert [c.status for c in mine][-1] == CallStatus.OK
             assert sum(c.status == CallStatus.OK for c in mine) == 1
+            assert response.attempts == 1
         else:
-            assert response.attempts == 3 and response.error_kind == CallStatus.SERVER_ERROR
+            assert len(mine) == 6 and response.error_kind == CallStatus.SERVER_ERROR
+    assert any(
+        len([c for c in calls if c.caller == caller]) > 1 for caller in {c.caller for c in calls}
+    )
 
 
 def test_failed_lines_are_asked_again_live_when_the_run_says_so(batch_workers, offline_provider):
@@ -176,9 +193,8 @@ def test_an_expired_batch_puts_its_rows_back_without_counting_an_attempt(
     assert len(calls) == 10 and len({c.caller for c in calls}) == 10
 
 
-def test_pause_cancels_the_providers_batches_and_resume_asks_only_what_was_not_done(
-    batch_workers, offline_provider
-):
+def pending_batch(batch_workers, offline_provider):
+    """(the provider, a run of 20 rows whose one batch is in progress for 8 s)."""
     url = offline_provider(batch_seconds=8, batch_cancel_seconds=0.3)
     batch_workers()
     run = batched_run(url, questions=10, samples=2)
@@ -186,12 +202,22 @@ def test_pause_cancels_the_providers_batches_and_resume_asks_only_what_was_not_d
         lambda: ProviderBatch.objects.filter(scope=run.pk, status="in_progress").exists(),
         timeout=60,
     )
+    return url, run
+
+
+def recorded(run) -> None:
+    """Wait until a batch of the run has been recorded."""
+    done = ProviderBatch.objects.filter(scope=run.pk, recorded_at__isnull=False)
+    assert wait_until(done.exists, timeout=60)
+
+
+def test_pause_cancels_the_providers_batches_and_resume_asks_only_what_was_not_done(
+    batch_workers, offline_provider
+):
+    url, run = pending_batch(batch_workers, offline_provider)
 
     sampling_run_pause(run=run)
-    assert wait_until(
-        lambda: ProviderBatch.objects.filter(scope=run.pk, recorded_at__isnull=False).exists(),
-        timeout=60,
-    )
+    recorded(run)
     first = ProviderBatch.objects.get(scope=run.pk)
     assert first.status == "cancelled" and first.cancel_asked_at is not None
     counts = statuses(run)
@@ -208,19 +234,10 @@ def test_pause_cancels_the_providers_batches_and_resume_asks_only_what_was_not_d
 def test_cancel_reaches_the_providers_batches_and_keeps_what_was_done(
     batch_workers, offline_provider
 ):
-    url = offline_provider(batch_seconds=8, batch_cancel_seconds=0.3)
-    batch_workers()
-    run = batched_run(url, questions=10, samples=2)
-    assert wait_until(
-        lambda: ProviderBatch.objects.filter(scope=run.pk, status="in_progress").exists(),
-        timeout=60,
-    )
+    url, run = pending_batch(batch_workers, offline_provider)
 
     sampling_run_cancel(run=run)
-    assert wait_until(
-        lambda: ProviderBatch.objects.filter(scope=run.pk, recorded_at__isnull=False).exists(),
-        timeout=60,
-    )
+    recorded(run)
     batch = ProviderBatch.objects.get(scope=run.pk)
     assert batch.status == "cancelled"
     run.refresh_from_db()
@@ -250,4 +267,67 @@ def test_a_worker_and_beat_killed_while_batches_are_pending_lose_nothing_and_sub
     calls = ledger(run)
     assert len(calls) == 20 and len({c.caller for c in calls}) == 20
     assert provider_batches(url)["created"] == ProviderBatch.objects.filter(scope=run.pk).count()
+    assert provider_stats(url)["requests"] == 0
+
+
+def test_checklist_grading_in_batch_mode_scores_every_answer_once(
+    batch_workers, offline_provider, people
+):
+    url = offline_provider(batch_seconds=0.5)
+    batch_workers()
+    questions = []
+    for _ in range(3):
+        question = question_make()
+        approved_rubric(question, people["erin"], people["rosa"])
+        questions.append(question)
+    sampling = sampling_run_create(
+        name="S",
+        questions=questions,
+        models=[offline_model(url, name="offline-terse", batch_api=True)],
+        samples_per_item=2,
+    )
+    sampling = sampling_run_launch(run=sampling)
+    ended(sampling)
+    grading = grading_run_create(
+        sampling_run=sampling,
+        grader=offline_model(url, name="offline-grader", batch_api=True),
+        mode=GradingMode.CHECKLIST,
+        batch_mode=True,
+    )
+    grading = grading_run_launch(run=grading)
+
+    ended_grading = wait_until(
+        lambda: GradingRun.objects.get(pk=grading.pk).status == RunStatus.FINISHED, timeout=120
+    )
+    assert ended_grading
+    checklists = ChecklistCall.objects.filter(grading_run=grading)
+    assert set(checklists.values_list("status", flat=True)) == {CallState.DONE}
+    assert ResponseScore.objects.filter(grading_run=grading).count() == 6
+    judgments = Judgment.objects.filter(grading_run=grading)
+    assert judgments.exists()
+    assert judgments.filter(status=CallState.DONE, met__isnull=False).count() == judgments.count()
+    grader = LLMCall.objects.filter(caller__startswith="grading.checklist:")
+    assert grader.count() == 6 and not grader.filter(batch__isnull=True).exists()
+    assert provider_batches(url)["created"] == 1  # the grader's; sampling ran live
+
+
+def test_a_studys_scenario_responses_are_generated_in_batch_mode(
+    batch_workers, offline_provider, scenarios
+):
+    url = offline_provider(batch_seconds=0.5)
+    batch_workers()
+    study = services.study_create(scenarios=scenarios[:6], name="w", **DEFAULT_TEXTS, **CODES)
+    model = offline_model(url, name="offline-thorough", batch_api=True)
+    generation, _ = services.scenario_responses_request(
+        study=study, model=model, go_live=True, batch_mode=True
+    )
+
+    assert wait_until(
+        lambda: Study.objects.get(pk=study.pk).status == StudyStatus.LIVE, timeout=120
+    )
+    generation.refresh_from_db()
+    assert generation.status == GenerationStatus.DONE
+    assert all(ss.response.text.strip() for ss in study.study_scenarios.all())
+    calls = LLMCall.objects.filter(caller__startswith="scenario_response_call:")
+    assert calls.count() == 6 and not calls.filter(batch__isnull=True).exists()
     assert provider_stats(url)["requests"] == 0
