@@ -13,7 +13,7 @@ import factory
 from apps.accounts.models import User
 from apps.accounts.roles import Role
 from apps.accounts.services import user_set_roles
-from apps.llm.models import CallStatus, LLMCall, ModelConfig, PromptTemplate
+from apps.llm.models import CallStatus, LLMCall, ModelConfig, PromptTemplate, ProviderBatch
 from apps.llm.services import llm_calls_record
 from apps.questions.models import (
     FileFormat,
@@ -87,6 +87,17 @@ class ModelConfigFactory(factory.django.DjangoModelFactory):
 def offline_model(base_url: str, name: str = "offline-terse", **fields) -> ModelConfig:
     """A ModelConfig for the model `name` of the offline provider at `base_url`."""
     return ModelConfigFactory(name=name, api_base=api_base(base_url), **fields)
+
+
+def provider_batches_make(*, work: str, scope: int, model: ModelConfig, count: int = 1, **fields):
+    """`count` provider batches of a run (apps/llm/models.py ProviderBatch), as the engine
+    leaves them, numbered by `requests` (1, 2, ...) unless `fields` says otherwise."""
+    return [
+        ProviderBatch.objects.create(
+            work=work, scope=scope, model=model, **{"requests": n, **fields}
+        )
+        for n in range(1, count + 1)
+    ]
 
 
 def call_recorded(*, template: PromptTemplate, model: ModelConfig | None = None) -> LLMCall:

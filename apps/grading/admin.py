@@ -38,7 +38,7 @@ class GradingRunAdmin(ReadOnlyAdmin):
         "budget_usd",
         "created_at",
     )
-    list_filter = ("status", "mode", "grader")
+    list_filter = ("status", "mode", "grader", "batch_mode", "batch_retry")
     search_fields = ("name",)
     list_select_related = ("sampling_run", "grader", "prompt")
 

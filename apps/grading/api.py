@@ -11,6 +11,7 @@ from rest_framework import serializers
 
 from apps.console.api_lists import IdFilter, LongList, ReadViewSet, RunControls
 from apps.console.api_pages import Columns
+from apps.llm.batch_mode import BatchModeSerializer
 from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose, RunStatus
 from apps.llm.params import GENERATION_PARAMS, ParamsError, params_check
 from apps.runs.models import RunKind, SamplingRun
@@ -40,13 +41,18 @@ class GradingRunSerializer(serializers.ModelSerializer):
             "seed",
             "status",
             "budget_usd",
+            "batch_mode",
+            "batch_retry",
             "created_at",
             "launched_at",
             "finished_at",
         ]
 
 
-class GradingRunCreateSerializer(serializers.Serializer):
+class GradingRunCreateSerializer(BatchModeSerializer):
+    batch_models_field = "grader"
+    batch_models_named = "The grader"
+
     sampling_run = serializers.PrimaryKeyRelatedField(
         queryset=SamplingRun.objects.filter(kind=RunKind.BENCHMARK),
         help_text="Its answers are graded; a run still sampling is graded as its answers come.",
@@ -119,6 +125,7 @@ class GradingRunCreateSerializer(serializers.Serializer):
             budget_usd=data.get("budget_usd"),
             params={**data["params"], "temperature": number},
             user=self.context["request"].user,
+            **self.batch_arguments(data),
         )
 
 

@@ -3,6 +3,7 @@ from decimal import Decimal
 from django import forms
 
 from apps.console.form_fields import IdField
+from apps.llm.batch_mode import BatchModeForm
 from apps.llm.forms import BudgetField, ParamsField
 from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose
 from apps.rubrics.models import Kind, Polarity
@@ -23,7 +24,10 @@ class PromptChoice(forms.ModelChoiceField):
         return f"{label}: {obj.notes}" if obj.notes else label
 
 
-class GradingRunForm(forms.Form):
+class GradingRunForm(BatchModeForm):
+    batch_models_field = "grader"
+    batch_models_named = "The grader"
+
     sampling_run = forms.ModelChoiceField(
         queryset=SamplingRun.objects.filter(kind=RunKind.BENCHMARK).order_by("-created_at"),
         help_text="Its answers are graded; a run still sampling is graded as its answers come.",
@@ -73,6 +77,7 @@ class GradingRunForm(forms.Form):
             "name": data["name"],
             "budget_usd": data["budget_usd"],
             "params": {**data["params"], "temperature": _number(temperature)},
+            **self.batch_arguments(),
         }
 
 

@@ -4,7 +4,7 @@ from django.utils.html import format_html, format_html_join
 
 from apps.console.sites import ReadOnlyAdmin
 
-from .models import Embedding, LimitChange, LLMCall, ModelConfig, PromptTemplate
+from .models import Embedding, LimitChange, LLMCall, ModelConfig, PromptTemplate, ProviderBatch
 from .services import PromptError, prompt_template_save
 
 
@@ -20,9 +20,10 @@ class ModelConfigAdmin(admin.ModelAdmin):
         "requests_per_minute",
         "tokens_per_minute",
         "offline",
+        "batch_api",
         "active",
     )
-    list_filter = ("active", "kind", "family")
+    list_filter = ("active", "kind", "batch_api", "family")
     search_fields = ("display_name", "litellm_model", "family")
     fieldsets = (
         (
@@ -53,6 +54,14 @@ class ModelConfigAdmin(admin.ModelAdmin):
             },
         ),
         ("Prices", {"fields": ("input_price_per_mtok", "output_price_per_mtok")}),
+        (
+            "Batch API",
+            {
+                "fields": ("batch_api", "batch_discount", "batch_max_requests", "batch_max_bytes"),
+                "description": "A run in batch mode sends its calls through the provider's "
+                "batch API: answered within 24 hours, at the batch price.",
+            },
+        ),
     )
 
     @admin.display(boolean=True, description="offline demo model")
@@ -119,9 +128,24 @@ class LLMCallAdmin(ReadOnlyAdmin):
     # Narrow enough for a 1280 px screen beside the console's sidebar and filters: one
     # column each for status and attempt, tokens in and out, and long values cut short
     # (whole in the row's own page, in search and in the CSV export).
-    list_display = ("when", "model_short", "purpose", "outcome", "tokens", "cost_usd", "latency")
+    list_display = (
+        "when",
+        "model_short",
+        "purpose",
+        "outcome",
+        "tokens",
+        "cost_usd",
+        "latency",
+        "batch_id",
+    )
     list_display_links = ("when",)
-    list_filter = ("status", "purpose", "model", "created_at")
+    list_filter = (
+        "status",
+        "purpose",
+        "model",
+        ("batch", admin.EmptyFieldListFilter),
+        "created_at",
+    )
     search_fields = ("caller", "error_message")
     list_select_related = ("model",)
     date_hierarchy = "created_at"
@@ -147,6 +171,10 @@ class LLMCallAdmin(ReadOnlyAdmin):
     def latency(self, obj):
         return f"{obj.latency_ms / 1000:.1f} s"
 
+    @admin.display(description="batch", ordering="batch")
+    def batch_id(self, obj):
+        return obj.batch_id or "live"
+
 
 @admin.register(LimitChange)
 class LimitChangeAdmin(ReadOnlyAdmin):
@@ -157,6 +185,35 @@ class LimitChangeAdmin(ReadOnlyAdmin):
     list_filter = ("why", "model")
     list_select_related = ("model",)
     date_hierarchy = "at"
+    show_full_result_count = False
+
+
+@admin.register(ProviderBatch)
+class ProviderBatchAdmin(ReadOnlyAdmin):
+    """Each batch job sent to a provider for a run in batch mode (apps/llm/batches.py), as
+    the run pages list them: the provider's counts, and what Assay recorded and asked again."""
+
+    list_display = (
+        "pk",
+        "created_at",
+        "work",
+        "scope",
+        "model",
+        "status",
+        "provider_batch_id",
+        "requests",
+        "completed",
+        "failed",
+        "recorded",
+        "retried",
+        "submitted_at",
+        "ended_at",
+        "recorded_at",
+    )
+    list_filter = ("status", "model", "work")
+    search_fields = ("provider_batch_id", "error")
+    list_select_related = ("model",)
+    date_hierarchy = "created_at"
     show_full_result_count = False
 
 

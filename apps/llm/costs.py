@@ -71,6 +71,14 @@ def typical_output_tokens(model: ModelConfig, purpose: str, *, ceiling: bool = F
     return round(found["avg"])
 
 
+def batch_cost(model: ModelConfig, cost: Decimal | None) -> Decimal | None:
+    """What calls that cost `cost` at the list price cost through the model's batch API, at
+    its batch price; None when they are unpriced or the model has no batch API."""
+    if cost is None or not model.batch_api:
+        return None
+    return (cost * model.batch_discount).quantize(Decimal("0.000001"))
+
+
 def call_cost(prices: tuple[Decimal, Decimal] | None, *, tokens_in: int, tokens_out: int):
     """USD for one call at `prices`, or None when unpriced."""
     if prices is None:

@@ -1,9 +1,40 @@
 import string
+from dataclasses import dataclass
 
 from django.db.models import Count, Q, Sum
 
 from .errors import PromptError
-from .models import CallStatus, Embedding, LLMCall, ModelConfig, PromptTemplate
+from .models import CallStatus, Embedding, LLMCall, ModelConfig, PromptTemplate, ProviderBatch
+
+BATCHES_SHOWN = 50
+
+
+@dataclass(frozen=True)
+class RunBatches:
+    """A run's provider batches as its page shows them: the newest, and the totals of all."""
+
+    batches: list[ProviderBatch]
+    count: int  # all of them
+    open: int  # not yet recorded
+    requests: int
+    recorded: int
+    retried: int
+
+
+def run_batches(*, work: str, scope: int) -> RunBatches:
+    """The provider batches of a run (`work`: the kind's engine name, `scope`: the run)."""
+    batches = ProviderBatch.objects.filter(work=work, scope=scope)
+    totals = batches.aggregate(
+        count=Count("pk"),
+        open=Count("pk", filter=Q(recorded_at__isnull=True)),
+        requests=Sum("requests"),
+        recorded=Sum("recorded"),
+        retried=Sum("retried"),
+    )
+    return RunBatches(
+        batches=list(batches.select_related("model").order_by("-pk")[:BATCHES_SHOWN]),
+        **{k: v or 0 for k, v in totals.items()},
+    )
 
 
 def usage_totals(*, since=None) -> list[dict]:

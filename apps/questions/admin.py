@@ -582,7 +582,7 @@ class RewriteJobAdmin(ReadOnlyAdmin):
         "created_at",
         "finished_at",
     )
-    list_filter = ("status", "model")
+    list_filter = ("status", "batch_mode", "batch_retry", "model")
     list_select_related = ("model", "prompt", "created_by")
     csv_fields = (
         "id",
@@ -590,6 +590,8 @@ class RewriteJobAdmin(ReadOnlyAdmin):
         "prompt__purpose",
         "prompt__version",
         "seed",
+        "batch_mode",
+        "batch_retry",
         "status",
         "created_by__username",
         "created_at",

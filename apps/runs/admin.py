@@ -24,7 +24,7 @@ class SamplingRunAdmin(admin.ModelAdmin):
         "created_at",
         "run_page",
     )
-    list_filter = ("kind", "status")
+    list_filter = ("kind", "status", "batch_mode", "batch_retry")
     search_fields = ("name",)
     filter_horizontal = ("model_configs",)
     raw_id_fields = ("questions",)
@@ -40,6 +40,8 @@ class SamplingRunAdmin(admin.ModelAdmin):
         "params",
         "seed",
         "budget_usd",
+        "batch_mode",
+        "batch_retry",
         "selection",
         "created_by__username",
         "created_at",

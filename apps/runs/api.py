@@ -19,6 +19,7 @@ from apps.console.api_lists import (
 )
 from apps.console.api_pages import Columns
 from apps.console.form_fields import BIGINT_MAX
+from apps.llm.batch_mode import BatchModeSerializer
 from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose, RunStatus
 from apps.llm.params import GENERATION_PARAMS, ParamsError, params_check
 from apps.questions.models import LengthBucket, Question
@@ -50,6 +51,8 @@ class SamplingRunSerializer(serializers.ModelSerializer):
             "params",
             "seed",
             "budget_usd",
+            "batch_mode",
+            "batch_retry",
             "selection",
             "created_at",
             "launched_at",
@@ -105,7 +108,7 @@ class SelectionSerializer(serializers.Serializer):
         return value
 
 
-class SamplingRunCreateSerializer(serializers.Serializer):
+class SamplingRunCreateSerializer(BatchModeSerializer):
     name = serializers.CharField(max_length=SamplingRun._meta.get_field("name").max_length)
     models = distinct_ids(
         queryset=ModelConfig.objects.filter(active=True, kind=ModelKind.CHAT), allow_empty=False
@@ -173,6 +176,7 @@ class SamplingRunCreateSerializer(serializers.Serializer):
             seed=data.get("seed"),
             selection=selection,
             user=self.context["request"].user,
+            **self.batch_arguments(data),
         )
 
 

@@ -2,6 +2,7 @@ from django import forms
 from django.db.models import QuerySet
 
 from apps.console.form_fields import BIGINT_MAX
+from apps.llm.batch_mode import BatchModeForm
 from apps.llm.forms import BudgetField, ParamsField
 from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose
 from apps.questions.models import GUIDANCE_HELP, SENSEMAKING_HELP, LengthBucket, Question, Topic
@@ -85,7 +86,7 @@ class SelectionForm(forms.Form):
         return questions_select(**self.selection())
 
 
-class RunForm(SelectionForm):
+class RunForm(SelectionForm, BatchModeForm):
     name = forms.CharField(max_length=SamplingRun._meta.get_field("name").max_length)
     models = ModelChoices(
         queryset=ModelConfig.objects.filter(active=True, kind=ModelKind.CHAT).order_by(

@@ -17,6 +17,7 @@ from apps.console.csv_export import copy_csv_response
 from apps.llm.forms import BudgetForm
 from apps.llm.models import RunStatus
 from apps.llm.progress import run_urls
+from apps.llm.selectors import RunBatches, run_batches
 from apps.llm.views import run_control
 
 from . import selectors, services
@@ -93,6 +94,7 @@ def _create(request, form: RunForm) -> SamplingRun:
         seed=data["seed"],
         selection=form.selection(),
         user=request.user,
+        **form.batch_arguments(),
     )
 
 
@@ -104,7 +106,11 @@ def run_detail(request, run_id: int):
     run = _run(run_id)
     if request.htmx:  # the poll: the status badge in the heading comes along, out of band
         progress = selectors.run_progress(run=run)
-        context = _controls_context(run) | {"progress": progress, "oob": True}
+        context = _controls_context(run) | {
+            "progress": progress,
+            "batches": _batches(run),
+            "oob": True,
+        }
         return render(request, "runs/detail.html#progress", context)
     models = list(run.model_configs.order_by("display_name"))
     context = _controls_context(run) | {
@@ -122,7 +128,13 @@ def run_detail(request, run_id: int):
         )
     else:
         context["progress"] = selectors.run_progress(run=run)
+        context["batches"] = _batches(run)
     return render(request, "runs/detail.html", context)
+
+
+def _batches(run: SamplingRun) -> RunBatches | None:
+    """A run in batch mode: its provider batches, shown with its progress."""
+    return run_batches(work=services.SAMPLE_WORK.name, scope=run.pk) if run.batch_mode else None
 
 
 def _controls_context(run: SamplingRun) -> dict:

@@ -98,7 +98,7 @@ class ResponseGenerationAdmin(ReadOnlyAdmin):
         "created_at",
         "finished_at",
     )
-    list_filter = ("status",)
+    list_filter = ("status", "batch_mode", "batch_retry")
     search_fields = ("study__name", "error")
     readonly_fields = [f.name for f in ResponseGeneration._meta.fields]
 
@@ -390,7 +390,7 @@ class ProxyRunAdmin(ReadOnlyAdmin):
         "created_at",
         "finished_at",
     )
-    list_filter = ("status", "study")
+    list_filter = ("status", "batch_mode", "batch_retry", "study")
     list_select_related = ("study", "prompt")
     csv_fields = (
         "id",
@@ -402,6 +402,8 @@ class ProxyRunAdmin(ReadOnlyAdmin):
         "temperature",
         "seed",
         "budget_usd",
+        "batch_mode",
+        "batch_retry",
         "status",
         "created_by__username",
         "created_at",

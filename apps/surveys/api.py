@@ -17,6 +17,7 @@ from rest_framework import serializers
 from apps.console.api_lists import IdFilter, LongList, ReadViewSet, RunControls, distinct_ids
 from apps.console.api_pages import Columns
 from apps.console.form_fields import BIGINT_MAX
+from apps.llm.batch_mode import BatchModeSerializer
 from apps.llm.models import ModelConfig, ModelKind, RunStatus
 
 from . import services
@@ -265,6 +266,8 @@ class ProxyRunSerializer(serializers.ModelSerializer):
             "temperature",
             "seed",
             "budget_usd",
+            "batch_mode",
+            "batch_retry",
             "status",
             "created_at",
             "launched_at",
@@ -272,7 +275,7 @@ class ProxyRunSerializer(serializers.ModelSerializer):
         ]
 
 
-class ProxyRunCreateSerializer(serializers.Serializer):
+class ProxyRunCreateSerializer(BatchModeSerializer):
     study = serializers.PrimaryKeyRelatedField(queryset=Study.objects.all())
     models = distinct_ids(
         queryset=ModelConfig.objects.filter(active=True, kind=ModelKind.CHAT), allow_empty=False
@@ -313,6 +316,7 @@ class ProxyRunCreateSerializer(serializers.Serializer):
             budget_usd=data.get("budget_usd"),
             seed=data.get("seed"),
             user=self.context["request"].user,
+            **self.batch_arguments(data),
         )
 
 

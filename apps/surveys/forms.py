@@ -2,6 +2,7 @@ from django import forms
 
 from apps.console.form_fields import BIGINT_MAX
 from apps.console.uploads import megabytes, upload_size_validate
+from apps.llm.batch_mode import BatchModeForm
 from apps.llm.forms import BudgetField
 from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose
 
@@ -79,7 +80,10 @@ class StudyForm(forms.ModelForm):
         ]
 
 
-class GenerateForm(forms.Form):
+class GenerateForm(BatchModeForm):
+    batch_models_field = "model"
+    batch_models_named = "The model"
+
     # No empty choice: the first active model is chosen unless the researcher picks another.
     model = forms.ModelChoiceField(
         queryset=ModelConfig.objects.filter(active=True, kind=ModelKind.CHAT).order_by(
@@ -197,7 +201,7 @@ class ImportForm(forms.Form):
         return upload_size_validate(self.cleaned_data["file"], max_bytes=MAX_FILE_BYTES)
 
 
-class ProxyRunForm(forms.Form):
+class ProxyRunForm(BatchModeForm):
     models = forms.ModelMultipleChoiceField(
         queryset=ModelConfig.objects.filter(active=True, kind=ModelKind.CHAT).order_by(
             "display_name"

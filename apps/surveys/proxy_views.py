@@ -15,6 +15,7 @@ from apps.accounts.roles import Role, role_required
 from apps.llm.forms import BudgetForm
 from apps.llm.models import RunStatus
 from apps.llm.progress import run_urls
+from apps.llm.selectors import RunBatches, run_batches
 from apps.llm.views import run_control
 
 from . import selectors, services
@@ -49,6 +50,7 @@ def proxy_runs(request, study_id: int):
                     seed=data["seed"],
                     user=request.user,
                     prompt=data["prompt"],
+                    **form.batch_arguments(),
                 )
             except SurveyError as exc:
                 form.add_error(None, str(exc))
@@ -66,7 +68,11 @@ def proxy_run(request, study_id: int, run_id: int):
     run = _run(study_id, run_id)
     if request.htmx:  # the poll: the status badge in the heading comes along, out of band
         progress = selectors.proxy_run_progress(run=run)
-        context = _controls_context(run) | {"progress": progress, "oob": True}
+        context = _controls_context(run) | {
+            "progress": progress,
+            "batches": _batches(run),
+            "oob": True,
+        }
         return render(request, "surveys/proxy_run.html#progress", context)
     models = list(run.model_configs.order_by("display_name"))
     context = _controls_context(run) | {
@@ -82,7 +88,13 @@ def proxy_run(request, study_id: int, run_id: int):
         )
     else:
         context["progress"] = selectors.proxy_run_progress(run=run)
+        context["batches"] = _batches(run)
     return render(request, "surveys/proxy_run.html", context)
+
+
+def _batches(run: ProxyRun) -> RunBatches | None:
+    """A run in batch mode: its provider batches, shown with its progress."""
+    return run_batches(work=services.PROXY_WORK.name, scope=run.pk) if run.batch_mode else None
 
 
 def _controls_context(run: ProxyRun) -> dict:

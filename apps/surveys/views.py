@@ -22,6 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from apps.accounts.roles import Role, public, role_required
 from apps.console.csv_export import csv_rows
+from apps.llm.selectors import run_batches
 
 from . import duration, selectors, services
 from .binding import bind, held, participant_required
@@ -371,20 +372,31 @@ def _study_form_context(form, study: Study | None) -> dict:
 @researcher
 def study_detail(request, study_id):
     study = get_object_or_404(Study, pk=study_id)
+    return _study_page(request, study, generate_form=GenerateForm())
+
+
+def _study_page(request, study: Study, *, generate_form: GenerateForm, status: int = 200):
     rows = list(selectors.study_scenarios_with_counts(study=study))
+    generation = selectors.study_generation_latest(study=study)
+    batched = generation is not None and generation.batch_mode
     context = {
         "study": study,
         "rows": rows,
         "progress": selectors.study_progress(study=study, rows=rows),
-        "generate_form": GenerateForm(),
+        "generate_form": generate_form,
         "frozen": selectors.study_items_frozen(study=study),
         "items": study.items.all(),
         "participant_link": _participant_link(request, study),
         "prolific_configured": prolific_client() is not None,
-        "generation": selectors.study_generation_latest(study=study),
+        "generation": generation,
+        "generation_batches": run_batches(
+            work=services.SCENARIO_RESPONSE_WORK.name, scope=generation.pk
+        )
+        if batched
+        else None,
         "estimate": selectors.study_estimate(study=study),
     }
-    return render(request, "surveys/study_detail.html", context)
+    return render(request, "surveys/study_detail.html", context, status=status)
 
 
 def _participant_link(request, study: Study) -> str:
@@ -425,13 +437,19 @@ def study_generate(request, study_id):
     form = GenerateForm(request.POST)
     if form.is_valid():
         model = form.cleaned_data["model"]
-        services.scenario_responses_request(study=study, model=model, user=request.user)
-        messages.success(
-            request, f"Asked {model} for the missing responses; reload to see them arrive."
-        )
-    else:
-        messages.error(request, "Choose a model.")
-    return redirect("surveys:study_detail", study.pk)
+        try:
+            services.scenario_responses_request(
+                study=study, model=model, user=request.user, **form.batch_arguments()
+            )
+        except SurveyError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(
+                request, f"Asked {model} for the missing responses; reload to see them arrive."
+            )
+            return redirect("surveys:study_detail", study.pk)
+    # The study's page again, with the form's errors where it was filled in.
+    return _study_page(request, study, generate_form=form, status=400)
 
 
 @researcher

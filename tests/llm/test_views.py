@@ -125,6 +125,9 @@ def test_a_models_release_date_is_set_in_the_console(role_client):
             "tokens_per_minute": "",
             "input_price_per_mtok": "",
             "output_price_per_mtok": "",
+            "batch_discount": "0.5",
+            "batch_max_requests": 50_000,
+            "batch_max_bytes": 200 * 1024 * 1024,
         },
     )
     assert response.status_code == 302, response.content[:2000]
@@ -176,6 +179,9 @@ def test_the_console_refuses_a_model_config_that_could_send_a_call_or_key_elsewh
         "tokens_per_minute": "",
         "input_price_per_mtok": "",
         "output_price_per_mtok": "",
+        "batch_discount": "0.5",
+        "batch_max_requests": 50_000,
+        "batch_max_bytes": 200 * 1024 * 1024,
         **fields,
     }
     response = client.post(url, data)

@@ -4,20 +4,31 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('grading', '0004_run_lifecycle'),
+        ("grading", "0004_run_lifecycle"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='gradingrun',
-            name='batch_mode',
-            field=models.BooleanField(default=False, help_text="Send the calls through the provider's batch API: about half the price, answered within 24 hours. Every model of the run needs a batch API."),
+            model_name="gradingrun",
+            name="batch_mode",
+            field=models.BooleanField(
+                default=False,
+                help_text="Send the calls through the provider's batch API: about half the price, answered within 24 hours. Every model of the run needs a batch API.",
+            ),
         ),
         migrations.AddField(
-            model_name='gradingrun',
-            name='batch_retry',
-            field=models.CharField(choices=[('batch', 'In the next batch (at the batch price)'), ('live', 'Live, at once (at the list price)')], default='batch', help_text='Where a line the provider failed (a 5xx, a malformed answer) is asked again.', max_length=10, verbose_name='failed batch lines'),
+            model_name="gradingrun",
+            name="batch_retry",
+            field=models.CharField(
+                choices=[
+                    ("batch", "In the next batch (at the batch price)"),
+                    ("live", "Live, at once (at the list price)"),
+                ],
+                default="batch",
+                help_text="Where a line the provider failed (a 5xx, a malformed answer) is asked again.",
+                max_length=10,
+                verbose_name="failed batch lines",
+            ),
         ),
     ]

@@ -122,12 +122,14 @@ class GradingEstimate:
     cost_usd: Decimal | None  # None: nobody knows the grader's price
     sampling_running: bool
     answers_waiting: int  # answers the sampling run has not finished yet
+    batch_cost_usd: Decimal | None = None  # in batch mode; None: unpriced, or no batch API
 
 
 def grading_estimate(*, run: GradingRun) -> GradingEstimate:
     """What launching would ask for now: a call per answer done so far with an approved
     rubric (checklist), or per such answer and criterion of its rubric (per criterion);
-    cost from the prompts' length and the grader's recent output (apps/llm/costs.py)."""
+    cost, live and in batch mode, from the prompts' length and the grader's recent output
+    (apps/llm/costs.py)."""
     approved = Rubric.objects.filter(question=OuterRef("question"), state=RubricState.APPROVED)
     answers = Response.objects.filter(run_id=run.sampling_run_id).filter(Exists(approved))
     done = answers.filter(status=ResponseStatus.DONE)
@@ -164,6 +166,7 @@ def grading_estimate(*, run: GradingRun) -> GradingEstimate:
         answers=len(rows),
         calls=calls,
         cost_usd=cost,
+        batch_cost_usd=costs.batch_cost(run.grader, cost),
         sampling_running=sampling.status not in (RunStatus.FINISHED, RunStatus.CANCELLED),
         answers_waiting=answers.filter(
             status__in=[ResponseStatus.PENDING, ResponseStatus.RUNNING]

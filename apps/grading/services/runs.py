@@ -11,8 +11,9 @@ repeats a call it has made.
 from decimal import Decimal
 
 from apps.llm import runs
+from apps.llm.batches import batch_mode_refusal
 from apps.llm.errors import PromptError
-from apps.llm.models import ModelConfig, PromptTemplate
+from apps.llm.models import BatchRetry, ModelConfig, PromptTemplate
 from apps.llm.params import ParamsError, params_check
 from apps.llm.selectors import prompt_current
 from apps.runs.models import SamplingRun
@@ -33,15 +34,22 @@ def grading_run_create(
     params: dict | None = None,
     budget_usd: Decimal | None = None,
     user=None,
+    batch_mode: bool = False,
+    batch_retry: str = BatchRetry.BATCH,
 ) -> GradingRun:
     """A draft grading run. Temperature 0 unless `params` sets another (the published
-    rater's setting); the prompt is the mode's newest version unless one is chosen."""
+    rater's setting); the prompt is the mode's newest version unless one is chosen. In
+    `batch_mode` the grader's calls go through its provider's batch API
+    (apps/llm/batches.py), which it must have."""
     if mode not in GradingMode.values:
         raise GradingError(f"Unknown grading mode {mode!r}: per_criterion or checklist.")
     if not grader.active:
         raise GradingError(f"The model {grader.display_name} is switched off.")
     if budget_usd is not None and budget_usd <= 0:
         raise GradingError("A budget must be more than $0, or left empty for none.")
+    refusal = batch_mode_refusal(batch_mode=batch_mode, batch_retry=batch_retry, models=[grader])
+    if refusal:
+        raise GradingError(refusal)
     try:
         prompt = prompt or prompt_current(purpose=PURPOSE[mode])
     except PromptError as exc:
@@ -62,6 +70,8 @@ def grading_run_create(
         params=params,
         budget_usd=budget_usd,
         created_by=user,
+        batch_mode=batch_mode,
+        batch_retry=batch_retry,
     )
 
 

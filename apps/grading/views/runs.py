@@ -15,6 +15,7 @@ from apps.console.csv_export import copy_csv_response, csv_rows
 from apps.llm.forms import BudgetForm
 from apps.llm.models import RunStatus
 from apps.llm.progress import run_urls
+from apps.llm.selectors import run_batches
 from apps.llm.views import run_control
 from apps.questions.models import Question
 from apps.rubrics.models import Kind, Polarity
@@ -71,6 +72,9 @@ def run_detail(request, pk: int):
     context = {
         "run": run,
         "progress": selectors.grading_progress(run=run),
+        "batches": run_batches(work=services.work_for_run(run).name, scope=run.pk)
+        if run.batch_mode
+        else None,
         "urls": urls,
         "budget_form": BudgetForm(initial={"budget_usd": run.budget_usd}),
     }

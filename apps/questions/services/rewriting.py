@@ -14,8 +14,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.llm import engine, leases, runs
+from apps.llm.batches import batch_mode_refusal
 from apps.llm.errors import PromptError
-from apps.llm.models import CallStatus, ModelConfig, PromptTemplate, Purpose
+from apps.llm.models import BatchRetry, CallStatus, ModelConfig, PromptTemplate, Purpose
 from apps.llm.selectors import prompt_current, prompt_render
 
 from ..errors import QuestionError
@@ -37,12 +38,18 @@ def rewrite_job_start(
     prompt: PromptTemplate | None = None,
     user=None,
     seed: int | None = None,
+    batch_mode: bool = False,
+    batch_retry: str = BatchRetry.BATCH,
 ) -> RewriteJob:
     """A running job with a pending rewrite for each of `questions` that is still to
     rewrite (it has an original post, no approved rewrite and none waiting); the engine
-    starts on it when the caller's transaction commits."""
+    starts on it when the caller's transaction commits. In `batch_mode` its calls go through
+    the provider's batch API (apps/llm/batches.py), which the model must have."""
     if not model.active:
         raise QuestionError(f"{model.display_name} is switched off.")
+    refusal = batch_mode_refusal(batch_mode=batch_mode, batch_retry=batch_retry, models=[model])
+    if refusal:
+        raise QuestionError(refusal)
     try:
         prompt = prompt or prompt_current(purpose=Purpose.REWRITE)
     except PromptError as exc:
@@ -67,6 +74,8 @@ def rewrite_job_start(
             model=model,
             prompt=prompt,
             created_by=user,
+            batch_mode=batch_mode,
+            batch_retry=batch_retry,
             **({} if seed is None else {"seed": seed}),
         )
         Rewrite.objects.bulk_create(Rewrite(job=job, question_id=pk) for pk in sorted(todo))

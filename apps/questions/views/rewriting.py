@@ -10,8 +10,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from apps.accounts.roles import Role, role_required
+from apps.llm.batch_mode import BatchModeForm
 from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose
 from apps.llm.progress import run_urls
+from apps.llm.selectors import run_batches
 from apps.llm.views import run_control
 
 from .. import selectors, services
@@ -46,7 +48,10 @@ class ModelChoice(forms.ModelChoiceField):
         return str(obj)  # "name (offline demo model)" for the offline provider's models
 
 
-class StartForm(forms.Form):
+class StartForm(BatchModeForm):
+    batch_models_field = "model"
+    batch_models_named = "The model"
+
     model = ModelChoice(
         ModelConfig.objects.filter(active=True, kind=ModelKind.CHAT).order_by("display_name")
     )
@@ -129,7 +134,12 @@ def _start(request, data) -> RewriteJob | None:
     questions = selectors.questions_to_rewrite(topic=data["topic"])
     try:
         return services.rewrite_job_start(
-            questions=questions, model=data["model"], prompt=data["prompt"], user=request.user
+            questions=questions,
+            model=data["model"],
+            prompt=data["prompt"],
+            user=request.user,
+            batch_mode=data["batch_mode"],
+            batch_retry=data["batch_retry"],
         )
     except QuestionError as exc:
         messages.error(request, str(exc))
@@ -138,8 +148,11 @@ def _start(request, data) -> RewriteJob | None:
 
 def _jobs_context() -> dict:
     jobs = selectors.rewrite_jobs()
+    work = services.REWRITE_WORK.name
     return {
         "jobs": [(job, _job_urls(job)) for job in jobs],
+        # The jobs in batch mode, each with its provider batches, shown under the table.
+        "batched": [(job, run_batches(work=work, scope=job.pk)) for job in jobs if job.batch_mode],
         "polling": any(job.status == "running" for job in jobs),
     }
 

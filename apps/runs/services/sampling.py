@@ -16,8 +16,9 @@ from django.db import transaction
 from django.db.models.functions import Length
 
 from apps.llm import costs, engine, runs
+from apps.llm.batches import batch_mode_refusal
 from apps.llm.errors import PromptError
-from apps.llm.models import ModelConfig, PromptTemplate, Purpose
+from apps.llm.models import BatchRetry, ModelConfig, PromptTemplate, Purpose
 from apps.llm.params import ParamsError
 from apps.llm.params import params_check as llm_params_check
 from apps.llm.selectors import prompt_current, prompt_render
@@ -50,6 +51,7 @@ class ModelEstimate:
     tokens_in: int
     tokens_out: int
     cost_usd: Decimal | None  # None: nobody knows this model's price
+    batch_cost_usd: Decimal | None = None  # in batch mode; None: unpriced, or no batch API
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,18 @@ class Estimate:
     def unpriced(self) -> list[ModelConfig]:
         return [m.model for m in self.models if m.cost_usd is None]
 
+    @property
+    def no_batch_api(self) -> list[ModelConfig]:
+        return [m.model for m in self.models if not m.model.batch_api]
+
+    @property
+    def batch_cost_usd(self) -> Decimal | None:
+        """Of the priced models, in batch mode; None when a model has no batch API (the run
+        cannot be sent in batches)."""
+        if self.no_batch_api:
+            return None
+        return sum((m.batch_cost_usd for m in self.models if m.cost_usd is not None), Decimal(0))
+
 
 def sampling_estimate(
     *,
@@ -70,8 +84,8 @@ def sampling_estimate(
     samples_per_item: int,
     prompt: PromptTemplate,
 ) -> Estimate:
-    """The number of calls and what they should cost: tokens in from the prompts' length,
-    tokens out from each model's recent average (apps/llm/costs.py)."""
+    """The number of calls and what they should cost, live and in batch mode: tokens in from
+    the prompts' length, tokens out from each model's recent average (apps/llm/costs.py)."""
     question_ids = [q.pk for q in questions]
     chars = (
         Question.objects.filter(pk__in=question_ids)
@@ -87,7 +101,12 @@ def sampling_estimate(
         cost = costs.call_cost(costs.price_per_mtok(model), tokens_in=total_in, tokens_out=out)
         per_model.append(
             ModelEstimate(
-                model=model, calls=calls, tokens_in=total_in, tokens_out=out, cost_usd=cost
+                model=model,
+                calls=calls,
+                tokens_in=total_in,
+                tokens_out=out,
+                cost_usd=cost,
+                batch_cost_usd=costs.batch_cost(model, cost),
             )
         )
     return Estimate(
@@ -109,8 +128,12 @@ def sampling_run_create(
     seed: int | None = None,
     selection: dict | None = None,
     user=None,
+    batch_mode: bool = False,
+    batch_retry: str = BatchRetry.BATCH,
 ) -> SamplingRun:
-    """A draft run with all its responses, pending; `sampling_run_launch` starts it."""
+    """A draft run with all its responses, pending; `sampling_run_launch` starts it. In
+    `batch_mode` its calls go through the providers' batch APIs (apps/llm/batches.py), which
+    every model must have."""
     questions, models = list(questions), list(models)
     if not name.strip():
         raise RunError("Give the run a name.")
@@ -125,6 +148,9 @@ def sampling_run_create(
         raise RunError(f"Answers per question must be between 1 and {MAX_SAMPLES}.")
     if budget_usd is not None and budget_usd <= 0:
         raise RunError("A budget must be more than $0, or left empty for none.")
+    refusal = batch_mode_refusal(batch_mode=batch_mode, batch_retry=batch_retry, models=models)
+    if refusal:
+        raise RunError(refusal)
     try:
         prompt = prompt or prompt_current(purpose=Purpose.SAMPLE)
     except PromptError as exc:
@@ -141,6 +167,8 @@ def sampling_run_create(
             budget_usd=budget_usd,
             selection=selection or {},
             created_by=user,
+            batch_mode=batch_mode,
+            batch_retry=batch_retry,
             **extra,
         )
         run.model_configs.set(models)

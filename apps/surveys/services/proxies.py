@@ -27,8 +27,9 @@ from django.db.models import Max
 from django.utils import timezone
 
 from apps.llm import costs, engine, runs
+from apps.llm.batches import batch_mode_refusal
 from apps.llm.errors import PromptError
-from apps.llm.models import ModelConfig, PromptTemplate, Purpose
+from apps.llm.models import BatchRetry, ModelConfig, PromptTemplate, Purpose
 from apps.llm.selectors import prompt_render
 
 from ..errors import SurveyError
@@ -178,10 +179,14 @@ def proxy_run_create(
     seed: int | None = None,
     user=None,
     prompt: PromptTemplate | None = None,
+    batch_mode: bool = False,
+    batch_retry: str = BatchRetry.BATCH,
 ) -> ProxyRun:
     """A draft run with its proxy participants and every call, pending; `proxy_run_launch`
     starts it. Run indexes go on from the study's earlier proxy runs of the same model.
-    `prompt`: a survey_proxy version; unless given, the newest that is the survey alone."""
+    `prompt`: a survey_proxy version; unless given, the newest that is the survey alone. In
+    `batch_mode` the calls go through the providers' batch APIs (apps/llm/batches.py), which
+    every proxy model must have."""
     models = list(models)
     if not models:
         raise SurveyError("Choose at least one model.")
@@ -194,6 +199,9 @@ def proxy_run_create(
         raise SurveyError("A temperature must be between 0 and 2, or left empty.")
     if budget_usd is not None and budget_usd <= 0:
         raise SurveyError("A budget must be more than $0, or left empty for none.")
+    refusal = batch_mode_refusal(batch_mode=batch_mode, batch_retry=batch_retry, models=models)
+    if refusal:
+        raise SurveyError(refusal)
     scenarios = list(study.study_scenarios.order_by("scenario__name"))
     if not scenarios:
         raise SurveyError("The study has no scenarios.")
@@ -222,6 +230,8 @@ def proxy_run_create(
             budget_usd=budget_usd,
             created_by=user,
             seed=seed,
+            batch_mode=batch_mode,
+            batch_retry=batch_retry,
         )
         run.model_configs.set(models)
         taken = dict(
@@ -291,9 +301,10 @@ def proxy_calls_retry(*, run: ProxyRun, error_kind: str = "") -> int:
 def proxy_estimate(
     *, study: Study, models, runs_per_model: int, prompt: PromptTemplate | None = None
 ) -> dict:
-    """Calls and their estimated cost, per model: tokens in from the prompt (the default
-    unless given), scenarios and responses' length; tokens out from each model's recent
-    answers (apps/llm/costs.py)."""
+    """Calls and their estimated cost, live and in batch mode, per model: tokens in from the
+    prompt (the default unless given), scenarios and responses' length; tokens out from each
+    model's recent answers (apps/llm/costs.py). The batch total is None when a model has no
+    batch API."""
     prompt = prompt or proxy_prompt_default()
     listed = proxy_items(study=study)
     items = len(questions_text(listed) if "questions" in prompt.variables else items_json(listed))
@@ -304,17 +315,33 @@ def proxy_estimate(
         for ss in rows
     ]
     tokens_in = sum(costs.tokens_in(n) for n in chars) * runs_per_model
-    per_model, total = [], Decimal(0)
+    per_model, total, batch_total = [], Decimal(0), Decimal(0)
     for model in models:
         tokens_out = costs.typical_output_tokens(model, Purpose.SURVEY_PROXY) * len(chars)
         tokens_out *= runs_per_model
         cost = costs.call_cost(
             costs.price_per_mtok(model), tokens_in=tokens_in, tokens_out=tokens_out
         )
-        per_model.append({"model": model, "calls": len(chars) * runs_per_model, "cost_usd": cost})
+        batch = costs.batch_cost(model, cost)
+        per_model.append(
+            {
+                "model": model,
+                "calls": len(chars) * runs_per_model,
+                "cost_usd": cost,
+                "batch_cost_usd": batch,
+            }
+        )
         total += cost or 0
+        batch_total += batch or 0
     calls = sum(m["calls"] for m in per_model)
-    return {"calls": calls, "cost_usd": total, "models": per_model}
+    no_batch_api = [m["model"] for m in per_model if not m["model"].batch_api]
+    return {
+        "calls": calls,
+        "cost_usd": total,
+        "batch_cost_usd": None if no_batch_api else batch_total,
+        "no_batch_api": no_batch_api,
+        "models": per_model,
+    }
 
 
 class ProxyWork(runs.RunWork):

@@ -256,8 +256,11 @@ def scenario_responses_request(
     A scenario that already has a response from this model and prompt version gets it at
     once; each other one becomes a call for the engine, with a seed of its own. In
     `batch_mode` the calls go through the provider's batch API (apps/llm/batches.py)."""
-    if batch_mode and not model.batch_api:
-        raise SurveyError(batches.no_batch_api(model))
+    refusal = batches.batch_mode_refusal(
+        batch_mode=batch_mode, batch_retry=batch_retry, models=[model]
+    )
+    if refusal:
+        raise SurveyError(refusal)
     active = ResponseGeneration.objects.filter(
         study=study, model=model, status__in=ACTIVE_GENERATION
     )
