@@ -51,7 +51,6 @@ log = logging.getLogger(__name__)
 ROW_LEASE = dt.timedelta(hours=26)
 RECORD_CHUNK = 200  # lines recorded per transaction
 Status = ProviderBatch.Status
-AT_PROVIDER = (Status.VALIDATING, Status.IN_PROGRESS, Status.FINALIZING, Status.CANCELLING)
 
 
 def scope_work(*, work: str, scope: int) -> engine.BatchOutcome:
@@ -102,6 +101,7 @@ def scope_submit(job: engine.Work, scope: int, *, owner: str, retry: str) -> int
             if held is not None and not held.fits(line):
                 _send(job, scope, held, owner=owner)
                 held = None
+                _renew(job, ids, owner=owner)
             if held is None:
                 held = files[call.model.pk] = _File(call.model)
             held.add(call.row_id, line)
@@ -113,6 +113,12 @@ def scope_submit(job: engine.Work, scope: int, *, owner: str, retry: str) -> int
 
 
 BUILD_ROWS = 200  # requests built at a time
+
+
+def _renew(job: engine.Work, ids: list[int], *, owner: str) -> None:
+    """Keep the claim on the rows not yet handed to a batch while files are sent."""
+    rows = job.model._default_manager.filter(pk__in=ids)
+    leases.lease_renew(rows, states=job.states, owner=owner)
 
 
 def no_batch_api(model: ModelConfig) -> str:
@@ -157,7 +163,7 @@ class _File:
         self.model = model
         self.ids: list[int] = []
         self.size = 0
-        self.file = tempfile.TemporaryFile()  # noqa: SIM115 (closed by _send)
+        self.file = tempfile.TemporaryFile()  # noqa: SIM115 (_send closes it)
 
     def fits(self, line: bytes) -> bool:
         return (
@@ -170,13 +176,28 @@ class _File:
         self.ids.append(row_id)
         self.size += len(line)
 
+    def keep(self, ids: set[int]) -> None:
+        """Write the file again with only the lines of `ids`."""
+        self.file.seek(0)
+        kept = tempfile.TemporaryFile()  # noqa: SIM115 (_send closes it)
+        self.size = 0
+        for line in self.file:
+            found = CUSTOM_ID.search(line)
+            if found and int(found.group(1)) in ids:
+                kept.write(line)
+                self.size += len(line)
+        self.file.close()
+        self.file, self.ids = kept, [pk for pk in self.ids if pk in ids]
+
 
 def _send(job: engine.Work, scope: int, held: _File, *, owner: str) -> None:
-    with held.file:
+    try:
         batch = _rows_hand_over(job, scope, held, owner=owner)
         if batch is not None:
             held.file.seek(0)
             _submit(job, batch, held.file)
+    finally:
+        held.file.close()
 
 
 def _hold() -> dict:
@@ -210,11 +231,13 @@ def _rows_hand_over(
             lease_owner=batch.owner, lease_expires_at=timezone.now() + ROW_LEASE
         )
     if len(mine) < len(held.ids):
-        # Just claimed, so only a worker that took them over after a lease ran out: its
-        # answers are recorded, the batch's for them are not.
+        # Their lease ran out while the file was written (the sweep put them back): they go
+        # to whoever claims them next, not in this batch.
         log.warning(
             "batch %s: %s of its rows were taken over first", batch.pk, len(held.ids) - len(mine)
         )
+        held.keep(mine)
+        ProviderBatch.objects.filter(pk=batch.pk).update(bytes=held.size)
     return batch
 
 

@@ -301,3 +301,25 @@ def test_submitting_and_polling_leave_no_client_of_the_batch_api_behind(db, offl
 
 def clients() -> int:
     return sum(type(o).__name__ in ("OpenAI", "OpenAIHTTPClient") for o in gc.get_objects())
+
+
+def test_rows_taken_over_while_their_file_was_written_are_left_out_of_the_batch(
+    db, offline_provider
+):
+    url = offline_provider(batch_seconds=30)
+    run = batched_run(url, questions=2, samples=2)
+    owner = "slow-host:1"
+    ids = batches.engine.batch_claim(SAMPLE_WORK, run.pk, owner=owner, limit=100)
+    written = batches._File(run.responses.first().model)
+    for call in SAMPLE_WORK.calls(ids)[0]:
+        written.add(call.row_id, batches._line(call))
+    lost = ids[1]
+    Response.objects.filter(pk=lost).update(status=ResponseStatus.PENDING, lease_owner="")
+
+    batch = batches._rows_hand_over(SAMPLE_WORK, run.pk, written, owner=owner)
+
+    written.file.seek(0)
+    sent = [json.loads(line)["custom_id"] for line in written.file]
+    assert sent == [str(pk) for pk in ids if pk != lost] == [str(pk) for pk in written.ids]
+    assert batch.requests == 3 and held_by(batch) == set(ids) - {lost}
+    written.file.close()
