@@ -94,7 +94,10 @@ def proxy_run_from_the_pages(page, study, model) -> ProxyRun:
     expect(page.locator("#run-status")).to_have_text("Draft")
     estimate = page.get_by_test_id("estimate")
     expect(estimate.get_by_test_id("calls")).to_have_text(str(calls))
-    expect(estimate).to_contain_text(f"{model.display_name}: {calls} calls, $")
+    row = estimate.get_by_test_id("estimate-row")
+    expect(row).to_contain_text(model.display_name)
+    expect(row.locator("td").nth(1)).to_have_text(str(calls))
+    expect(row.get_by_test_id("estimate-batch")).to_have_text("no batch API")
     run = ProxyRun.objects.get(study=study)
     assert run.status == RunStatus.DRAFT
     assert list(run.model_configs.all()) == [model]

@@ -80,6 +80,6 @@ def test_the_ledger_says_which_calls_were_lines_of_a_batch(role_client, batches)
     client = role_client(Role.RESEARCHER)
     url = reverse("admin:llm_llmcall_changelist")
     listed = client.get(url).text
-    assert f">{done.pk}</td>" in listed and ">live</td>" in listed
+    assert f"OK, try 1, batch {done.pk}</td>" in listed and "OK, try 1</td>" in listed
     batched = client.get(url, {"batch__isempty": "0"}).text
     assert batched.count('class="field-when"') == 1

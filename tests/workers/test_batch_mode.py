@@ -35,7 +35,13 @@ from apps.runs.services import (
 )
 from apps.surveys import services
 from apps.surveys.forms import DEFAULT_TEXTS
-from apps.surveys.models import GenerationStatus, Study, StudyStatus
+from apps.surveys.models import (
+    Assignment,
+    GenerationStatus,
+    ProxyCallStatus,
+    Study,
+    StudyStatus,
+)
 from tests.conftest import wait_until
 from tests.factories import CODES, approved_rubric, offline_model, question_make
 from tests.workers.engine_builders import dead, engine_workers, provider_stats, statuses
@@ -330,4 +336,30 @@ def test_a_studys_scenario_responses_are_generated_in_batch_mode(
     assert all(ss.response.text.strip() for ss in study.study_scenarios.all())
     calls = LLMCall.objects.filter(caller__startswith="scenario_response_call:")
     assert calls.count() == 6 and not calls.filter(batch__isnull=True).exists()
+    assert provider_stats(url)["requests"] == 0
+
+
+def test_a_proxy_run_in_batch_mode_records_every_survey_once(
+    batch_workers, offline_provider, make_study
+):
+    url = offline_provider(batch_seconds=0.5, batch_rate_failed=0.1, fault_seed=3)
+    batch_workers()
+    study = make_study(live=False, count=5)
+    models = [offline_model(url, name=name, batch_api=True) for name in ("offline-terse",)]
+    run = services.proxy_run_create(
+        study=study, models=models, runs_per_model=2, seed=11, batch_mode=True
+    )
+    run = services.proxy_run_launch(run=run)
+
+    def finished():
+        run.refresh_from_db()
+        return run.status == RunStatus.FINISHED
+
+    assert wait_until(finished, timeout=120), Counter(run.calls.values_list("status", flat=True))
+    assert set(run.calls.values_list("status", flat=True)) == {ProxyCallStatus.DONE}
+    assert run.calls.count() == 10
+    assert Assignment.objects.filter(participant__proxy_run=run).count() == 10
+    calls = LLMCall.objects.filter(caller__startswith=f"{services.PROXY_WORK.caller}:")
+    assert calls.filter(status=CallStatus.OK).count() == 10
+    assert not calls.filter(batch__isnull=True).exists()
     assert provider_stats(url)["requests"] == 0
