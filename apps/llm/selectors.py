@@ -1,7 +1,8 @@
 import string
 from dataclasses import dataclass
 
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, F, Q, Sum, Window
+from django.db.models.functions import RowNumber
 
 from .errors import PromptError
 from .models import CallStatus, Embedding, LLMCall, ModelConfig, PromptTemplate, ProviderBatch
@@ -23,18 +24,42 @@ class RunBatches:
 
 def run_batches(*, work: str, scope: int) -> RunBatches:
     """The provider batches of a run (`work`: the kind's engine name, `scope`: the run)."""
-    batches = ProviderBatch.objects.filter(work=work, scope=scope)
-    totals = batches.aggregate(
-        count=Count("pk"),
-        open=Count("pk", filter=Q(recorded_at__isnull=True)),
-        requests=Sum("requests"),
-        recorded=Sum("recorded"),
-        retried=Sum("retried"),
+    return runs_batches(work=work, scopes=[scope])[scope]
+
+
+def runs_batches(*, work: str, scopes: list[int]) -> dict[int, RunBatches]:
+    """The provider batches of several runs of one kind, in two queries whatever their
+    number (a page that lists runs polls this)."""
+    batches = ProviderBatch.objects.filter(work=work, scope__in=scopes)
+    totals = {
+        row.pop("scope"): row
+        for row in batches.values("scope")
+        .order_by()
+        .annotate(
+            count=Count("pk"),
+            open=Count("pk", filter=Q(recorded_at__isnull=True)),
+            requests=Sum("requests"),
+            recorded=Sum("recorded"),
+            retried=Sum("retried"),
+        )
+    }
+    newest = (
+        batches.select_related("model")
+        .annotate(rank=Window(RowNumber(), partition_by="scope", order_by=F("pk").desc()))
+        .filter(rank__lte=BATCHES_SHOWN)
+        .order_by("scope", "-pk")
     )
-    return RunBatches(
-        batches=list(batches.select_related("model").order_by("-pk")[:BATCHES_SHOWN]),
-        **{k: v or 0 for k, v in totals.items()},
-    )
+    shown: dict[int, list[ProviderBatch]] = {scope: [] for scope in scopes}
+    for batch in newest:
+        shown[batch.scope].append(batch)
+    empty = dict.fromkeys(("count", "open", "requests", "recorded", "retried"), 0)
+    return {
+        scope: RunBatches(
+            batches=shown[scope],
+            **{k: v or 0 for k, v in totals.get(scope, empty).items()},
+        )
+        for scope in scopes
+    }
 
 
 def usage_totals(*, since=None) -> list[dict]:

@@ -3,6 +3,8 @@ with the model named when it has no batch API), and each job's provider batches 
 rewrites page, polled with the jobs."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from apps.accounts.roles import Role
@@ -90,3 +92,27 @@ def test_the_rewrites_page_shows_each_batched_jobs_provider_batches_and_polls_th
         assert "failed batch lines are asked again in the next batch" in html
     partial = web.get(reverse("questions:rewrites"), **HX).text
     assert partial.strip().startswith('<section id="rewrite-jobs"')
+
+
+def test_the_polled_rewrites_page_reads_every_batched_jobs_batches_in_the_same_queries(
+    role_client, to_rewrite
+):
+    batched = ModelConfigFactory(name="offline-terse", batch_api=True)
+    web = role_client(Role.RESEARCHER)
+
+    def polled_queries() -> int:
+        with CaptureQueriesContext(connection) as queries:
+            web.get(reverse("questions:rewrites"), **HX)
+        return len(queries)
+
+    job = rewrite_job_start(questions=to_rewrite[:1], model=batched, batch_mode=True)
+    provider_batches_make(work=REWRITE_WORK.name, scope=job.pk, model=batched, count=2)
+    one = polled_queries()
+    for n in range(3):
+        question = question_from_post_make(body=f"A parcel text asks me to pay, no. {n}.")
+        more = rewrite_job_start(questions=[question], model=batched, batch_mode=True)
+        provider_batches_make(work=REWRITE_WORK.name, scope=more.pk, model=batched, count=2)
+    html = web.get(reverse("questions:rewrites"), **HX).text
+    assert html.count('data-testid="run-batches"') == 4
+    assert html.count('data-testid="batch-row"') == 8
+    assert polled_queries() == one

@@ -13,7 +13,7 @@ from apps.accounts.roles import Role, role_required
 from apps.llm.batch_mode import BatchModeForm
 from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose
 from apps.llm.progress import run_urls
-from apps.llm.selectors import run_batches
+from apps.llm.selectors import runs_batches
 from apps.llm.views import run_control
 
 from .. import selectors, services
@@ -148,11 +148,12 @@ def _start(request, data) -> RewriteJob | None:
 
 def _jobs_context() -> dict:
     jobs = selectors.rewrite_jobs()
-    work = services.REWRITE_WORK.name
+    batched = [job for job in jobs if job.batch_mode]
+    batches = runs_batches(work=services.REWRITE_WORK.name, scopes=[job.pk for job in batched])
     return {
         "jobs": [(job, _job_urls(job)) for job in jobs],
         # The jobs in batch mode, each with its provider batches, shown under the table.
-        "batched": [(job, run_batches(work=work, scope=job.pk)) for job in jobs if job.batch_mode],
+        "batched": [(job, batches[job.pk]) for job in batched],
         "polling": any(job.status == "running" for job in jobs),
     }
 
