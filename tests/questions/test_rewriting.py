@@ -8,6 +8,7 @@ from apps.llm.models import LLMCall, RunStatus
 from apps.questions.errors import QuestionError
 from apps.questions.models import LengthBucket, RewriteStatus
 from apps.questions.selectors import questions_to_rewrite, rewrites_waiting
+from apps.questions.selectors.rewriting import rewrite_diff
 from apps.questions.services import (
     REWRITE_WORK,
     rewrite_approve,
@@ -196,3 +197,19 @@ def test_a_rejected_rewrite_leaves_the_review_and_its_question_is_to_rewrite_aga
     assert list(rewrites_waiting()) == [] and list(questions_to_rewrite()) == [question]
     with pytest.raises(QuestionError):
         rewrite_approve(rewrite=rewrite, text="Anything", user=researcher)
+
+
+def test_a_struck_word_and_the_word_put_in_its_place_are_kept_apart_by_a_space():
+    parts = rewrite_diff(original="I lost my phone today.", rewrite="I lost my laptop today.")
+    assert [(p.kind, p.text, p.spaced) for p in parts] == [
+        ("same", "I lost my ", False),
+        ("del", "phone", False),
+        ("ins", "laptop", True),
+        ("same", " today.", False),
+    ]
+    # Changes that bring their own space, or stand beside unchanged text, get none added.
+    parts = rewrite_diff(original="a b", rewrite="a b c")
+    assert [(p.kind, p.text, p.spaced) for p in parts] == [
+        ("same", "a b", False),
+        ("ins", " c", False),
+    ]

@@ -208,7 +208,7 @@ def test_the_quota_dashboard_says_the_shortfall_in_words(client, researcher):
     question_make(topic="scams", text="x" * 400)
     client.force_login(researcher)
     page = client.get(reverse("questions:quotas")).content.decode()
-    assert "1 of 50 questions: <strong>49 short</strong>" in page
+    assert "1 of 50 questions: <strong>49 still needed</strong>" in page
     assert "medium (333 to 665 characters) needs 9 more" in page
 
 
@@ -230,9 +230,9 @@ def test_the_quota_dashboard_counts_each_need_with_its_shortfall(client, researc
     assert '<th scope="row">Asks for sensemaking</th><td>2</td><td>2</td><td>0</td>' in row(
         "sensemaking"
     )
-    assert "<strong>8 short</strong>" in row("sensemaking")
+    assert "<strong>8 more needed</strong>" in row("sensemaking")
     assert '<th scope="row">Asks for guidance</th><td>1</td><td>1</td><td>0</td>' in row("guidance")
-    assert "<strong>9 short</strong>" in row("guidance")
+    assert "<strong>9 more needed</strong>" in row("guidance")
     assert "asks for sensemaking needs 8 more" in scams
     assert "asks for guidance needs 9 more" in scams
 

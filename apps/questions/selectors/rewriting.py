@@ -86,6 +86,9 @@ def questions_rewritten() -> QuerySet:
 class DiffPart:
     kind: str  # "same", "del" (only in the original) or "ins" (only in the rewrite)
     text: str
+    # A change that follows the other kind of change with no space between them: the page
+    # shows one, so that struck and inserted words do not run together.
+    spaced: bool = False
 
 
 _PIECES = re.compile(r"\s+|[^\s]+")
@@ -102,9 +105,11 @@ def rewrite_diff(*, original: str, rewrite: str) -> list[DiffPart]:
         if not text:
             return
         if parts and parts[-1].kind == kind:
-            parts[-1] = DiffPart(kind, parts[-1].text + text)
+            parts[-1] = DiffPart(kind, parts[-1].text + text, parts[-1].spaced)
         else:
-            parts.append(DiffPart(kind, text))
+            touching = bool(parts) and parts[-1].kind != "same" and kind != "same"
+            spaced = touching and not parts[-1].text[-1].isspace() and not text[0].isspace()
+            parts.append(DiffPart(kind, text, spaced))
 
     matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
