@@ -25,6 +25,7 @@ import io
 import json
 import re
 import sys
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from decimal import Decimal
 
@@ -324,12 +325,25 @@ def copy_csv_response(
     return response
 
 
+def _headers(columns: Sequence[tuple[str | None, str]]) -> list[str]:
+    """Each column's header: its label, or else a name from its field path that reads as a
+    column and not a query ("participant_kind" for "assignment__participant__kind": the
+    field and the model it is on); the whole path, joined, where that name is taken."""
+    short = [label or "_".join(path.split("__")[-2:]) for label, path in columns]
+    taken = Counter(short)
+    return [
+        name if taken[name] == 1 or label else path.replace("__", "_")
+        for name, (label, path) in zip(short, columns, strict=True)
+    ]
+
+
 def csv_columns(modeladmin) -> list[tuple[str, str]]:
     """The console export's columns for a model's admin: its `csv_fields` (each a field
-    path, which is also its header, or (header, path or annotation name)), or else every
-    concrete column. Refuses a column that reaches one of `IDENTIFYING_FIELDS`."""
+    path, whose header `_headers` makes, or (header, path or annotation name)), or else
+    every concrete column. Refuses a column that reaches one of `IDENTIFYING_FIELDS`."""
     fields = getattr(modeladmin, "csv_fields", None) or default_fields(modeladmin.model)
-    columns = [(f, f) if isinstance(f, str) else (f[0], f[1]) for f in fields]
+    columns = [(None, f) if isinstance(f, str) else (f[0], f[1]) for f in fields]
+    columns = list(zip(_headers(columns), (path for _label, path in columns), strict=True))
     for _label, path in columns:
         if set(path.split("__")) & IDENTIFYING_FIELDS:
             raise ImproperlyConfigured(

@@ -22,7 +22,7 @@ from .models import (
     StudySimulation,
     SurveyItem,
 )
-from .pseudonyms import pseudonym_sql
+from .pseudonyms import pseudonym, pseudonym_sql
 from .selectors import study_items_frozen
 from .services import (
     participant_mark_returned,
@@ -265,9 +265,13 @@ class AssignmentAdmin(ReadOnlyAdmin):
 
 @admin.register(Answer)
 class AnswerAdmin(ReadOnlyAdmin):
-    list_display = ("assignment", "item", "value", "saved_at", "save_count")
+    list_display = ("participant", "scenario", "position", "item", "value", "saved_at")
     list_filter = ("item__code", "assignment__study_scenario__study", "assignment__status")
-    list_select_related = ("assignment", "item")
+    list_select_related = (
+        "assignment__participant__model",
+        "assignment__study_scenario__scenario",
+        "item",
+    )
     show_full_result_count = False
     csv_fields = (
         "id",
@@ -289,6 +293,23 @@ class AnswerAdmin(ReadOnlyAdmin):
 
     def csv_queryset(self, queryset):
         return _with_pseudonym(queryset, "assignment__participant")
+
+    # The assignment, which is a participant's scenario at a place in their survey, shown as
+    # those three (its own name is the Prolific ID and the place).
+    @admin.display(description="participant")
+    def participant(self, answer):
+        person = answer.assignment.participant
+        if not person.prolific_pid:
+            return f"{person.model} #{person.run_index}"
+        return pseudonym(study_id=person.study_id, prolific_pid=person.prolific_pid)
+
+    @admin.display(description="scenario", ordering="assignment__study_scenario__scenario__name")
+    def scenario(self, answer):
+        return answer.assignment.study_scenario.scenario.name
+
+    @admin.display(description="place in the survey", ordering="assignment__position")
+    def position(self, answer):
+        return answer.assignment.position
 
 
 @admin.register(PageTime)

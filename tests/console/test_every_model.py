@@ -62,3 +62,5 @@ def test_every_console_list_opens_and_its_export_has_its_columns(role_client, mo
     assert response.status_code == 200 and response.streaming
     header = next(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
     assert len(header) == len(csv_columns(admin.site._registry[model]))
+    # Headers read as columns, not as the queries that fetch them, and none twice.
+    assert not [name for name in header if "__" in name] and len(set(header)) == len(header)

@@ -119,5 +119,5 @@ def test_the_console_exports_judgments_with_their_explanations(client, researche
     )
     rows = rows_of(response)
     assert len(rows) == judgments.count()
-    assert {"criterion__text", "explanation", "met"} <= set(rows[0])
+    assert {"criterion_text", "explanation", "met"} <= set(rows[0])
     assert "'@SUM(A1) is cited" in {r["explanation"] for r in rows}

@@ -184,3 +184,18 @@ def test_the_console_refuses_an_export_that_names_a_prolific_id():
         with pytest.raises(ImproperlyConfigured, match="approvals CSV"):
             site.register(model, admin_class)
         assert model not in site._registry
+
+
+def test_the_consoles_answers_list_names_the_participant_scenario_and_place(
+    client, make_study, researcher
+):
+    study = make_study(count=5, ratings_per_scenario=3)
+    person = people_finished(study, 1)[0]
+    client.force_login(researcher)
+    page = client.get(reverse("admin:surveys_answer_changelist")).content.decode()
+    assignment = person.assignments.select_related("study_scenario__scenario").first()
+    shown = pseudonym(study_id=study.pk, prolific_pid=person.prolific_pid)
+    # The assignment's own name, the Prolific ID and the place, is not how a row is shown.
+    assert re.search(rf'<th class="field-participant"><a [^>]*>{shown}</a></th>', page)
+    assert f'<td class="field-scenario">{assignment.study_scenario.scenario.name}</td>' in page
+    assert f'<td class="field-position">{assignment.position}</td>' in page
