@@ -358,6 +358,18 @@ def test_htmx_gets_the_viewer_alone_and_a_history_restore_the_page(web, bench):
     html = response.content.decode()
     assert html.lstrip().startswith('<div id="answer-viewer"') and "<html" not in html
     assert "HX-Request" in response["Vary"]
+    # A filter's form sends every field, empty or not: the history keeps the viewer's own
+    # query, naming the answer shown.
+    sent = {"model": "", "topic": "", "band": "", "verdict": "error", "sort": "question"}
+    answered = web.get(url(bench), sent, **HX)
+    errored = bench.answer("offline-beta", "q0").pk
+    assert answered["HX-Push-Url"] == f"{url(bench)}?verdict=error&answer={errored}"
+    assert web.get(url(bench), {"verdict": "met", "band": "x"}, **HX)["HX-Push-Url"] == (
+        f"{url(bench)}?verdict=met&answer={bench.answer('Alpha', 'q0').pk}"
+    )
+    assert web.get(url(bench), {"model": "0"}, **HX)["HX-Push-Url"] == url(bench) + (
+        f"?answer={bench.answer('Alpha', 'q0').pk}"
+    )
     restored = web.get(url(bench), HTTP_HX_HISTORY_RESTORE_REQUEST="true", **HX)
     assert "<html" in restored.content.decode()
 

@@ -216,7 +216,7 @@ def answer_shown(*, run: GradingRun, answer_id: int, filters: AnswerFilters) -> 
         answer=answer,
         score=score,
         criteria=rows,
-        band=band_of(None if score is None else score.score),
+        band=None if score is None else band_of(score.score),
         missing=missing,
         rubric_versions=sorted({row.judgment.rubric.version for row in rows}),
     )
@@ -235,6 +235,6 @@ def _criterion_row(judgment: Judgment) -> CriterionRow:
     )
 
 
-def band_of(score: float | None) -> Band | None:
-    """The named band (below 65%, 65% or more, no score) a score falls in."""
+def band_of(score: float) -> Band | None:
+    """The named band (below 65% or 65% or more) a score falls in."""
     return next((band for band in NAMED if band.holds(score)), None)

@@ -118,6 +118,10 @@ def answers(request, pk: int):
     response = render(
         request, "grading/answers.html#viewer" if fragment else "grading/answers.html", context
     )
+    if fragment:  # the history keeps the filters in the viewer's names and the answer shown
+        response["HX-Push-Url"] = request.path + (
+            f"{context['link']}answer={shown_id}" if shown_id else context["link"].rstrip("?&")
+        )
     # One URL answers with a page and, to htmx, with its fragment: caches keep them apart.
     patch_vary_headers(response, ["HX-Request"])
     return response
