@@ -38,8 +38,10 @@ FIELDS = [
     "action",
     "after",
     "age",
+    "answer",
     "author",
     "back",
+    "band",
     "body",
     "budget_usd",
     "category",
@@ -129,6 +131,7 @@ FIELDS = [
     "value",
     "value_H1",
     "value_H2",
+    "verdict",
     "with",
 ]
 VALUES = {"NUL": "\x00", "superscript two": "²", "31 digits": "9" * 31, "20,000": "x" * 20_000}

@@ -2,7 +2,7 @@ from django.urls import include, path
 
 from apps.llm.progress import run_paths
 
-from .views import runs
+from .views import answers, runs
 
 app_name = "grading"
 
@@ -13,6 +13,7 @@ urlpatterns = [
     path("new/", runs.run_new, name="run_new"),
     path("<int:pk>/", runs.run_detail, name="run_detail"),
     path("<int:pk>/judgments/", runs.judgments, name="judgments"),
+    path("<int:pk>/answers/", answers.answers, name="answers"),
     path("<int:pk>/export/judgments.csv", runs.export_judgments, name="export_judgments"),
     path("<int:pk>/export/scores.csv", runs.export_scores, name="export_scores"),
     path("<int:pk>/export/everything.zip", runs.export_everything, name="export_everything"),
