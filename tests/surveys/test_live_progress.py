@@ -265,3 +265,24 @@ def test_the_progress_takes_the_same_queries_for_40_scenarios_as_for_3(
         return len(captured)
 
     assert queries(large) == queries(small) <= 9
+
+
+def test_the_proxy_runs_table_refreshes_itself_while_a_run_runs(role_client, make_study):
+    study = make_study(count=2, live=False, scenarios_per_participant=1)
+    model = offline_model("http://127.0.0.1:9", name="offline-terse")
+    run = services.proxy_run_create(study=study, models=[model], runs_per_model=1)
+    url = f"/studies/{study.pk}/proxies/"
+    for role in ROLES:
+        response = role_client(role).get(url, **HX)
+        assert response.status_code == (200 if role == Role.RESEARCHER else 403), role
+    client = role_client(Role.RESEARCHER)
+    html = client.get(url, **HX).content.decode()
+    assert html.lstrip().startswith('<section id="proxy-runs"') and "<h1" not in html
+    assert "Draft" in html and poll_url(html) == ""  # a draft changes only when launched
+
+    services.proxy_run_launch(run=run)
+    html = client.get(url, **HX).content.decode()
+    assert "Running" in html and poll_url(html) == url
+    assert 'hx-trigger="every 5s, visible-again"' in html
+    page = client.get(url).content.decode()
+    assert "<h1>Proxy participants</h1>" in page and f'href="{url}#proxy-runs"' in page
