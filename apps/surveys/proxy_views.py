@@ -33,7 +33,8 @@ def _run(study_id: int, run_id: int) -> ProxyRun:
 
 @researcher
 def proxy_runs(request, study_id: int):
-    """The study's proxy runs, and the form that makes a draft one."""
+    """The study's proxy runs, and the form that makes a draft one; with HX-Request, the
+    table of runs alone, which the page polls while one of them runs."""
     study = get_object_or_404(Study, pk=study_id)
     form = ProxyRunForm(request.POST or None, initial={"prompt": selectors.proxy_prompt_default()})
     status = 200
@@ -58,7 +59,11 @@ def proxy_runs(request, study_id: int):
                 messages.success(request, "Draft saved. Check the estimate, then launch it.")
                 return redirect("surveys:proxy_run", study.pk, run.pk)
         status = 400
-    context = {"study": study, "form": form, "runs": selectors.proxy_runs_overview(study=study)}
+    runs = selectors.proxy_runs_overview(study=study)
+    polling = any(run.status == RunStatus.RUNNING for run, _counts in runs)
+    context = {"study": study, "form": form, "runs": runs, "polling": polling}
+    if request.htmx and request.method == "GET":  # the poll: the table of runs alone
+        return render(request, "surveys/proxy_runs.html#runs", context)
     return render(request, "surveys/proxy_runs.html", context, status=status)
 
 

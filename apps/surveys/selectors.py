@@ -22,6 +22,7 @@ from apps.llm.selectors import (
 
 from . import duration, quality
 from .models import (
+    ACTIVE_GENERATION,
     PROXY_CALL_STATES,
     Answer,
     Assignment,
@@ -42,6 +43,7 @@ from .models import (
     ScenarioResponse,
     Study,
     StudyScenario,
+    StudyStatus,
     SurveyItem,
 )
 
@@ -53,10 +55,13 @@ def people(study: Study):
 
 
 def study_scenarios_with_counts(*, study: Study):
+    """The study's scenarios by name, each with its ratings counted: `completed`, and
+    `reserved` (a reservation whose deadline is still ahead)."""
     now = timezone.now()
     return (
         StudyScenario.objects.filter(study=study)
-        .select_related("scenario", "response", "response__model")
+        .select_related("scenario")
+        .only("pk", "study_id", "response_id", "response_error", "scenario__name")
         .annotate(
             completed=Count(
                 "assignments", filter=Q(assignments__status=AssignmentStatus.COMPLETED)
@@ -69,54 +74,158 @@ def study_scenarios_with_counts(*, study: Study):
                 ),
             ),
         )
-        .order_by("scenario__name")
+        .order_by("scenario__name", "pk")
     )
+
+
+def study_responses(*, study: Study):
+    """The study's scenarios by name, each with the response its participants rate."""
+    return (
+        StudyScenario.objects.filter(study=study)
+        .select_related("scenario", "response", "response__model")
+        .defer("scenario__record_json")
+        .order_by("scenario__name", "pk")
+    )
+
+
+SCENARIOS_PER_PAGE = 50
 
 
 @dataclass(frozen=True)
 class Progress:
+    """Where a study's ratings stand (people's only: a proxy's never count), and one page of
+    its scenarios with theirs. A rating is reserved while its participant has it and its
+    deadline is ahead; timed out once the deadline passed (freed by beat, or not yet)."""
+
     scenarios: int
     ratings_needed: int
     completed: int
     reserved: int
-    full: int
-    participants: dict[str, int]
+    timed_out: int
+    returned: int
+    rejected: int
+    complete: int  # scenarios with all their ratings completed
+    full: int  # scenarios with all their ratings completed or reserved
     missing_responses: int
+    participants: dict[str, int]
+    rows: list[StudyScenario]  # the page's scenarios, with `completed` and `reserved`
+    page: int
+    pages: int
+
+    @property
+    def first(self) -> int:
+        """The position of the page's first scenario, from 1."""
+        return (self.page - 1) * SCENARIOS_PER_PAGE + 1 if self.rows else 0
+
+    @property
+    def last(self) -> int:
+        return self.first + len(self.rows) - 1 if self.rows else 0
+
+    @property
+    def percent(self) -> float:
+        return 100 * self.completed / self.ratings_needed if self.ratings_needed else 0.0
 
 
-def study_progress(*, study: Study, rows=None) -> Progress:
-    rows = list(rows if rows is not None else study_scenarios_with_counts(study=study))
+def _ratings(counted: Q):
+    """How many of a scenario's ratings are `counted`, as a subquery."""
+    ratings = (
+        Assignment.objects.filter(counted, study_scenario=OuterRef("pk"))
+        .order_by()
+        .values("study_scenario")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    return Coalesce(Subquery(ratings), 0)
+
+
+def study_progress(*, study: Study, page: int = 1) -> Progress:
+    """The study's ratings counted, and page `page` of its scenarios (the last page, past
+    it): in four queries whatever the number of scenarios and participants, which the study
+    page polls."""
+    now = timezone.now()
     k = study.ratings_per_scenario
+    overdue = Q(status=AssignmentStatus.RESERVED, reserved_until__lte=now)
+    ratings = Assignment.objects.filter(study_scenario__study=study).aggregate(
+        completed=Count("pk", filter=Q(status=AssignmentStatus.COMPLETED)),
+        reserved=Count("pk", filter=Q(status=AssignmentStatus.RESERVED, reserved_until__gt=now)),
+        timed_out=Count("pk", filter=Q(status=AssignmentStatus.EXPIRED) | overdue),
+        returned=Count("pk", filter=Q(status=AssignmentStatus.RELEASED)),
+        rejected=Count("pk", filter=Q(status=AssignmentStatus.REJECTED)),
+    )
+    scenarios = (
+        StudyScenario.objects.filter(study=study)
+        .annotate(
+            done=_ratings(Q(status=AssignmentStatus.COMPLETED)),
+            # services/reservation.py's rule: what counts towards a scenario's k.
+            filled=_ratings(
+                Q(status=AssignmentStatus.COMPLETED)
+                | Q(status=AssignmentStatus.RESERVED, reserved_until__gt=now)
+            ),
+        )
+        .aggregate(
+            scenarios=Count("pk"),
+            complete=Count("pk", filter=Q(done__gte=k)),
+            full=Count("pk", filter=Q(filled__gte=k)),
+            missing_responses=Count("pk", filter=Q(response__isnull=True)),
+        )
+    )
+    pages = max(1, -(-scenarios["scenarios"] // SCENARIOS_PER_PAGE))
+    page = min(max(1, page), pages)
+    start = (page - 1) * SCENARIOS_PER_PAGE
+    rows = list(study_scenarios_with_counts(study=study)[start : start + SCENARIOS_PER_PAGE])
     statuses = dict(
         people(study).values_list("status").annotate(n=Count("pk")).values_list("status", "n")
     )
     return Progress(
-        scenarios=len(rows),
-        ratings_needed=len(rows) * k,
-        completed=sum(r.completed for r in rows),
-        reserved=sum(r.reserved for r in rows),
-        full=sum(1 for r in rows if r.completed + r.reserved >= k),
+        ratings_needed=scenarios["scenarios"] * k,
         participants={label: statuses.get(value, 0) for value, label in ParticipantStatus.choices},
-        missing_responses=sum(1 for r in rows if r.response_id is None),
+        rows=rows,
+        page=page,
+        pages=pages,
+        **ratings,
+        **scenarios,
     )
 
 
 def study_generation_latest(*, study: Study) -> ResponseGeneration | None:
     """The study's latest request for generated responses, with its model and its calls
     counted (`calls_pending`, `calls_running`, `calls_done`, `calls_failed`, and
-    `calls_stalled`: running under a lease that ran out, so its worker stopped): the study
-    page says whether it waits, runs, has stalled or failed."""
+    `calls_stalled`: running under a lease that ran out, so its worker stopped; and all but
+    the stalled as `counts`, a run's RunCounts): the study page says whether it waits, runs,
+    has stalled or failed."""
     now = timezone.now()
     counts = {
         f"calls_{state}": Count("calls", filter=Q(calls__status=state))
         for state in ScenarioCallStatus.values
     }
     stalled = Q(calls__status=ScenarioCallStatus.RUNNING, calls__lease_expires_at__lt=now)
-    return (
+    generation = (
         study.generations.select_related("model")
         .annotate(**counts, calls_stalled=Count("calls", filter=stalled))
         .first()
     )
+    if generation is not None:
+        generation.counts = RunCounts(
+            total=sum(getattr(generation, f"calls_{s}") for s in ScenarioCallStatus.values),
+            done=generation.calls_done,
+            failed=generation.calls_failed,
+            pending=generation.calls_pending,
+            running=generation.calls_running,
+        )
+    return generation
+
+
+def study_under_way(
+    *, study: Study, progress: Progress, generation: ResponseGeneration | None
+) -> bool:
+    """Whether the study's progress can change without the researcher doing anything: its
+    responses are being made, someone holds a reservation, or it is live and short of
+    ratings. Otherwise nothing moves, and the study page stops asking."""
+    if generation is not None and generation.status in ACTIVE_GENERATION:
+        return True
+    if progress.reserved:
+        return True
+    return study.status == StudyStatus.LIVE and progress.completed < progress.ratings_needed
 
 
 def study_items_frozen(*, study: Study) -> bool:

@@ -6,6 +6,7 @@ than one's own is a 404.
 """
 
 import contextlib
+import hashlib
 import logging
 import secrets
 import time
@@ -15,6 +16,7 @@ from django.contrib import messages
 from django.core import signing
 from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
@@ -36,6 +38,7 @@ from .forms import (
     StudyForm,
 )
 from .models import (
+    ACTIVE_GENERATION,
     Assignment,
     Page,
     Participant,
@@ -369,33 +372,79 @@ def _study_form_context(form, study: Study | None) -> dict:
     }
 
 
+POLL_SECONDS = 5
+
+
 @researcher
+@require_GET
 def study_detail(request, study_id):
+    """The study's page; with HX-Request, only its progress (what the page polls)."""
     study = get_object_or_404(Study, pk=study_id)
+    if request.htmx:
+        context = _progress_context(request, study)
+        return render(request, "surveys/study_detail.html#progress", context)
     return _study_page(request, study, generate_form=GenerateForm())
 
 
-def _study_page(request, study: Study, *, generate_form: GenerateForm, status: int = 200):
-    rows = list(selectors.study_scenarios_with_counts(study=study))
+def _page_number(request) -> int:
+    page = request.GET.get("page", "")
+    return int(page) if page.isascii() and page.isdigit() and len(page) < 7 else 1
+
+
+def _progress_context(request, study: Study) -> dict:
+    """What the progress partial shows, and how it asks again. `seen` and `responses` come
+    back with each poll: the summary (the page's live region) is sent again only when its
+    words changed, so a screen reader hears it when something happened, not every poll;
+    and the responses' table only once their generation has stopped and some arrived."""
+    progress = selectors.study_progress(study=study, page=_page_number(request))
     generation = selectors.study_generation_latest(study=study)
-    batched = generation is not None and generation.batch_mode
     context = {
         "study": study,
-        "rows": rows,
-        "progress": selectors.study_progress(study=study, rows=rows),
-        "generate_form": generate_form,
-        "frozen": selectors.study_items_frozen(study=study),
-        "items": study.items.all(),
-        "participant_link": _participant_link(request, study),
-        "prolific_configured": prolific_client() is not None,
+        "progress": progress,
         "generation": generation,
         "generation_batches": run_batches(
             work=services.SCENARIO_RESPONSE_WORK.name, scope=generation.pk
         )
-        if batched
+        if generation is not None and generation.batch_mode
         else None,
-        "estimate": selectors.study_estimate(study=study),
+        "polling": selectors.study_under_way(study=study, progress=progress, generation=generation),
+        "poll_seconds": POLL_SECONDS,
     }
+    summary = render_to_string("surveys/study_detail.html#summary", context)
+    seen = hashlib.blake2s(summary.encode(), digest_size=6).hexdigest()
+    responses = progress.scenarios - progress.missing_responses
+    here = reverse("surveys:study_detail", args=[study.pk])
+    context |= {
+        "summary": summary,
+        "oob_summary": request.GET.get("seen", seen) != seen,
+        "poll_state": urlencode({"seen": seen, "responses": responses}),
+        "here_url": f"{here}?page={progress.page}",
+        "previous_url": f"{here}?page={progress.page - 1}" if progress.page > 1 else "",
+        "next_url": f"{here}?page={progress.page + 1}" if progress.page < progress.pages else "",
+    }
+    generating = generation is not None and generation.status in ACTIVE_GENERATION
+    arrived = request.GET.get("responses", str(responses)) != str(responses)
+    if request.htmx and arrived and not generating:
+        context |= _responses_context(study, GenerateForm()) | {"oob_responses": True}
+    return context
+
+
+def _responses_context(study: Study, generate_form: GenerateForm) -> dict:
+    return {"responses": selectors.study_responses(study=study), "generate_form": generate_form}
+
+
+def _study_page(request, study: Study, *, generate_form: GenerateForm, status: int = 200):
+    context = (
+        _progress_context(request, study)
+        | _responses_context(study, generate_form)
+        | {
+            "frozen": selectors.study_items_frozen(study=study),
+            "items": study.items.all(),
+            "participant_link": _participant_link(request, study),
+            "prolific_configured": prolific_client() is not None,
+            "estimate": selectors.study_estimate(study=study),
+        }
+    )
     return render(request, "surveys/study_detail.html", context, status=status)
 
 
@@ -445,7 +494,8 @@ def study_generate(request, study_id):
             form.add_error(None, str(exc))
         else:
             messages.success(
-                request, f"Asked {model} for the missing responses; reload to see them arrive."
+                request,
+                f"Asked {model} for the missing responses: the page shows them being made.",
             )
             return redirect("surveys:study_detail", study.pk)
     # The study's page again, with the form's errors where it was filled in.
