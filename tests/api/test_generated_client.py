@@ -25,6 +25,7 @@ from tests.factories import ModelConfigFactory
 GENERATOR = Path(sys.executable).with_name("openapi-python-client")
 PACKAGE = "assay_client"
 PAGE_SIZE = 3  # small, so that every list with more rows is read over several pages
+PRIMITIVES = {"string": str, "integer": int, "number": (int, float), "boolean": bool}
 
 
 def client_generate(schema: bytes, where: Path):
@@ -123,9 +124,6 @@ def assert_typed(value, raw, schema: dict, components: dict, models) -> None:
         assert value == raw or value.to_dict() == raw, (schema, value)
 
 
-PRIMITIVES = {"string": str, "integer": int, "number": (int, float), "boolean": bool}
-
-
 def list_modules(package) -> dict:
     """The generated list operations' modules, by operation id."""
     api = importlib.import_module(f"{package.__name__}.api")
@@ -194,7 +192,7 @@ def test_a_generated_client_reads_every_list_into_typed_models(
 
         if "columns" not in layouts:
             continue
-        layout = type(module.sync_detailed.__kwdefaults__["layout"])
+        layout = type(module.sync_detailed.__kwdefaults__["layout"])  # the operation's enum
         read = []
         for parsed, raw in walk(module, client, layout=layout("arrays")):
             assert parsed.columns == list(viewset.columns.keys)
