@@ -2,7 +2,9 @@
 pages, ids in the path) and, for the long lists (responses, judgments, scores, answers),
 `LongList`: the list read on the fast path (`Columns`, apps/console/api_pages.py) and
 `export/`, the same columns in the same order as formula-safe CSV, streamed. A long list's
-Serializer stays its documented schema; tests hold the fast path equal to it.
+Serializer stays its documented schema; tests hold the fast path equal to it. Each layout
+of a long list's page is a schema of its own (`LongListSchema`), which client generators
+read (tests/api/test_generated_client.py).
 """
 
 from collections.abc import Callable
@@ -11,6 +13,8 @@ from django import forms
 from django.db import models
 from django_filters import rest_framework as filters
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.plumbing import ResolvedComponent, force_instance
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -45,6 +49,17 @@ class IdFilter(filters.NumberFilter):
         kwargs.setdefault("min_value", 1)
         kwargs.setdefault("max_value", BIGINT_MAX)
         super().__init__(*args, **kwargs)
+
+
+@extend_schema_field({"type": "object", "additionalProperties": {}})
+class JsonObjectField(serializers.JSONField):
+    """A JSON column that holds an object (a run's parameters), documented as one, so that
+    a generated client reads it as a mapping, not as any value."""
+
+
+@extend_schema_field({"type": "array", "items": {"type": "string"}})
+class TextListField(serializers.JSONField):
+    """A JSON column that holds a list of texts (a scenario's toolkits), documented as one."""
 
 
 def each_once(values) -> None:
@@ -107,6 +122,53 @@ class ReadViewSet(viewsets.ReadOnlyModelViewSet):
         return super().perform_content_negotiation(request, force=True)
 
 
+def value_types(properties: dict, keys: list[str]) -> dict:
+    """What a value of the arrays layout's rows may be: the JSON types of the row's `keys`
+    in its schema's `properties`, once each (a reference stays one: an object's schema),
+    without formats or enums, which would have a client read a text as a date or a member."""
+    kinds: dict[str, dict] = {}
+    for key in keys:
+        schema = properties[key]
+        for kind in schema.get("oneOf") or schema.get("allOf") or [schema]:
+            if "$ref" in kind:
+                kinds.setdefault(kind["$ref"], {"$ref": kind["$ref"]})
+            elif "type" not in kind:  # free-form JSON: any value, as its column's schema says
+                kinds.setdefault("", {})
+            else:
+                kinds.setdefault(kind["type"], {"type": kind["type"]})
+                if schema.get("nullable") or kind.get("nullable"):
+                    kinds[kind["type"]]["nullable"] = True
+    return {"anyOf": list(kinds.values())}
+
+
+class LongListSchema(AutoSchema):
+    """A long list's page is one of two schemas, as `layout` chooses: the objects page
+    (`Paginated<Row>List`, as on every list) or the arrays page (`Paginated<Row>Arrays`),
+    each a component of its own, so that client generators make a model of each."""
+
+    def _get_response_for_code(
+        self, serializer, status_code, media_types=None, direction="response"
+    ):
+        response = super()._get_response_for_code(serializer, status_code, media_types, direction)
+        if self.view.action != "list" or status_code != "200":
+            return response
+        serializer = force_instance(serializer)
+        row = self.resolve_serializer(serializer, direction)
+        keys = self.view.columns.keys
+        arrays = ResolvedComponent(
+            name=f"Paginated{row.name}Arrays",
+            type=ResolvedComponent.SCHEMA,
+            schema=self._get_paginator().get_arrays_response_schema(
+                keys, value_types(row.schema["properties"], keys)
+            ),
+            object=self.get_serializer_identity(serializer, direction),
+        )
+        self.registry.register_on_missing(arrays)
+        for media in response["content"].values():
+            media["schema"] = {"oneOf": [media["schema"], arrays.ref]}
+        return response
+
+
 class LongList:
     """A read-only viewset's mixin for a long list: `columns` (the rows of the list and of
     its export), `serializer_class` (their documented schema, and what `retrieve` answers),
@@ -115,6 +177,7 @@ class LongList:
     columns: Columns
     export_name: str
     pagination_class = LongPage
+    schema = LongListSchema()
 
     @extend_schema(
         parameters=[

@@ -132,18 +132,21 @@ class CursorPage(CursorPagination):
 
 class LongPage(CursorPage):
     """The long lists' pages: as every list's, up to LONG_MAX_PAGE_SIZE rows, in either
-    layout (`layout=objects`, the default, or `layout=arrays`)."""
+    layout (`layout=objects`, the default, or `layout=arrays`); each layout's page is a
+    schema of its own (apps/console/api_lists.py, `LongListSchema`)."""
 
     page_size_query_description = (
         f"Rows per page: {DEFAULT_PAGE_SIZE} unless given, at most {LONG_MAX_PAGE_SIZE}."
     )
     max_page_size = LONG_MAX_PAGE_SIZE
 
-    def get_paginated_response_schema(self, schema):
-        objects = super().get_paginated_response_schema(schema)
-        objects["title"] = "Objects"
-        arrays = {
-            "title": "Arrays",
+    def get_arrays_response_schema(self, keys: list[str], value: dict) -> dict:
+        """The arrays layout's page: the objects page's links, `columns` (`keys`, in order)
+        and `rows`, each a list of as many values, every one of the JSON types in `value`
+        (an OpenAPI 3.0 list cannot type each place apart)."""
+        objects = self.get_paginated_response_schema({"type": "array", "items": {}})
+        listed = ", ".join(f"`{key}`" for key in keys)
+        return {
             "type": "object",
             "required": ["columns", "rows"],
             "properties": {
@@ -152,17 +155,22 @@ class LongPage(CursorPage):
                 "columns": {
                     "type": "array",
                     "items": {"type": "string"},
-                    "description": "The rows' keys (the objects layout's), in their values' order.",
+                    "example": keys,
+                    "description": f"The rows' keys, in their values' order: {listed}.",
                 },
                 "rows": {
                     "type": "array",
-                    "items": {"type": "array", "items": {}},
+                    "items": {
+                        "type": "array",
+                        "items": value,
+                        "minItems": len(keys),
+                        "maxItems": len(keys),
+                    },
                     "description": "Each row's values, in the order of `columns`, each as the "
                     "objects layout writes it.",
                 },
             },
         }
-        return {"oneOf": [objects, arrays]}
 
 
 # Types whose JSON is their text in PostgreSQL (`to_json(5)` is `5`, `to_json(true)` is

@@ -6,10 +6,10 @@ from decimal import Decimal
 
 from django.db.models import F
 from django_filters import rest_framework as filters
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from drf_spectacular.utils import extend_schema, extend_schema_field, extend_schema_view
 from rest_framework import serializers
 
-from apps.console.api_lists import IdFilter, LongList, ReadViewSet, RunControls
+from apps.console.api_lists import IdFilter, JsonObjectField, LongList, ReadViewSet, RunControls
 from apps.console.api_pages import Columns
 from apps.llm.batch_mode import BatchModeSerializer
 from apps.llm.models import ModelConfig, ModelKind, PromptTemplate, Purpose, RunStatus
@@ -25,6 +25,7 @@ from .selectors.calibration import rater_rows_shown
 class GradingRunSerializer(serializers.ModelSerializer):
     grader_name = serializers.CharField(source="grader.display_name", read_only=True)
     prompt_version = serializers.IntegerField(source="prompt.version", read_only=True)
+    params = JsonObjectField(read_only=True, help_text=GradingRun.params.field.help_text)
 
     class Meta:
         model = GradingRun
@@ -233,14 +234,42 @@ class JudgmentViewSet(LongList, ReadViewSet):
         return rater_rows_shown(super().filter_queryset(queryset), viewer=self.request.user)
 
 
+def _rate(group: str) -> serializers.ListField:
+    return serializers.ListField(
+        child=serializers.IntegerField(min_value=0),
+        min_length=2,
+        max_length=2,
+        help_text=f"[earned, total]: how many of the rubric version's {group} earned "
+        "their points, of how many there are.",
+    )
+
+
+class ScoreBreakdownSerializer(serializers.Serializer):
+    """A score's parts (apps/grading/services/rows.py, `breakdown_json`)."""
+
+    earned_points = serializers.IntegerField(min_value=0)
+    max_points = serializers.IntegerField(min_value=0)
+    positive_factual_met = _rate("positive factual criteria")
+    negative_factual_avoided = _rate("negative factual criteria")
+    positive_presentation_met = _rate("positive presentation criteria")
+    negative_presentation_avoided = _rate("negative presentation criteria")
+
+
+@extend_schema_field(ScoreBreakdownSerializer)
+class BreakdownField(serializers.JSONField):
+    """The stored breakdown as it is, documented as its parts."""
+
+
 class ScoreSerializer(serializers.ModelSerializer):
     """An answer's score in a grading run: earned / all points of the rubric version graded
     (a positive criterion earns its points when met, a negative one when avoided), with its
     breakdown. An answer with a pending or errored judgment has none."""
 
     model = serializers.IntegerField(source="response.model_id", read_only=True)
+    model_name = serializers.CharField(source="response.model.display_name", read_only=True)
     question = serializers.IntegerField(source="response.question_id", read_only=True)
     sample_index = serializers.IntegerField(source="response.sample_index", read_only=True)
+    breakdown = BreakdownField(read_only=True)
 
     class Meta:
         model = ResponseScore
@@ -249,6 +278,7 @@ class ScoreSerializer(serializers.ModelSerializer):
             "grading_run",
             "response",
             "model",
+            "model_name",
             "question",
             "sample_index",
             "rubric",
@@ -265,6 +295,7 @@ SCORE_COLUMNS = Columns.of(
     grading_run="grading_run_id",
     response="response_id",
     model=F("response__model_id"),
+    model_name=F("response__model__display_name"),
     question=F("response__question_id"),
     sample_index=F("response__sample_index"),
     rubric="rubric_id",
@@ -291,7 +322,7 @@ class ScoreViewSet(LongList, ReadViewSet):
     """Answers' scores in grading runs; `export/` streams them as CSV. Leaves out the answers
     the caller is still grading for calibration, blind to the rater."""
 
-    queryset = ResponseScore.objects.select_related("response")
+    queryset = ResponseScore.objects.select_related("response__model")
     serializer_class = ScoreSerializer
     filterset_class = ScoreFilter
     columns = SCORE_COLUMNS

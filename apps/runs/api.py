@@ -12,6 +12,7 @@ from rest_framework import serializers
 from apps.console.api_lists import (
     DistinctList,
     IdFilter,
+    JsonObjectField,
     LongList,
     ReadViewSet,
     RunControls,
@@ -36,6 +37,8 @@ class SamplingRunSerializer(serializers.ModelSerializer):
     prompt_version = serializers.IntegerField(source="prompt.version", read_only=True)
     models = serializers.PrimaryKeyRelatedField(source="model_configs", many=True, read_only=True)
     questions_count = serializers.IntegerField(read_only=True)
+    params = JsonObjectField(read_only=True, help_text=SamplingRun.params.field.help_text)
+    selection = JsonObjectField(read_only=True, help_text=SamplingRun.selection.field.help_text)
 
     class Meta:
         model = SamplingRun

@@ -14,7 +14,14 @@ from django_filters import rest_framework as filters
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import serializers
 
-from apps.console.api_lists import IdFilter, LongList, ReadViewSet, RunControls, distinct_ids
+from apps.console.api_lists import (
+    IdFilter,
+    LongList,
+    ReadViewSet,
+    RunControls,
+    TextListField,
+    distinct_ids,
+)
 from apps.console.api_pages import Columns
 from apps.console.form_fields import BIGINT_MAX
 from apps.llm.batch_mode import BatchModeSerializer
@@ -71,6 +78,8 @@ class StudyViewSet(ReadViewSet):
 
 
 class ScenarioSerializer(serializers.ModelSerializer):
+    toolkits = TextListField(read_only=True)
+
     class Meta:
         model = Scenario
         fields = [

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from django.db.models import Avg
 
 from apps.grading.models import ResponseScore
 from tests.api.builders import token_for, world_make
@@ -53,7 +54,12 @@ def test_the_snippet_reads_a_grading_runs_scores(
     stored = ResponseScore.objects.filter(grading_run=world.grading_run).order_by("pk")
     assert list(scores["id"]) == list(stored.values_list("pk", flat=True))
     assert list(scores["score"]) == pytest.approx(list(stored.values_list("score", flat=True)))
-    assert set(scores["model"]) == set(
-        world.sampling_run.model_configs.values_list("pk", flat=True)
-    )
-    assert "score" in printed.getvalue()
+    models = world.sampling_run.model_configs.all()
+    assert set(scores["model"]) == {model.pk for model in models}
+    # The mean score of each model, printed under its name.
+    lines = printed.getvalue().splitlines()
+    assert lines[0] == "model_name"
+    for model in models:
+        mean = stored.filter(response__model=model).aggregate(mean=Avg("score"))["mean"]
+        (line,) = [line for line in lines if line.startswith(f"{model.display_name} ")]
+        assert float(line.removeprefix(model.display_name)) == pytest.approx(mean, abs=1e-6)
