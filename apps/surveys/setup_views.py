@@ -22,7 +22,7 @@ def scenario_import(request):
     posted = request.method == "POST"  # bound even when sent empty (no file chosen)
     form = ImportForm(request.POST, request.FILES) if posted else ImportForm()
     refused = None
-    if request.method == "POST" and form.is_valid():
+    if posted and form.is_valid():
         upload = form.cleaned_data["file"]  # its size was checked before it is read
         data, name = upload.read(), upload.name
         try:

@@ -62,9 +62,8 @@ def test_a_good_file_is_imported_and_its_page_and_the_history_say_so(
     role_client, upload_dir, django_capture_on_commit_callbacks
 ):
     client = role_client(Role.RESEARCHER)
-    with django_capture_on_commit_callbacks(execute=False) as queued:
-        with FIXTURE.open("rb") as f:
-            response = client.post(UPLOAD, {"file": f})
+    with django_capture_on_commit_callbacks(execute=False) as queued, FIXTURE.open("rb") as f:
+        response = client.post(UPLOAD, {"file": f})
     batch = ImportBatch.objects.get()
     here = reverse("questions:setup-post-import", args=[batch.pk])
     assert response.status_code == 302 and response["Location"] == here

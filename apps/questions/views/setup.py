@@ -22,7 +22,7 @@ def posts_import(request):
     """The upload form and every import so far; a good upload goes to its import's page."""
     posted = request.method == "POST"  # bound even when sent empty (no file chosen)
     form = PostFileForm(request.POST, request.FILES) if posted else PostFileForm()
-    if request.method == "POST" and form.is_valid():
+    if posted and form.is_valid():
         batch = posts_upload(upload=form.cleaned_data["file"], user=request.user)
         return redirect("questions:setup-post-import", pk=batch.pk)
     batches = ImportBatch.objects.select_related("imported_by")
