@@ -4,12 +4,14 @@ from django.utils.html import format_html, format_html_join
 
 from apps.console.sites import ReadOnlyAdmin
 
+from .forms import ModelConfigForm
 from .models import Embedding, LimitChange, LLMCall, ModelConfig, PromptTemplate, ProviderBatch
 from .services import PromptError, prompt_template_save
 
 
 @admin.register(ModelConfig)
 class ModelConfigAdmin(admin.ModelAdmin):
+    form = ModelConfigForm
     list_display = (
         "display_name",
         "family",

@@ -7,3 +7,19 @@ class LlmConfig(AppConfig):
     name = "apps.llm"
     label = "llm"
     verbose_name = "LLM gateway"
+
+    def ready(self):
+        from apps.accounts.home import home_panel_register
+        from apps.accounts.roles import Role
+
+        from .models import ModelConfig
+
+        home_panel_register(
+            key="llm.researcher",
+            roles={Role.RESEARCHER},
+            template="llm/home_researcher_panel.html",
+            order=800,
+            context=lambda request: {
+                "active_models": ModelConfig.objects.filter(active=True).count()
+            },
+        )

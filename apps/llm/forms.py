@@ -4,6 +4,7 @@ from django import forms
 
 from apps.console.uploads import UploadRefused, json_parse
 
+from .models import ModelConfig
 from .params import ParamsError, params_check
 
 # The longest parameters (JSON) a researcher's form takes for a run's calls.
@@ -54,3 +55,48 @@ class BudgetForm(forms.Form):
     """A run's budget, set on its page (every kind of run's controls, templates/partials)."""
 
     budget_usd = BudgetField(help_text="Empty: no budget.")
+
+
+class ModelConfigForm(forms.ModelForm):
+    """A model config, on the researcher's models page and in the console alike: the
+    model's own checks (ModelConfig.clean: provider in the model string, allowed parameters,
+    where a key may be sent, floor under ceiling) run on save."""
+
+    api_base = forms.URLField(
+        label="API base",
+        required=False,
+        assume_scheme="https",  # a base typed without its scheme
+        max_length=ModelConfig._meta.get_field("api_base").max_length,
+        help_text=ModelConfig._meta.get_field("api_base").help_text,
+    )
+
+    class Meta:
+        model = ModelConfig
+        fields = [
+            "display_name",
+            "family",
+            "version",
+            "released_on",
+            "litellm_model",
+            "kind",
+            "active",
+            "api_base",
+            "api_key_env",
+            "timeout_seconds",
+            "params",
+            "max_concurrent",
+            "adapts_concurrency",
+            "min_concurrent",
+            "requests_per_minute",
+            "tokens_per_minute",
+            "input_price_per_mtok",
+            "output_price_per_mtok",
+            "batch_api",
+            "batch_discount",
+            "batch_max_requests",
+            "batch_max_bytes",
+        ]
+        widgets = {
+            "released_on": forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
+            "params": forms.Textarea(attrs={"rows": 3}),
+        }

@@ -8,12 +8,12 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.functional import cached_property
 from django.utils.html import format_html, format_html_join
-from django.utils.text import slugify
 
 from apps.console.sites import ReadOnlyAdmin
 from apps.console.uploads import upload_size_validate
 
 from .errors import QuestionError
+from .forms import PostFileForm, TopicForm
 from .interchange import MAX_FILE_BYTES
 from .models import (
     EmbeddingCosine,
@@ -35,11 +35,13 @@ from .models import (
 from .selectors import question_text_frozen_because
 from .selectors.bank import with_cosine_method
 from .selectors.embedding_cosines import embedding_cosines_with_method
-from .selectors.imports import import_progress
+from .selectors.imports import import_progress, import_title
 from .selectors.screening import decisions_shown_to
 from .selectors.strata import LABELS, labels_as_shown, labels_blind_to
+from .selectors.topics import topic_in_use
 from .services import normalise_newlines, question_update, questions_import
-from .services.imports import import_batch_create, upload_save
+from .services.imports import posts_upload
+from .services.topics import topic_save
 
 
 class QuestionFileForm(forms.Form):
@@ -53,20 +55,6 @@ class QuestionFileForm(forms.Form):
         return upload_size_validate(self.cleaned_data["file"], max_bytes=MAX_FILE_BYTES)
 
 
-class TopicForm(forms.ModelForm):
-    class Meta:
-        model = Topic
-        fields = ["name", "order"]
-
-    def clean_name(self):
-        name = " ".join(self.cleaned_data["name"].split())
-        if ";" in name:  # the separator of a candidate-post file's topics
-            raise forms.ValidationError("A topic's name cannot hold a semicolon (;).")
-        if not slugify(name):
-            raise forms.ValidationError("Give the topic a name with letters or digits.")
-        return name
-
-
 @admin.register(Topic)
 class TopicAdmin(admin.ModelAdmin):
     """Researchers add topics and rename them; the slug is made from the first name and kept
@@ -78,23 +66,12 @@ class TopicAdmin(admin.ModelAdmin):
     readonly_fields = ("slug",)
 
     def save_model(self, request, obj, form, change):
-        if not change:
-            base = slugify(obj.name)[:36] or "topic"
-            slug, n = base, 1
-            while Topic.objects.filter(slug=slug).exists():
-                n += 1
-                slug = f"{base}-{n}"
-            obj.slug = slug
-        super().save_model(request, obj, form, change)
+        topic_save(topic=obj)
 
     def has_delete_permission(self, request, obj=None):
         if obj is None or not super().has_delete_permission(request, obj):
             return False
-        return not (
-            SourcePostTopic.objects.filter(topic=obj).exists()
-            or obj.questions.exists()
-            or obj.samples.exists()
-        )
+        return not topic_in_use(topic=obj)
 
 
 @admin.register(ExclusionReason)
@@ -193,15 +170,6 @@ class SourcePostAdmin(ReadOnlyAdmin):
         return ", ".join(names.get(pk, f"topic {pk}") for pk in obj.topic_ids)
 
 
-class PostFileForm(forms.Form):
-    file = forms.FileField(
-        label="CSV or JSON Lines file of candidate posts",
-        help_text="Columns external_id, subreddit, title, body, created_utc (ISO 8601 with a "
-        "timezone, or epoch seconds) and topics (topic names separated by ;). Every post is "
-        "imported, or none: a file with any problem is refused whole, with each problem named.",
-    )
-
-
 @admin.register(ImportBatch)
 class ImportBatchAdmin(ReadOnlyAdmin):
     list_display = (
@@ -265,16 +233,7 @@ class ImportBatchAdmin(ReadOnlyAdmin):
     def upload_view(self, request):
         form = PostFileForm(request.POST or None, request.FILES or None)
         if request.method == "POST" and form.is_valid():
-            upload = form.cleaned_data["file"]
-            saved, sha256, size = upload_save(upload=upload)
-            batch = import_batch_create(
-                path=saved,
-                filename=upload.name,
-                user=request.user,
-                upload=True,
-                sha256=sha256,
-                size=size,
-            )
+            batch = posts_upload(upload=form.cleaned_data["file"], user=request.user)
             return redirect("admin:questions_importbatch_progress", pk=batch.pk)
         context = {
             **self.admin_site.each_context(request),
@@ -291,7 +250,7 @@ class ImportBatchAdmin(ReadOnlyAdmin):
             "opts": self.model._meta,
             "batch": batch,
             "progress": import_progress(batch=batch),
-            "title": f"Importing {batch.filename}",
+            "title": import_title(batch=batch),
         }
         template = "admin/questions/importbatch/progress.html"
         if request.htmx:

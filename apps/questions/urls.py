@@ -33,3 +33,13 @@ urlpatterns = [
     ),
     path("rewrites/embeddings/", rewriting.embedding_cosines, name="embedding-cosines"),
 ]
+
+# Setting up the bank on the researcher's pages (views/setup.py).
+from .views import setup  # noqa: E402
+
+urlpatterns += [
+    path("setup/posts/", setup.posts_import, name="setup-posts"),
+    path("setup/posts/<int:pk>/", setup.post_import, name="setup-post-import"),
+    path("setup/topics/", setup.topics, name="setup-topics"),
+    path("setup/topics/<int:pk>/", setup.topic_edit, name="setup-topic"),
+]

@@ -58,7 +58,7 @@ class StudyForm(forms.ModelForm):
     scenarios = forms.ModelMultipleChoiceField(
         queryset=Scenario.objects.defer("record_json", "trajectory").order_by("name"),
         widget=forms.CheckboxSelectMultiple,
-        help_text="Import more in the console (Scenarios → Import).",
+        help_text="Import more on the page Studies → Import scenarios and responses.",
         error_messages={"required": "Choose at least one scenario."},
     )
 

@@ -6,7 +6,7 @@ from functools import lru_cache
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 from django.db.models import Count, F, OuterRef, Prefetch, Q, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Coalesce, TruncMinute
 from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.safestring import SafeString
@@ -231,6 +231,17 @@ def study_under_way(
 def study_items_frozen(*, study: Study) -> bool:
     """Whether anyone has answered the study: then its items can no longer change."""
     return Answer.objects.filter(item__study=study).exists()
+
+
+def scenario_imports_recent(*, limit: int = 10) -> list[dict]:
+    """The latest imports of scenarios: when, by whom, how many (the scenarios of one file are
+    made in one statement, so they share their minute and their importer)."""
+    return list(
+        Scenario.objects.annotate(minute=TruncMinute("imported_at"))
+        .values("minute", "imported_by__username")
+        .annotate(count=Count("pk"))
+        .order_by("-minute")[:limit]
+    )
 
 
 _ACTION_NAME = re.compile(r"Action:[ \t]*([A-Za-z0-9_]+)")

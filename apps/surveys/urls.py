@@ -43,3 +43,16 @@ urlpatterns = [
         name="proxy_run_{move}",
     ),
 ]
+
+# Setting up studies on the researcher's pages (setup_views.py).
+from . import setup_views  # noqa: E402
+
+urlpatterns += [
+    path("studies/setup/import/", setup_views.scenario_import, name="setup_import"),
+    path("studies/<int:study_id>/items/", setup_views.survey_items, name="setup_items"),
+    path(
+        "studies/<int:study_id>/items/<int:item_id>/",
+        setup_views.survey_item_edit,
+        name="setup_item",
+    ),
+]

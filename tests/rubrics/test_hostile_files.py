@@ -223,7 +223,7 @@ def through_page(fmt, content, researcher, client, tmp_path) -> str:
     client.force_login(researcher)
     upload = SimpleUploadedFile(NAME[fmt], content)
     page = client.post(reverse("rubrics:import"), {"file": upload, "format": fmt, **OPTIONS})
-    assert page.status_code == 200
+    assert page.status_code == 422
     return html.unescape(page.text)
 
 

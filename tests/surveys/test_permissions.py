@@ -24,6 +24,9 @@ RESEARCHER_GET = [
     "approvals_csv",
     "proxy_runs",
     "proxy_run",
+    "setup_import",
+    "setup_items",
+    "setup_item",
 ]
 RESEARCHER_POST = [
     "study_status",
@@ -43,8 +46,10 @@ PARTICIPANT = ["entry", "consent", "instructions", "scenario", "answer", "demogr
 
 def url_for(name, study, participant=None, assignment=None):
     kwargs = {}
-    if name not in ("study_list", "study_create"):
+    if name not in ("study_list", "study_create", "setup_import"):
         kwargs["study_id"] = study.pk
+    if name == "setup_item":
+        kwargs["item_id"] = study.items.first().pk
     if name == "participant_review":
         kwargs["participant_id"] = participant.pk
     if name.startswith("proxy_run_") or name == "proxy_run":

@@ -23,3 +23,13 @@ def import_progress(*, batch: ImportBatch) -> dict:
         "percent": round(100 * done / total) if total else (100 if finished else 0),
         "finished": finished,
     }
+
+
+def import_title(*, batch: ImportBatch) -> str:
+    """The heading of a batch's page, as its status stands: a refused file is not
+    "importing"."""
+    if batch.status == ImportStatus.DONE:
+        return f"Imported {batch.filename}"
+    if batch.status == ImportStatus.REFUSED:
+        return f"{batch.filename} was not imported"
+    return f"Importing {batch.filename}"

@@ -370,3 +370,11 @@ def posts_import(
     if batch.refusal is not None:
         raise batch.refusal
     return batch
+
+
+def posts_upload(*, upload, user) -> ImportBatch:
+    """Keep an uploaded file of candidate posts and queue its import by a worker."""
+    saved, sha256, size = upload_save(upload=upload)
+    return import_batch_create(
+        path=saved, filename=upload.name, user=user, upload=True, sha256=sha256, size=size
+    )

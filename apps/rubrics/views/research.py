@@ -205,6 +205,7 @@ def export(request):
 @role_required(Role.RESEARCHER)
 def import_upload(request):
     form = RubricImportForm(request.POST or None, request.FILES or None)
+    refused = None
     if request.method == "POST" and form.is_valid():
         upload = form.cleaned_data["file"]
         topic = form.cleaned_data["default_topic"]
@@ -219,13 +220,21 @@ def import_upload(request):
             )
             return redirect("rubrics:import_preview", pk=saved.pk)
         except ImportRefused as exc:
-            heading = f"{exc.filename} was not imported (nothing was changed):"
-            form.add_error("file", [heading, *exc.problems[:50]])
+            problems = exc.problems[:50]
+            if len(exc.problems) > len(problems):
+                problems.append(f"and {len(exc.problems) - len(problems)} more problem(s)")
+            refused = {"filename": exc.filename, "problems": problems}
         except RubricError as exc:
             form.add_error("file", str(exc))
     recent = RubricImport.objects.select_related("uploaded_by")[:10]
-    context = {"form": form, "recent": recent, "conversion": HEALTHBENCH_CONVERSION}
-    return render(request, "rubrics/import.html", context)
+    context = {
+        "form": form,
+        "refused": refused,
+        "recent": recent,
+        "conversion": HEALTHBENCH_CONVERSION,
+    }
+    status = 422 if refused or form.errors else 200
+    return render(request, "rubrics/import.html", context, status=status)
 
 
 @role_required(Role.RESEARCHER)

@@ -57,7 +57,9 @@ MAX_RESPONSE_CHARS = 20_000
 
 
 def _import_errors(func):
-    """With a `filename`, every refusal names the file, as the other importers' do."""
+    """With a `filename`, every refusal names the file, as the other importers' do; the
+    refusal keeps the file's name and its problems apart (`filename`, `problems`) for a page
+    that lists them."""
 
     @functools.wraps(func)
     def wrapper(*args, filename: str = "", **kwargs):
@@ -66,7 +68,9 @@ def _import_errors(func):
         except SurveyError as exc:
             if not filename:
                 raise
-            raise type(exc)(f"{filename} was not imported (nothing was changed): {exc}") from exc
+            refused = type(exc)(f"{filename} was not imported (nothing was changed): {exc}")
+            refused.filename, refused.problems = filename, [str(exc)]
+            raise refused from exc
 
     return wrapper
 
