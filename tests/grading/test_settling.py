@@ -187,3 +187,10 @@ def test_the_walk_goes_from_answer_to_answer_and_the_address_follows(client, sit
     reloaded = client.get(link).content.decode()
     assert "<html" in reloaded
     assert f"Settle the grades of {second_answer.question.external_id}" in reloaded
+
+
+def test_the_back_button_asks_for_the_whole_page(client, site):
+    client.force_login(site.author)
+    restore = {**HX, "HTTP_HX_HISTORY_RESTORE_REQUEST": "true"}
+    page = client.get(url(site.sample), **restore).content.decode()
+    assert "<html" in page and 'hx-history="false"' in page

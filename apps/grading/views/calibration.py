@@ -262,7 +262,9 @@ def calibration_adjudicate(request, pk: int):
         "walk": selectors.settle_walk(user=request.user, sample=sample),
         **rows,
     }
-    if request.htmx:
+    # The back button asks for the whole page (no snapshot is kept: the labels saved since
+    # would be shown stale), as does a reload.
+    if request.htmx and not request.htmx.history_restore_request:
         return render(request, f"{SETTLE}#fragment", context)
     return render(request, SETTLE, context, status=status)
 
