@@ -96,44 +96,44 @@ def test_undo_withdraws_only_ones_own_decision(db, researcher, reasons):
         screening_undo(researcher=user_with_role(Role.EXPERT))
 
 
+def at_once(**calls) -> dict[str, str]:
+    """Run each call in a thread of its own, released together: "done" or the refusal."""
+    start, outcomes = threading.Barrier(len(calls)), {}
+
+    def run(name, call):
+        try:
+            start.wait()
+            call()
+            outcomes[name] = "done"
+        except QuestionError as exc:
+            outcomes[name] = str(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=item) for item in calls.items()]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return outcomes
+
+
 @pytest.mark.django_db(transaction=True)
 def test_an_undo_and_the_other_screeners_decision_at_once_leave_a_consistent_pair(reasons):
     """The undo and the other screener's decision take the post's row lock in turn: either
     the undo comes first (the post keeps the other's decision alone) or the decision does
     (the pair is complete, and the undo is refused); never a count that disagrees with
     the rows."""
-    for _round in range(3):
-        (sampled,) = sampled_make(1, seed=_round + 1)
+    for seed in (1, 2, 3):
+        (sampled,) = sampled_make(1, seed=seed)
         mine, other = user_with_role(Role.RESEARCHER), user_with_role(Role.RESEARCHER)
         screening_decide(sampled=sampled, researcher=mine, include=True)
-        start, outcomes = threading.Barrier(2), {}
-
-        def run(name, call):
-            try:
-                start.wait()
-                call()
-                outcomes[name] = "done"
-            except QuestionError as exc:
-                outcomes[name] = str(exc)
-            finally:
-                connection.close()
-
-        threads = [
-            threading.Thread(target=run, args=("undo", lambda: screening_undo(researcher=mine))),
-            threading.Thread(
-                target=run,
-                args=(
-                    "decide",
-                    lambda s=sampled, o=other: screening_decide(
-                        sampled=s, researcher=o, include=True
-                    ),
-                ),
+        outcomes = at_once(
+            undo=lambda m=mine: screening_undo(researcher=m),
+            decide=lambda s=sampled, o=other: screening_decide(
+                sampled=s, researcher=o, include=True
             ),
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        )
         sampled.refresh_from_db()
         assert outcomes["decide"] == "done"
         rows = ScreeningDecision.objects.filter(sampled=sampled)
