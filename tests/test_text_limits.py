@@ -4,7 +4,7 @@ enforces, so that a form built from the model (the console's) holds the page's l
 import pytest
 
 from apps.grading.models import ExpertJudgment
-from apps.grading.views.calibration import AdjudicationForm, GradeForm
+from apps.grading.views.calibration import GradeForm, SettleForm
 from apps.questions.models import ScreeningDecision
 from apps.questions.views.screening import DecisionForm
 from apps.rubrics.forms import (
@@ -50,7 +50,7 @@ PAIRS = {
     "second grader's note": (field(ExpertJudgment, "second_note"), grade_note_limit()),
     "final label's note": (
         field(ExpertJudgment, "resolution_note"),
-        AdjudicationForm.base_fields["note"].max_length,
+        SettleForm(None, criterion_ids=[1]).fields["note-1"].max_length,
     ),
     "criterion": (field(Criterion, "text"), CriterionForm.base_fields["text"].max_length),
     "shared criterion": (

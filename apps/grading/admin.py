@@ -18,6 +18,7 @@ from .models import (
     CalibrationSample,
     CalibrationSet,
     ChecklistCall,
+    ExpertGradeWithdrawal,
     ExpertJudgment,
     GradingRun,
     Judgment,
@@ -210,6 +211,33 @@ class ExpertJudgmentAdmin(ReadOnlyAdmin):
         "final_met",
         "resolved_by_id",
         "resolution_note",
+    )
+
+    def get_queryset(self, request):
+        return expert_labels_shown(super().get_queryset(request), viewer=request.user)
+
+
+@admin.register(ExpertGradeWithdrawal)
+class ExpertGradeWithdrawalAdmin(ReadOnlyAdmin):
+    """Completed grades their graders reopened (undo) before the other grade was in, as they
+    stood; under the expert labels' rule of who sees what (expert_labels_shown)."""
+
+    list_display = ("sample", "grader", "turn", "done_at", "withdrawn_at")
+    list_filter = ("turn", "sample__calibration_set")
+    search_fields = ("sample__question__external_id",)
+    list_select_related = ("sample__calibration_set", "sample__question", "grader")
+    raw_id_fields = ("sample",)
+    csv_fields = (
+        "id",
+        "sample__calibration_set_id",
+        "sample_id",
+        "sample__question__external_id",
+        "grader__username",
+        "turn",
+        "labels",
+        "notes",
+        "done_at",
+        "withdrawn_at",
     )
 
     def get_queryset(self, request):

@@ -14,4 +14,5 @@ urlpatterns = [
         "answers/<int:pk>/adjudicate/", views.calibration_adjudicate, name="calibration_adjudicate"
     ),
     path("reports/<int:pk>/", views.calibration_report, name="calibration_report"),
+    path("answers/undo/", views.calibration_undo, name="calibration_undo"),
 ]

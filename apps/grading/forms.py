@@ -142,16 +142,50 @@ class GradeForm(forms.Form):
         return " ".join([*self.errors.get(f"met-{pk}", []), *self.errors.get(f"note-{pk}", [])])
 
 
-class AdjudicationForm(forms.Form):
-    criterion = IdField()
-    final = forms.ChoiceField(choices=[("1", "Met"), ("0", "Not met")], required=False)
-    note = note_field()
+class SettleForm(forms.Form):
+    """The final labels of an answer's disagreements, sent together: `final-<criterion id>`
+    ("1" met, "0" not met, absent: not settled now), `note-<criterion id>` (a note sent
+    replaces the one kept), `pick-<criterion id>` to select a criterion, and the `author`
+    button that gives every selected criterion the rubric author's label."""
 
-    def problems(self) -> str:
-        names = {"criterion": "Criterion", "final": "Final label", "note": "Why"}
-        return " ".join(
-            f"{names.get(name, name)}: {' '.join(errors)}" for name, errors in self.errors.items()
-        )
+    author = forms.BooleanField(required=False)
+
+    def __init__(self, data, *, criterion_ids):
+        super().__init__(data)
+        self.criterion_ids = list(criterion_ids)
+        for pk in self.criterion_ids:
+            self.fields[f"final-{pk}"] = forms.ChoiceField(
+                choices=[("1", "Met"), ("0", "Not met")], required=False
+            )
+            self.fields[f"note-{pk}"] = note_field()
+            self.fields[f"pick-{pk}"] = forms.BooleanField(required=False)
+
+    def finals(self) -> dict[int, bool]:
+        data = self.cleaned_data
+        return {pk: data[f"final-{pk}"] == "1" for pk in self.criterion_ids if data[f"final-{pk}"]}
+
+    def notes(self) -> dict[int, str]:
+        return {
+            pk: self.cleaned_data[f"note-{pk}"]
+            for pk in self.criterion_ids
+            if f"note-{pk}" in self.data
+        }
+
+    def from_author(self) -> list[int]:
+        """The selected criteria, when the author's-label button was pressed."""
+        if not self.cleaned_data["author"]:
+            return []
+        return [pk for pk in self.criterion_ids if self.cleaned_data[f"pick-{pk}"]]
+
+    def row_error(self, pk: int) -> str:
+        return " ".join([*self.errors.get(f"final-{pk}", []), *self.errors.get(f"note-{pk}", [])])
+
+
+class UndoForm(forms.Form):
+    """Undo: the answer whose grade the page offered to reopen, so that a second press of
+    the key, or a second tab, never reopens the grade before it unseen."""
+
+    sample = IdField(required=False)
 
 
 class ReportFilterForm(forms.Form):

@@ -265,6 +265,30 @@ class ExpertJudgment(models.Model):
         return f"{self.sample}: {self.criterion}"
 
 
+class ExpertGradeWithdrawal(models.Model):
+    """A grader's completed grade of a calibration answer, withdrawn by its grader (undo)
+    before the other grade of the answer was in: the labels and notes as they stood, kept
+    while the grade is reopened to be changed and saved again."""
+
+    sample = models.ForeignKey(
+        CalibrationSample, on_delete=models.CASCADE, related_name="withdrawals"
+    )
+    grader = models.ForeignKey(USER, on_delete=models.PROTECT, related_name="+")
+    turn = models.CharField(
+        max_length=6, choices=[("first", "Rubric author"), ("second", "Second grader")]
+    )
+    labels = models.JSONField(default=dict, help_text="{criterion id: met} as they stood.")
+    notes = models.JSONField(default=dict, help_text="{criterion id: note} as they stood.")
+    done_at = models.DateTimeField(help_text="When the withdrawn grade was completed.")
+    withdrawn_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-withdrawn_at", "-pk"]
+
+    def __str__(self):
+        return f"{self.grader} withdrew a grade of {self.sample}"
+
+
 class Calibration(models.Model):
     """A grading run held against a calibration set's final labels, for the grader, prompt
     version and rubric versions stated here (the page says when any changed since)."""

@@ -28,6 +28,7 @@ from .models import (
     Sample,
     SampledPost,
     ScreeningDecision,
+    ScreeningWithdrawal,
     SourcePost,
     SourcePostTopic,
     Topic,
@@ -489,6 +490,31 @@ class ScreeningDecisionAdmin(ReadOnlyAdmin):
         "reason__text",
         "note",
         "decided_at",
+    )
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).filter(decisions_shown_to(viewer=request.user))
+
+
+@admin.register(ScreeningWithdrawal)
+class ScreeningWithdrawalAdmin(ReadOnlyAdmin):
+    """Decisions their screeners undid before the other screener decided, as they were;
+    under the decisions' rule of who sees what (decisions_shown_to)."""
+
+    list_display = ("sampled", "researcher", "include", "reason", "decided_at", "withdrawn_at")
+    list_filter = ("include", "sampled__topic")
+    search_fields = ("=sampled__post__external_id",)
+    list_select_related = ("sampled__post", "sampled__sample__topic", "researcher", "reason")
+    raw_id_fields = ("sampled",)
+    csv_fields = (
+        "id",
+        "sampled__post__external_id",
+        "researcher__username",
+        "include",
+        "reason__text",
+        "note",
+        "decided_at",
+        "withdrawn_at",
     )
 
     def get_queryset(self, request):

@@ -254,6 +254,27 @@ class ScreeningDecision(models.Model):
         return f"{self.researcher} {'included' if self.include else 'excluded'} {self.sampled}"
 
 
+class ScreeningWithdrawal(models.Model):
+    """A screening decision its researcher undid before the post's pair was complete: the
+    decision as it was, kept when its row is deleted (a withdrawn decision counts nowhere)."""
+
+    sampled = models.ForeignKey(SampledPost, on_delete=models.CASCADE, related_name="withdrawals")
+    researcher = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    include = models.BooleanField()
+    reason = models.ForeignKey(ExclusionReason, null=True, blank=True, on_delete=models.PROTECT)
+    note = models.TextField(blank=True, max_length=NOTE_MAX_CHARS)
+    decided_at = models.DateTimeField()
+    withdrawn_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-withdrawn_at", "-pk"]
+
+    def __str__(self):
+        return f"{self.researcher} withdrew a decision on {self.sampled}"
+
+
 # --- the bank -----------------------------------------------------------------------------
 
 # What each of the two needs means (HelpBench labels each question for both, independently).

@@ -16,6 +16,7 @@ urlpatterns = [
     path("screening/", screening.queue, name="screening"),
     path("screening/<int:pk>/", screening.decide, name="screening-decide"),
     path("screening/progress/", screening.dashboard, name="screening-dashboard"),
+    path("screening/undo/", screening.undo, name="screening-undo"),
     # Strata labels, their verification, and the quotas (views/strata.py).
     path("labels/", strata.labels, name="labels"),
     path("labels/<int:pk>/", strata.label, name="label"),

@@ -4,8 +4,8 @@
 // note per criterion, one Save button. The script adds the shortcuts an expert grading
 // hundreds of answers wants: J/K or arrows move between criteria, Y/1 and N/0 mark the one
 // in focus (and move on), E opens its note, Escape leaves the note, Enter goes to the next
-// unmarked criterion and submits once every criterion is marked. Keys typed into a note
-// are left alone.
+// unmarked criterion and submits once every criterion is marked. U presses "Undo your last
+// grade" (on this page and the queue). Keys typed into a note are left alone.
 (function () {
   function form() {
     return document.querySelector("[data-expert-grading]");
@@ -65,6 +65,11 @@
     }
   }
 
+  function typing(target) {
+    return target.tagName === "TEXTAREA" || target.tagName === "SELECT" ||
+      (target.tagName === "INPUT" && target.type === "text");
+  }
+
   var KEYS = {
     j: function () { move(1); }, ArrowDown: function () { move(1); },
     k: function () { move(-1); }, ArrowUp: function () { move(-1); },
@@ -78,8 +83,15 @@
   };
 
   document.addEventListener("keydown", function (event) {
-    if (!form() || event.altKey || event.ctrlKey || event.metaKey) return;
+    if (event.altKey || event.ctrlKey || event.metaKey) return;
     var target = event.target;
+    var undo = document.querySelector("[data-undo]");
+    if (undo && event.key.toLowerCase() === "u" && !typing(target)) {
+      event.preventDefault();
+      undo.click();
+      return;
+    }
+    if (!form()) return;
     if (target.tagName === "TEXTAREA" || (target.tagName === "INPUT" && target.type === "text")) {
       if (event.key === "Escape") {
         event.preventDefault();

@@ -4,9 +4,9 @@
 // per exclusion reason, a note and a Skip link, each posting or linking as usual (and HTMX
 // swapping in the next post). The script adds the shortcuts a researcher screening hundreds
 // of posts wants: every control that carries data-shortcut is pressed by its key (I include,
-// 1-9 exclude with that reason, S skip); N opens the note and Escape leaves it. Keys typed
-// into the note are left alone, and a key pressed while a decision is on its way is ignored,
-// so that one keypress can never decide two posts.
+// 1-9 exclude with that reason, S skip, U undo the last decision); N opens the note and
+// Escape leaves it. Keys typed into the note are left alone, and a key pressed while a
+// decision is on its way is ignored, so that one keypress can never decide two posts.
 (function () {
   "use strict";
   var busy = false;

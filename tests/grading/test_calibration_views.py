@@ -153,15 +153,16 @@ def test_adjudication_shows_both_grades_and_records_the_final_label(client, site
         assert explanation not in html
     response = client.post(
         url_of(site, "calibration_adjudicate"),
-        {"criterion": factual.pk, "final": "0", "note": "Agreed: missing."},
+        {f"final-{factual.pk}": "0", f"note-{factual.pk}": "Agreed: missing."},
         headers={"HX-Request": "true"},
     )
     assert response.status_code == 200
     fragment = response.content.decode()
-    assert "<html" not in fragment and 'id="disagreement-' in fragment
-    assert "Final: not met" in fragment
+    assert "<html" not in fragment and 'id="settle"' in fragment
+    assert "Saved 1 final label." in fragment and "Final: not met" in fragment
     row = ExpertJudgment.objects.get(sample=site.sample, criterion=factual)
     assert (row.first_met, row.second_met, row.final_met) == (True, False, False)
+    assert row.resolution_note == "Agreed: missing."
     site.sample.refresh_from_db()
     assert site.sample.resolved_at is not None
 
@@ -171,11 +172,10 @@ def test_adjudication_without_javascript_redirects_with_the_refusal(client, site
     agreed = site.sample.judgments.exclude(final_met=None).first()
     client.force_login(site.second)
     response = client.post(
-        url_of(site, "calibration_adjudicate"),
-        {"criterion": agreed.criterion_id, "final": "0"},
-        follow=True,
+        url_of(site, "calibration_adjudicate"), {f"final-{agreed.criterion_id}": "0"}
     )
-    assert "same label: it is final" in response.content.decode()
+    # An agreed criterion is not on the form: its value is not read, and nothing changes.
+    assert response.status_code == 302
     agreed.refresh_from_db()
     assert agreed.final_met is True
 
@@ -193,7 +193,9 @@ def test_the_report_shows_statistics_disagreements_and_what_changed(client, site
     url = url_of(site, "calibration_report")
     before = client.get(url).content.decode()
     assert before.count('data-testid="not-enough"') == 3 + 5  # no final label yet
-    assert "24 criteria excluded: the experts&#x27; final label is not settled yet" in before
+    assert "24 criteria excluded: not yet settled: the experts&#x27; final label is still" in before
+    assert "3 answers left out: not yet settled by the experts" in before
+    assert "a label is missing" not in before
     # Both graders agree with the auto-rater except on the first answer's factual criteria.
     for sample in site.set.samples.all():
 

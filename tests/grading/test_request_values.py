@@ -102,25 +102,26 @@ def test_a_settling_note_that_cannot_be_kept_is_refused_beside_its_criterion(cli
     factual = disagreement(site)
     client.force_login(site.author)
     url = reverse("grading:calibration_adjudicate", args=[site.sample.pk])
-    data = {"criterion": factual.pk, "final": "0", "note": note}
+    data = {f"final-{factual.pk}": "0", f"note-{factual.pk}": note}
     fragment = client.post(url, data, **HX)
     assert fragment.status_code == 200 and "<html" not in fragment.text
-    assert f"Why: {expected}" in fragment.text
-    page = client.post(url, data, follow=True)
-    assert page.status_code == 200 and expected in page.text
+    assert expected in fragment.text and 'data-testid="criterion-error"' in fragment.text
+    assert "Nothing was saved" in fragment.text
+    page = client.post(url, data)
+    assert page.status_code == 400 and expected in page.text
     row = ExpertJudgment.objects.get(sample=site.sample, criterion=factual)
     assert (row.final_met, row.resolution_note) == (None, "")
 
 
-@pytest.mark.parametrize("value", NUMBERS)
-def test_settling_a_criterion_that_is_not_a_number_is_refused(client, site, value):
+@pytest.mark.parametrize("value", ["2", "\x00", "yes", "1" * 40])
+def test_a_final_label_that_is_neither_met_nor_not_met_is_refused(client, site, value):
     factual = disagreement(site)
     client.force_login(site.author)
     url = reverse("grading:calibration_adjudicate", args=[site.sample.pk])
-    fragment = client.post(url, {"criterion": value, "final": "0"}, **HX)
-    assert fragment.status_code in (400, 404)
-    page = client.post(url, {"criterion": value, "final": "0"}, follow=True)
-    assert page.status_code == 200
+    fragment = client.post(url, {f"final-{factual.pk}": value}, **HX)
+    assert fragment.status_code == 200 and "Nothing was saved" in fragment.text
+    page = client.post(url, {f"final-{factual.pk}": value})
+    assert page.status_code == 400
     assert ExpertJudgment.objects.get(sample=site.sample, criterion=factual).final_met is None
 
 

@@ -177,7 +177,7 @@ def test_a_posts_own_page_says_when_it_is_no_longer_the_researchers_to_screen(
     assert 'name="include"' in signed_in.get(url).content.decode()
     screening_decide(sampled=sampled, researcher=researcher, include=True)
     text = signed_in.get(url).content.decode()
-    assert "You have screened" in text and "cannot be changed" in text
+    assert "You have screened" in text and "you can undo it" in text
     assert 'name="include"' not in text
     missing = reverse("questions:screening-decide", args=[sampled.pk + 1000])
     assert signed_in.get(missing).status_code == 404

@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db.models import Case, Count, Exists, F, OuterRef, Q, QuerySet, When
 
 from apps.llm.errors import PromptError
 from apps.llm.selectors import prompt_current
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from stats.calibration import Agreement
     from stats.correlation import Correlation
 
-NOT_SETTLED = "the experts' final label is not settled yet"
+NOT_SETTLED = "not yet settled: the experts' final label is still to be agreed"
 NO_JUDGMENT = (
     "the auto-rater has no judgment of it (the answer is not graded yet in this run, or was "
     "graded against another rubric version)"
@@ -140,6 +140,55 @@ def queue_next(*, user, after: CalibrationSample) -> CalibrationSample | None:
     place = (after.calibration_set_id, after.question_id)
     later = [s for s in waiting if (s.calibration_set_id, s.question_id) > place]
     return (later or [s for s in waiting if s.pk != after.pk] or [None])[0]
+
+
+def grades_done(*, user) -> QuerySet[CalibrationSample]:
+    """The answers whose grade by `user` (as the rubric's author or the set's second grader)
+    is complete, the last completed first (annotated: `done_at`, when theirs was)."""
+    return (
+        CalibrationSample.objects.filter(
+            Q(author=user, first_done_at__isnull=False)
+            | Q(calibration_set__second_grader=user, second_done_at__isnull=False)
+        )
+        .annotate(
+            done_at=Case(When(author=user, then=F("first_done_at")), default=F("second_done_at"))
+        )
+        .order_by("-done_at", "-pk")
+    )
+
+
+def grade_last(*, user) -> CalibrationSample | None:
+    """`user`'s last completed grade, the one an undo reopens, with `undoable` set: whether
+    the other grade of its answer is still to come (then the two are not compared yet)."""
+    last = grades_done(user=user).select_related("question").first()
+    if last is not None:
+        last.undoable = not (last.first_done_at and last.second_done_at)
+    return last
+
+
+def settle_walk(*, user, sample: CalibrationSample) -> dict:
+    """The answers of `sample`'s set whose two grades are in and whose disagreements `user`
+    settles, in the queue's order: the ones before and after `sample`, its place, and how
+    many still have a criterion without a final label."""
+    walk = list(
+        CalibrationSample.objects.filter(
+            Q(author=user) | Q(calibration_set__second_grader=user),
+            calibration_set_id=sample.calibration_set_id,
+            first_done_at__isnull=False,
+            second_done_at__isnull=False,
+        )
+        .order_by("question_id", "pk")
+        .values_list("pk", "resolved_at")
+    )
+    ids = [pk for pk, _resolved in walk]
+    place = ids.index(sample.pk) if sample.pk in ids else None
+    return {
+        "previous_id": ids[place - 1] if place else None,
+        "next_id": ids[place + 1] if place is not None and place + 1 < len(ids) else None,
+        "place": (place or 0) + 1,
+        "total": len(ids),
+        "unsettled": sum(1 for _pk, resolved in walk if resolved is None),
+    }
 
 
 def sample_get(*, pk: int) -> CalibrationSample | None:
@@ -274,6 +323,12 @@ class ScoreRow:
     correlation: Correlation | None
     n: int
     excluded: int  # answers left out: a criterion of theirs lacks one of the labels
+    unsettled: int = 0  # of those, answers with a criterion the experts have not settled yet
+
+    @property
+    def rater_missing(self) -> int:
+        """Answers left out for the auto-rater's label alone (the experts' are settled)."""
+        return self.excluded - self.unsettled
 
 
 @dataclass(frozen=True)
@@ -354,13 +409,14 @@ def score_rows(pairs: list[Pair]) -> list[ScoreRow]:
         by_sample.setdefault(pair.sample.pk, []).append(pair)
     result = []
     for label, kind in SUBSETS:
-        rater, expert, excluded = [], [], 0
+        rater, expert, excluded, unsettled = [], [], 0, 0
         for sample_pairs in by_sample.values():
             chosen = [p for p in sample_pairs if kind is None or p.criterion.kind == kind]
             if not chosen:
                 continue
             if any(p.excluded for p in chosen):
                 excluded += 1
+                unsettled += any(p.excluded == NOT_SETTLED for p in chosen)
                 continue
             rater.append(_score(chosen, lambda p: p.rater_met))
             expert.append(_score(chosen, lambda p: p.row.final_met))
@@ -370,6 +426,7 @@ def score_rows(pairs: list[Pair]) -> list[ScoreRow]:
                 correlation=pearson(rater, expert),
                 n=len(rater),
                 excluded=excluded,
+                unsettled=unsettled,
             )
         )
     return result

@@ -22,9 +22,11 @@ from ..models import (
     Calibration,
     CalibrationSample,
     CalibrationSet,
+    ExpertGradeWithdrawal,
     ExpertJudgment,
     GradingRun,
 )
+from ..selectors.calibration import grades_done
 from .rows import approved_rubrics, criteria_of
 
 FIRST, SECOND = "first", "second"
@@ -209,6 +211,49 @@ def expert_grade_save(
     return sample
 
 
+def expert_grade_undo(*, user, sample_id: int | None = None) -> CalibrationSample:
+    """Reopen `user`'s last completed grade (of the answer `sample_id`, when the page that
+    offered the undo named it) while the other grade of that answer is still to come: the
+    grade no longer counts as done, its labels stay to be changed, and saving it again
+    completes it. Undoing again reopens the grade before it. Once both grades of the answer
+    are in, they are compared and settled, and the grade stands. The grade as it stood is
+    kept as an `ExpertGradeWithdrawal`."""
+    last = grades_done(user=user).first()
+    if last is None:
+        raise GradingError("You have no completed grade to undo.")
+    if sample_id is not None and last.pk != sample_id:
+        raise GradingError(
+            "That grade is no longer your last one (it was undone already, or you completed "
+            "another since): nothing was undone."
+        )
+    with transaction.atomic():
+        # The lock `expert_grade_save` takes: an undo and the other grader's last save are
+        # ordered, and the later one sees what the earlier left.
+        sample = _locked(last)
+        turn = grader_turn(sample=sample, user=user)
+        done_at = getattr(sample, f"{turn}_done_at") if turn else None
+        if done_at is None:
+            raise GradingError("That grade was undone already: nothing was undone.")
+        if sample.first_done_at and sample.second_done_at:
+            raise GradingError(
+                f"The other grade of {last.question.external_id} is in too, so the two are "
+                "compared now and your grade can no longer be undone: settle any "
+                "disagreement with the other grader."
+            )
+        rows = list(sample.judgments.order_by("criterion_id"))
+        ExpertGradeWithdrawal.objects.create(
+            sample=sample,
+            grader=user,
+            turn=turn,
+            labels={str(r.criterion_id): getattr(r, f"{turn}_met") for r in rows},
+            notes={str(r.criterion_id): getattr(r, f"{turn}_note") for r in rows},
+            done_at=done_at,
+        )
+        setattr(sample, f"{turn}_done_at", None)
+        sample.save(update_fields=[f"{turn}_done_at"])
+    return sample
+
+
 def _agreements_finalise(sample: CalibrationSample, rows) -> None:
     agreed = [row for row in rows if row.first_met == row.second_met]
     for row in agreed:
@@ -242,6 +287,58 @@ def disagreement_resolve(
             sample.resolved_at = sample.resolved_at or timezone.now()
             sample.save(update_fields=["resolved_at"])
     return row
+
+
+def disagreements_settle(
+    *,
+    sample: CalibrationSample,
+    user,
+    finals: Mapping[int, bool],
+    notes: Mapping[int, str] | None = None,
+    from_author: Iterable[int] = (),
+) -> CalibrationSample:
+    """Record, in one go, the final labels of several criteria the two graders labelled
+    differently: `finals` {criterion id: met}, and the criteria of `from_author` take the
+    rubric author's label (the first grade). Either grader records them; a note sent
+    replaces the one kept. Nothing is saved if any criterion is not a disagreement of the
+    answer."""
+    notes = notes or {}
+    from_author = set(from_author)
+    with transaction.atomic():
+        sample = _locked(sample)
+        if grader_turn(sample=sample, user=user) is None:
+            raise GradingError("Only the answer's two graders settle its disagreements.")
+        if not (sample.first_done_at and sample.second_done_at):
+            raise GradingError("Both graders must finish grading this answer first.")
+        rows = {row.criterion_id: row for row in sample.judgments.select_for_update()}
+        named = set(finals) | set(notes) | from_author
+        if named - set(rows):
+            raise GradingError("Some criteria are not in the rubric version being graded.")
+        agreed = [c for c in named if rows[c].first_met == rows[c].second_met]
+        if agreed:
+            raise GradingError(
+                f"{len(agreed)} of the criteria sent have the same label from both graders: "
+                "those are final already. Nothing was saved."
+            )
+        now, changed = timezone.now(), []
+        for criterion_id in sorted(named):
+            row = rows[criterion_id]
+            final = row.first_met if criterion_id in from_author else finals.get(criterion_id)
+            if final is None and criterion_id not in notes:
+                continue
+            if final is not None:
+                row.final_met, row.resolved_by = bool(final), user
+            if criterion_id in notes:
+                row.resolution_note = (notes[criterion_id] or "").strip()
+            row.updated_at = now
+            changed.append(row)
+        ExpertJudgment.objects.bulk_update(
+            changed, ["final_met", "resolved_by", "resolution_note", "updated_at"]
+        )
+        if all(row.final_met is not None for row in rows.values()):
+            sample.resolved_at = sample.resolved_at or now
+            sample.save(update_fields=["resolved_at"])
+    return sample
 
 
 def calibration_create(

@@ -11,7 +11,7 @@ from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import Http404, HttpResponse
+from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
@@ -22,7 +22,7 @@ from apps.rubrics.models import Kind, Polarity
 from apps.runs.models import RunKind, SamplingRun
 
 from ..errors import GradingError
-from ..forms import AdjudicationForm, GradeForm, ReportFilterForm
+from ..forms import GradeForm, ReportFilterForm, SettleForm, UndoForm
 from ..models import NOTE_MAX_CHARS, CalibrationSample
 from ..selectors import calibration as selectors
 from ..services import calibration as services
@@ -118,6 +118,7 @@ def calibration_open(request, pk: int):
 @role_required(*ANY_ROLE)
 def calibration_queue(request):
     context = selectors.expert_queue(user=request.user)
+    context["last"] = selectors.grade_last(user=request.user)
     return render(request, "grading/calibration_queue.html", context)
 
 
@@ -164,6 +165,7 @@ def calibration_grade(request, pk: int):
         "marked": sum(r["met"] is not None for r in rows),
         "closed": bool(sample.first_done_at and sample.second_done_at),
         "note_max": NOTE_MAX_CHARS,
+        "last": selectors.grade_last(user=request.user),
     }
     return render(request, "grading/calibration_grade.html", context, status=status)
 
@@ -193,47 +195,98 @@ def _after_grading(request, sample: CalibrationSample, turn: str):
 
 
 @role_required(*ANY_ROLE)
-def calibration_adjudicate(request, pk: int):
-    """Both expert grades side by side; the two graders give the final label of each
-    criterion they graded differently."""
-    sample, turn = _sample(request, pk)
-    error, row_id, note = "", None, None
-    if request.method == "POST":
-        form = AdjudicationForm(request.POST)
+@require_POST
+def calibration_undo(request):
+    """Reopen the grader's last completed grade while the other grade of its answer is
+    still to come, and take them back to it; a refusal says why, on their queue."""
+    form = UndoForm(request.POST)
+    try:
         if not form.is_valid():
-            error, note = form.problems(), form.data.get("note", "")
-            row_id = form.cleaned_data.get("criterion")
+            raise GradingError("That is not an answer of yours: nothing was undone.")
+        sample = services.expert_grade_undo(
+            user=request.user, sample_id=form.cleaned_data.get("sample")
+        )
+    except GradingError as exc:
+        messages.error(request, str(exc))
+        return redirect("grading:calibration_queue")
+    messages.success(
+        request,
+        f"Your grade of {sample.question.external_id} is open again: change what you need "
+        "and save it.",
+    )
+    return redirect("grading:calibration_grade", pk=sample.pk)
+
+
+SETTLE = "grading/calibration_adjudicate.html"
+
+
+@role_required(*ANY_ROLE)
+def calibration_adjudicate(request, pk: int):
+    """One answer's disagreements on one screen: both graders' labels and notes beside each
+    criterion they labelled differently, every final label sent in one request, and the
+    walk to the answer before and after (HTMX swaps the answer in and the address follows
+    it, so a reload or a bookmark lands on the answer shown)."""
+    sample, turn = _sample(request, pk)
+    status, error, done, form = 200, "", "", None
+    if request.method == "POST":
+        ids = selectors.adjudication_rows(sample=sample)["disagreements"]
+        form = SettleForm(request.POST, criterion_ids=[r.criterion_id for r in ids])
+        if not form.is_valid():
+            error, status = "Nothing was saved: see the criteria marked below.", 400
         else:
-            row_id = form.cleaned_data["criterion"]
             try:
-                services.disagreement_resolve(
+                services.disagreements_settle(
                     sample=sample,
                     user=request.user,
-                    criterion_id=row_id,
-                    final_met=form.cleaned_data["final"] == "1",
-                    note=form.cleaned_data["note"],
+                    finals=form.finals(),
+                    notes=form.notes(),
+                    from_author=form.from_author(),
                 )
             except GradingError as exc:
-                error = str(exc)
-        if not request.htmx:
-            messages.add_message(
-                request, messages.ERROR if error else messages.SUCCESS, error or "Saved."
-            )
-            return redirect("grading:calibration_adjudicate", pk=sample.pk)
+                error, status = str(exc), 422
+            else:
+                done = _settled_message(form)
+                if not request.htmx:
+                    messages.success(request, done)
+                    return redirect("grading:calibration_adjudicate", pk=sample.pk)
     sample = selectors.sample_get(pk=sample.pk)
     rows = selectors.adjudication_rows(sample=sample)
-    context = {"sample": sample, "turn": turn, "error": error, "note_max": NOTE_MAX_CHARS, **rows}
-    if request.htmx and row_id:
-        context["row"] = next((r for r in rows["disagreements"] if r.criterion_id == row_id), None)
-        if context["row"] is None:
-            raise Http404("That criterion is not a disagreement of this answer.")
-        if note is not None:
-            context["row"].resolution_note = note  # as sent, to correct and send again
-        # A refusal is part of the fragment, beside the form: swapped in like a success.
-        return render(request, "grading/calibration_adjudicate.html#disagreement", context)
-    if request.htmx and error:
-        return HttpResponse(error, status=400, content_type="text/plain; charset=utf-8")
-    return render(request, "grading/calibration_adjudicate.html", context)
+    if error and form is not None:
+        _settle_as_sent(rows["disagreements"], form)
+    context = {
+        "sample": sample,
+        "turn": turn,
+        "error": error,
+        "done": done,
+        "note_max": NOTE_MAX_CHARS,
+        "walk": selectors.settle_walk(user=request.user, sample=sample),
+        **rows,
+    }
+    # The back button asks for the whole page (no snapshot is kept: the labels saved since
+    # would be shown stale), as does a reload.
+    if request.htmx and not request.htmx.history_restore_request:
+        return render(request, f"{SETTLE}#fragment", context)
+    return render(request, SETTLE, context, status=status)
+
+
+def _settled_message(form: SettleForm) -> str:
+    count = len(set(form.finals()) | set(form.from_author()))
+    taken = len(form.from_author())
+    text = f"Saved {count} final label{'s' if count != 1 else ''}"
+    return text + (f", {taken} of them the rubric author's." if taken else ".")
+
+
+def _settle_as_sent(rows, form: SettleForm) -> None:
+    """Show each criterion as the refused form sent it, so that nothing chosen is lost."""
+    for row in rows:
+        pk = row.criterion_id
+        final = form.data.get(f"final-{pk}")
+        if final in ("1", "0"):
+            row.final_met = final == "1"
+        if f"note-{pk}" in form.data:
+            row.resolution_note = form.data[f"note-{pk}"]
+        row.picked = bool(form.data.get(f"pick-{pk}"))
+        row.error = form.row_error(pk)
 
 
 def _calibration(request, pk: int):

@@ -68,6 +68,21 @@ def screening_state(*, sampled: SampledPost, researcher) -> str:
     return "open"
 
 
+def screening_last_decision(*, researcher) -> ScreeningDecision | None:
+    """`researcher`'s last decision, the one an undo withdraws, with `undoable` set: whether
+    its post still waits for the other screener's decision."""
+    last = (
+        ScreeningDecision.objects.filter(researcher=researcher)
+        .select_related("sampled__post", "reason")
+        .order_by("-decided_at", "-pk")
+        .first()
+    )
+    if last is not None:
+        sampled = last.sampled
+        last.undoable = sampled.decisions_count < PAIR and sampled.outcome == ScreeningOutcome.OPEN
+    return last
+
+
 def exclusion_reasons_active() -> QuerySet[ExclusionReason]:
     return ExclusionReason.objects.filter(active=True).order_by("order", "text")
 

@@ -24,4 +24,4 @@ from .rewriting import (  # noqa: F401
     rewrite_reject,
 )
 from .sampling import DrawReport, sample_draw, samples_draw  # noqa: F401
-from .screening import question_from_post, screening_decide  # noqa: F401
+from .screening import question_from_post, screening_decide, screening_undo  # noqa: F401

@@ -14,6 +14,7 @@ from ..models import (
     SampledPost,
     ScreeningDecision,
     ScreeningOutcome,
+    ScreeningWithdrawal,
     length_bucket_for,
 )
 
@@ -101,3 +102,56 @@ def screening_decide(
         locked.save(update_fields=["decisions_count", "outcome"])
     decision.sampled = locked
     return decision
+
+
+def screening_undo(*, researcher, decision_id: int | None = None) -> SampledPost:
+    """Withdraw `researcher`'s last decision (the one with `decision_id`, when the page that
+    offered the undo named it), while its post still waits for the other screener: the post
+    is theirs to screen again. Undoing again withdraws the decision before it. Once the pair
+    is complete its outcome stands, and so does the decision. The withdrawn decision is
+    kept as a `ScreeningWithdrawal` and counts nowhere."""
+    if not user_has_role(researcher, Role.RESEARCHER):
+        raise QuestionError("Only researchers screen posts.")
+    last = (
+        ScreeningDecision.objects.filter(researcher=researcher)
+        .order_by("-decided_at", "-pk")
+        .first()
+    )
+    if last is None:
+        raise QuestionError("You have no screening decision to undo.")
+    if decision_id is not None and last.pk != decision_id:
+        raise QuestionError(
+            "That decision is no longer your last one (it was undone already, or you "
+            "decided another post since): nothing was undone."
+        )
+    with transaction.atomic():
+        # The same row lock as `screening_decide`: an undo and the other screener's decision
+        # on the post are ordered, and the later one sees what the earlier left.
+        locked = (
+            SampledPost.objects.select_for_update(of=("self",))
+            .select_related("post")
+            .get(pk=last.sampled_id)
+        )
+        decision = locked.decisions.filter(pk=last.pk).first()
+        if decision is None:
+            raise QuestionError("That decision was undone already: nothing was undone.")
+        if locked.decisions_count >= DECISIONS_PER_POST or locked.outcome != (
+            ScreeningOutcome.OPEN
+        ):
+            raise QuestionError(
+                f"The other screener has decided on {locked.post.external_id} too, so its "
+                f"pair is complete ({locked.get_outcome_display().lower()}) and your "
+                "decision can no longer be undone."
+            )
+        ScreeningWithdrawal.objects.create(
+            sampled=locked,
+            researcher=researcher,
+            include=decision.include,
+            reason_id=decision.reason_id,
+            note=decision.note,
+            decided_at=decision.decided_at,
+        )
+        decision.delete()
+        locked.decisions_count -= 1
+        locked.save(update_fields=["decisions_count"])
+    return locked

@@ -10,6 +10,7 @@ from django import forms
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.views.decorators.http import require_POST
 
 from apps.accounts.roles import Role, role_required
 from apps.console.form_fields import IdField
@@ -24,7 +25,7 @@ from ..models import (
     Topic,
 )
 from ..selectors import screening as selectors
-from ..services.screening import screening_decide
+from ..services.screening import screening_decide, screening_undo
 
 TEMPLATE = "questions/screening.html"
 REASON_OFFERED = "Choose one of the exclusion reasons offered."
@@ -36,6 +37,13 @@ class QueueForm(forms.Form):
 
     topic = forms.SlugField(required=False, max_length=Topic._meta.get_field("slug").max_length)
     after = IdField(required=False)
+
+
+class UndoForm(forms.Form):
+    """Undo: the decision the page offered to undo (`decision`), so that a second press of
+    the key, or a second tab, never withdraws the decision before it unseen."""
+
+    decision = IdField(required=False)
 
 
 class DecisionForm(forms.Form):
@@ -97,6 +105,7 @@ def _context(request, *, topic, sampled, state="open", **extra) -> dict:
         "note_max": NOTE_MAX_CHARS,
         "queue_url": queue_url,
         "skip_url": f"{queue_url}{joiner}after={sampled.pk}" if sampled else "",
+        "last": selectors.screening_last_decision(researcher=request.user),
         **extra,
     }
 
@@ -140,6 +149,35 @@ def decide(request, pk: int):
         return redirect(_queue_url(topic))
     following = selectors.screening_next(researcher=request.user, topic=topic, after=pk)
     return _page(request, _context(request, topic=topic, sampled=following, error=error, done=done))
+
+
+@role_required(Role.RESEARCHER)
+@require_POST
+def undo(request):
+    """Withdraw the researcher's last decision while its pair is not complete, and show
+    them that post again to decide anew (a fragment for HTMX, its page without JavaScript);
+    a refusal says why, over the queue."""
+    topic, _after = _queue(request.POST)
+    form = UndoForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise QuestionError("That is not a decision of yours: nothing was undone.")
+        sampled = screening_undo(
+            researcher=request.user, decision_id=form.cleaned_data.get("decision")
+        )
+    except QuestionError as exc:
+        if not request.htmx:
+            messages.error(request, str(exc))
+            return redirect(_queue_url(topic))
+        following = selectors.screening_next(researcher=request.user, topic=topic)
+        return _page(request, _context(request, topic=topic, sampled=following, error=str(exc)))
+    done = f"Undone: your decision on {sampled.post.external_id} is withdrawn. Decide it again."
+    if not request.htmx:
+        messages.success(request, done)
+        query = f"?{urlencode({'topic': topic.slug})}" if topic else ""
+        return redirect(reverse("questions:screening-decide", args=[sampled.pk]) + query)
+    sampled = SampledPost.objects.select_related("post", "topic").get(pk=sampled.pk)
+    return _page(request, _context(request, topic=topic, sampled=sampled, done=done))
 
 
 def _done_message(decision) -> str:
