@@ -10,11 +10,9 @@ from django.utils.functional import cached_property
 from django.utils.html import format_html, format_html_join
 
 from apps.console.sites import ReadOnlyAdmin
-from apps.console.uploads import upload_size_validate
 
 from .errors import QuestionError
-from .forms import PostFileForm, TopicForm
-from .interchange import MAX_FILE_BYTES
+from .forms import PostFileForm, QuestionFileForm, TopicForm
 from .models import (
     EmbeddingCosine,
     EmbeddingCosineJob,
@@ -43,17 +41,6 @@ from .selectors.topics import topic_in_use
 from .services import normalise_newlines, question_update, questions_import
 from .services.imports import posts_upload
 from .services.topics import topic_save
-
-
-class QuestionFileForm(forms.Form):
-    file = forms.FileField(
-        label="assay-questions/1 JSON file",
-        help_text="Every question is imported, or none: a file with any problem is refused "
-        "whole, with each problem named.",
-    )
-
-    def clean_file(self):
-        return upload_size_validate(self.cleaned_data["file"], max_bytes=MAX_FILE_BYTES)
 
 
 @admin.register(Topic)

@@ -1,9 +1,12 @@
-"""Forms of the question bank's setup: the candidate-post upload and topics. The console's
-pages and the researcher's setup pages (views/setup.py) use the same ones."""
+"""Forms of the question bank's setup: the candidate-post and question uploads, and topics.
+The console's pages and the researcher's setup pages (views/setup.py) use the same ones."""
 
 from django import forms
 from django.utils.text import slugify
 
+from apps.console.uploads import upload_size_validate
+
+from .interchange import MAX_FILE_BYTES
 from .models import Topic
 
 
@@ -14,6 +17,17 @@ class PostFileForm(forms.Form):
         "timezone, or epoch seconds) and topics (topic names separated by ;). Every post is "
         "imported, or none: a file with any problem is refused whole, with each problem named.",
     )
+
+
+class QuestionFileForm(forms.Form):
+    file = forms.FileField(
+        label="assay-questions/1 JSON file",
+        help_text="Every question is imported, or none: a file with any problem is refused "
+        "whole, with each problem named.",
+    )
+
+    def clean_file(self):
+        return upload_size_validate(self.cleaned_data["file"], max_bytes=MAX_FILE_BYTES)
 
 
 class TopicForm(forms.ModelForm):

@@ -41,6 +41,7 @@ from .views import setup  # noqa: E402
 urlpatterns += [
     path("setup/posts/", setup.posts_import, name="setup-posts"),
     path("setup/posts/<int:pk>/", setup.post_import, name="setup-post-import"),
+    path("setup/questions/", setup.questions_upload, name="setup-questions"),
     path("setup/topics/", setup.topics, name="setup-topics"),
     path("setup/topics/<int:pk>/", setup.topic_edit, name="setup-topic"),
 ]

@@ -31,6 +31,7 @@ def test_the_setup_pages_are_accessible_at_both_widths_and_import_through_the_fo
     pages = [
         "/questions/setup/posts/",
         f"/questions/setup/posts/{batch.pk}/",
+        "/questions/setup/questions/",
         "/questions/setup/topics/",
         f"/questions/setup/topics/{topic.pk}/",
         "/studies/setup/import/",

@@ -1,6 +1,8 @@
 """The question bank's setup pages: importing candidate posts (the upload, its import's page
-and the history of imports) and the bank's topics, for researchers only."""
+and the history of imports), importing questions, and the bank's topics, for researchers only."""
 
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -9,12 +11,14 @@ from django.test import Client
 from django.urls import reverse
 
 from apps.accounts.roles import Role
-from apps.questions.models import ImportBatch, ImportStatus, SourcePost, Topic
+from apps.questions.models import ImportBatch, ImportStatus, Question, SourcePost, Topic
 from tests.factories import posts_make
 from workers.questions import import_posts_task
 
 FIXTURE = Path(__file__).resolve().parents[2] / "apps/demo/data/candidate-posts-300.csv"
 UPLOAD = reverse("questions:setup-posts")
+QUESTIONS = reverse("questions:setup-questions")
+QUESTIONS_FILE = Path(__file__).resolve().parents[2] / "apps/questions/fixtures/questions.json"
 TOPICS = reverse("questions:setup-topics")
 HX = {"HX-Request": "true"}
 BAD_POSTS = (
@@ -36,6 +40,7 @@ def urls() -> list[str]:
     return [
         UPLOAD,
         reverse("questions:setup-post-import", args=[batch.pk]),
+        QUESTIONS,
         TOPICS,
         reverse("questions:setup-topic", args=[topic.pk]),
     ]
@@ -53,6 +58,9 @@ def test_only_researchers_reach_the_setup_pages(role_client, role, upload_dir):
     if role != Role.RESEARCHER:
         client.post(UPLOAD, {"file": SimpleUploadedFile("p.csv", BAD_POSTS)})
         client.post(TOPICS, {"name": "Smart homes", "order": 10})
+        with QUESTIONS_FILE.open("rb") as f:
+            client.post(QUESTIONS, {"file": f})
+        assert not Question.objects.exists()
         assert ImportBatch.objects.count() == 1 and not upload_dir.exists()
         assert list(Topic.objects.values_list("name", flat=True)) == topics_before
 
@@ -179,3 +187,30 @@ def test_the_home_page_sends_researchers_to_the_import_page_not_the_console(role
     assert f'href="{UPLOAD}">Import posts</a>' in page
     assert f'href="{TOPICS}">Topics</a>' in page
     assert reverse("admin:questions_importbatch_changelist") not in page
+
+
+@pytest.mark.django_db
+def test_researchers_import_questions_on_their_page_and_a_bad_file_is_listed_problem_by_problem(
+    role_client,
+):
+    client = role_client(Role.RESEARCHER)
+    doc = json.loads(QUESTIONS_FILE.read_text())
+    doc["questions"][0]["topic"] = "Gardening"
+    doc["questions"][3]["text"] = ""
+    bad = SimpleUploadedFile("<i>bank.json", json.dumps(doc).encode())
+    refused = client.post(QUESTIONS, {"file": bad})
+    page = refused.text
+    assert refused.status_code == 422 and not Question.objects.exists()
+    assert "&lt;i&gt;bank.json was not imported (nothing was changed)" in page
+    assert "<title>&lt;i&gt;bank.json was not imported" in page
+    problems = re.findall(r"<li>(questions\[\d+\][^<]*)</li>", page)
+    assert (
+        len(problems) == 2
+        and "[0] (&#x27;accounts-01&#x27;), field &quot;topic&quot;" in problems[0]
+    )
+    assert "[3] (&#x27;moderation-02&#x27;), field &quot;text&quot;" in problems[1]
+
+    with QUESTIONS_FILE.open("rb") as f:
+        response = client.post(QUESTIONS, {"file": f}, follow=True)
+    assert response.redirect_chain[-1][0] == reverse("questions:bank")
+    assert Question.objects.count() == 18 and "18 question(s) imported" in response.text

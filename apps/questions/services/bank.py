@@ -37,11 +37,9 @@ class QuestionImportReport:
 
 def questions_import(*, content: bytes | str, filename: str, user=None) -> QuestionImportReport:
     """Import every question of an `assay-questions/1` file, or none of them."""
-    try:
-        doc = load_json(content, filename)
-        records = question_records(doc, filename, set(Topic.objects.values_list("name", flat=True)))
-    except FormatError as exc:
-        raise QuestionError(str(exc)) from exc
+    # A FormatError (a QuestionError) keeps its problems one by one for the page to list.
+    doc = load_json(content, filename)
+    records = question_records(doc, filename, set(Topic.objects.values_list("name", flat=True)))
     report = QuestionImportReport(filename=filename)
     report.with_criteria = sum(1 for q in doc["questions"] if q.get("criteria"))
     try:
@@ -75,7 +73,7 @@ def questions_ensure(
         for p in _differences(r, existing[r.external_id])
     ]
     if problems:
-        raise QuestionError(str(FormatError(filename, problems)))
+        raise FormatError(filename, problems)
     questions, created = dict(existing), []
     for record in records:
         if record.external_id not in questions:

@@ -1,5 +1,5 @@
-"""Setting up the question bank: importing candidate posts, following an import, and the
-bank's topics. The console keeps the same things for bulk edits and exports."""
+"""Setting up the question bank: importing candidate posts, following an import, importing
+questions, and the bank's topics. The console keeps the same things for bulk edits and exports."""
 
 from django.contrib import messages
 from django.core.paginator import Paginator
@@ -7,10 +7,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 
 from apps.accounts.roles import Role, role_required
 
-from ..forms import PostFileForm, TopicForm
+from ..errors import FormatError, QuestionError
+from ..forms import PostFileForm, QuestionFileForm, TopicForm
 from ..models import ImportBatch, Topic
 from ..selectors.imports import import_progress, import_title
 from ..selectors.topics import topic_in_use, topics_listed
+from ..services import questions_import
 from ..services.imports import posts_upload
 from ..services.topics import topic_save
 
@@ -45,6 +47,30 @@ def post_import(request, pk: int):
     if request.htmx:
         template += "#progress"
     return render(request, template, context)
+
+
+@role_required(Role.RESEARCHER)
+def questions_upload(request):
+    """An `assay-questions/1` file of questions, imported whole or refused whole."""
+    posted = request.method == "POST"
+    form = QuestionFileForm(request.POST, request.FILES) if posted else QuestionFileForm()
+    refused = None
+    if posted and form.is_valid():
+        upload = form.cleaned_data["file"]
+        try:
+            report = questions_import(
+                content=upload.read(), filename=upload.name, user=request.user
+            )
+        except FormatError as exc:
+            refused = {"filename": exc.filename, "problems": exc.problems}
+        except QuestionError as exc:
+            refused = {"filename": upload.name, "problems": [str(exc)]}
+        else:
+            messages.success(request, report.summary())
+            return redirect("questions:bank")
+    status = 422 if form.errors or refused else 200
+    context = {"form": form, "refused": refused}
+    return render(request, "questions/setup_questions.html", context, status=status)
 
 
 @role_required(Role.RESEARCHER)
