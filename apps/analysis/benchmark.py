@@ -58,6 +58,7 @@ from .benchmark_data import (
 )
 from .errors import AnalysisError
 from .figures import Figure
+from .labels import OFFLINE_NOTE
 from .method import METHOD_TABLE, NOT_REPORTED, Fidelity, Method, method_table, report_entries
 from .tables import Column, Table, TooFew
 
@@ -1321,10 +1322,20 @@ def _histogram_table(
     )
 
 
+def _offline_note(data: BenchmarkData) -> str:
+    return OFFLINE_NOTE if any(m.offline for m in data.models) else ""
+
+
 def _histogram_figure(table: Table, data, values, edges, *, xlabel, ylabel) -> Figure:
     series = {m.label: values.get(m.id, np.array([])) for m in data.models}
     draw = functools.partial(
-        plots.histograms, title=table.title, series=series, bins=edges, xlabel=xlabel, ylabel=ylabel
+        plots.histograms,
+        title=table.title,
+        series=series,
+        bins=edges,
+        xlabel=xlabel,
+        ylabel=ylabel,
+        footnote=_offline_note(data),
     )
     return Figure(table, draw)
 
@@ -1453,6 +1464,7 @@ def _topic_figure(data: BenchmarkData, means: pd.DataFrame) -> Figure:
         series=series,
         xlabel="Topic",
         ylabel="Mean score (%)",
+        footnote=_offline_note(data),
     )
     return Figure(table, draw)
 

@@ -14,6 +14,8 @@ display names.
 import re
 
 OFFLINE_MARK = " (offline)"
+# Said once under a figure whose labels carry the mark.
+OFFLINE_NOTE = "(offline): an offline demo model, served by Assay's offline provider"
 # The words of an offline model's display name that only say it is offline.
 _OFFLINE_WORDS = re.compile(r"^\s*offline\s+|\s*\((?:offline\s+)?demo(?:\s+model)?\)\s*$", re.I)
 
