@@ -108,14 +108,10 @@ class Table:
         the name the page shows beside its badge."""
         return [
             [
-                Cell(
-                    text=column.format(row[column.key]),
-                    numeric=column.numeric,
-                    offline_name=_offline_name(row[column.key]),
-                )
-                for column in self.columns
+                Cell(text=text, numeric=column.numeric, offline_name=_offline_name(row[column.key]))
+                for text, column in zip(texts, self.columns, strict=True)
             ]
-            for row in self.rows
+            for texts, row in zip(self.formatted_rows(), self.rows, strict=True)
         ]
 
     def raw_rows(self) -> Iterator[list]:
