@@ -9,6 +9,7 @@ shows it.
   kurtosis with their tests, and the Benjamini-Hochberg correction.
 - `calibration`: an auto-rater's labels against the experts' (accuracy, kappa, macro F1).
 - `descriptive`: groups' mean, median and interquartile range, and the lower median.
+- `points`: the fewest points a report shows a statistic over (`MIN_POINTS`).
 
 The package knows nothing of Django, the database or any app: it takes numbers (lists, numpy
 arrays, pandas frames) and returns numbers, with undefined values as None or NaN and a

@@ -44,6 +44,7 @@ from apps.grading.models import GradingMode, GradingRun
 from apps.grading.selectors.runs import SCORING_RULE, missing_reason
 from apps.runs.models import ResponseStatus
 from stats import descriptive, significance
+from stats.points import MIN_POINTS, too_few
 from stats.significance import Undefined
 
 from . import plots
@@ -57,8 +58,9 @@ from .benchmark_data import (
 )
 from .errors import AnalysisError
 from .figures import Figure
+from .labels import OFFLINE_NOTE
 from .method import METHOD_TABLE, NOT_REPORTED, Fidelity, Method, method_table, report_entries
-from .tables import Column, Table
+from .tables import Column, Table, TooFew
 
 THRESHOLD = 0.65
 # Fixed bins, so that figures of two runs compare bar for bar: scores by 0.05 from 0 to 1;
@@ -66,8 +68,8 @@ THRESHOLD = 0.65
 # of at most 0.71). i / 20 is the double nearest each edge, as a score of 13/20 is.
 SCORE_BINS = [i / 20 for i in range(21)]
 SD_BINS = [i / 20 for i in range(16)]
-MIN_PAIRS = 3  # Wilcoxon: questions both models answered
-MIN_TOPICS = 3  # Spearman across topics, or over (model, topic) cells
+# Wilcoxon (questions both models answered) and Spearman (topics, or (model, topic) cells)
+# are shown over MIN_POINTS points or more (stats/points.py), else "too few points".
 MEANINGFUL_POINTS = 10  # a rho over fewer points keeps its p, said not meaningful
 CACHE_SECONDS = 3600
 MEAN_DIGITS = 12
@@ -478,42 +480,57 @@ def _extremes(values: pd.Series) -> tuple[list, list]:
     )
 
 
+HEADLINE_MEAN = "Mean over all models"
+HEADLINE_RATER = "The auto-rater against experts"
+
+
 def _headline(data: BenchmarkData, means: pd.DataFrame) -> Table:
+    """The numbers an abstract would quote, each from the table that holds it (the key of a
+    row names that table's cell: the page's test compares them)."""
     overall, by_topic = model_weighted_means(means)
     by_model = means.groupby("model").agg(mean=("mean", "mean"), answers=("samples", "sum"))
     scores = data.scores
     below = int((scores["score"] < THRESHOLD).sum())
     rows = [
         {
-            "figure": "Mean over all models",
+            "key": "mean",
+            "figure": HEADLINE_MEAN,
             "which": None,
             "value": _percent(overall),
+            "r": None,
             "models": int(means["model"].nunique()),
             "questions": int(means["question"].nunique()),
             "answers": len(scores),
         }
     ]
     best, worst = _extremes(by_model["mean"])
-    for figure, ids in (("Best model", best), ("Worst model", worst)):
+    extremes = (("best-model", "Best model", best), ("worst-model", "Worst model", worst))
+    for key, figure, ids in extremes:
         picked = by_model.loc[ids]
         rows.append(
             {
+                "key": key,
                 "figure": figure,
                 "which": " and ".join(data.model(i).label for i in ids) or None,
+                "names": [data.model(i).label for i in ids],
                 "value": _percent(picked["mean"].iloc[0]) if ids else None,
+                "r": None,
                 "models": len(ids),
                 "questions": int(means.loc[means["model"].isin(ids), "question"].nunique()),
                 "answers": int(picked["answers"].sum()),
             }
         )
     best, worst = _extremes(by_topic["mean"])
-    for figure, names in (("Best topic", best), ("Worst topic", worst)):
+    extremes = (("best-topic", "Best topic", best), ("worst-topic", "Worst topic", worst))
+    for key, figure, names in extremes:
         picked = by_topic.loc[names]
         rows.append(
             {
+                "key": key,
                 "figure": figure,
                 "which": " and ".join(names) or None,
                 "value": _percent(picked["mean"].iloc[0]) if names else None,
+                "r": None,
                 "models": int(means.loc[means["topic"].isin(names), "model"].nunique()),
                 "questions": int(picked["questions"].sum()),
                 "answers": int(picked["answers"].sum()),
@@ -521,14 +538,17 @@ def _headline(data: BenchmarkData, means: pd.DataFrame) -> Table:
         )
     rows.append(
         {
+            "key": "below",
             "figure": f"Answers below {round(100 * THRESHOLD)}%",
             "which": f"{below:,} of {len(scores):,} scored answers",
             "value": 100 * below / len(scores) if len(scores) else None,
+            "r": None,
             "models": int(scores["model"].nunique()),
             "questions": int(scores["question"].nunique()),
             "answers": len(scores),
         }
     )
+    rows.append(_headline_rater(data))
     return Table(
         name="headline",
         title="The report in brief",
@@ -536,6 +556,7 @@ def _headline(data: BenchmarkData, means: pd.DataFrame) -> Table:
             Column("figure", "Figure"),
             Column("which", "Which"),
             Column("value", "Value", "percent", 1),
+            Column("r", "Pearson r", "float", 3),
             Column("models", "Models", "int"),
             Column("questions", "Questions", "int"),
             Column("answers", "Scored answers", "int"),
@@ -549,6 +570,8 @@ def _headline(data: BenchmarkData, means: pd.DataFrame) -> Table:
             "together.",
             "The share below 65% is of every scored answer, each answer weighing the same (the "
             "All models row of the table of answers below 65%).",
+            "The auto-rater against experts: Pearson r of answer scores in the run's first "
+            "calibration (the calibration table), over the answers compared.",
         ],
         methods=(
             Method(
@@ -556,12 +579,28 @@ def _headline(data: BenchmarkData, means: pd.DataFrame) -> Table:
                 "The overall mean over all models, and the models and topics that score "
                 "highest and lowest, as the paper's summary quotes them.",
                 "Table 3's means (each model weighing the same over models); the share below "
-                f"{round(100 * THRESHOLD)}% of every scored answer.",
+                f"{round(100 * THRESHOLD)}% of every scored answer; the auto-rater's r from "
+                "the calibration table.",
                 Fidelity.OURS,
             ),
         ),
         n=_models_n(data),
     )
+
+
+def _headline_rater(data: BenchmarkData) -> dict:
+    row = {
+        "key": "rater",
+        "figure": HEADLINE_RATER,
+        "value": None,
+        "models": None,
+        "questions": None,
+    }
+    if not data.calibrations:
+        return row | {"which": "Not yet measured: no calibration", "r": None, "answers": None}
+    c = data.calibrations[0]
+    r = TooFew(c.score.n) if too_few(c.score.n) else calibration_r(c)
+    return row | {"which": c.set_name, "r": r, "answers": c.score.n}
 
 
 def _table4(data: BenchmarkData) -> Table:
@@ -794,18 +833,23 @@ def _undefined(reason: str) -> dict:
     return {"statistic": None, "p": None, "note": NOT_ENOUGH + reason}
 
 
+def _too_few(n: int, what: str) -> dict:
+    return {
+        "statistic": TooFew(n),
+        "p": None,
+        "note": f"Too few points: {what} (at least {MIN_POINTS} needed).",
+    }
+
+
 def _tested(result: significance.Outcome, note: str = "") -> dict:
     return {"statistic": result.statistic, "p": result.p, "note": note}
 
 
 def wilcoxon_pair(x: np.ndarray, y: np.ndarray) -> dict:
-    result = significance.wilcoxon(x, y, minimum=MIN_PAIRS)
+    result = significance.wilcoxon(x, y, minimum=MIN_POINTS)
     n = result.n
-    if result.undefined is Undefined.TOO_FEW:
-        return _undefined(
-            f"{n} question{'s' if n != 1 else ''} both models answered "
-            f"(at least {MIN_PAIRS} needed)."
-        )
+    if too_few(n):
+        return _too_few(n, f"{n} question{'s' if n != 1 else ''} both models answered")
     if result.undefined is Undefined.NO_DIFFERENCE:
         return _undefined(f"every one of the {n} differences is zero.")
     return _tested(result)
@@ -1029,12 +1073,10 @@ def _count(n: int, unit: tuple[str, str]) -> str:
 def spearman_across(x: np.ndarray, y: np.ndarray, *, what: str, unit=TOPICS) -> dict:
     """Spearman's rho of x with y over n points (topics, or (model, topic) cells): with its p,
     which over fewer than MEANINGFUL_POINTS points is kept but said not to be meaningful."""
-    result = significance.spearman(x, y, minimum=MIN_TOPICS)
+    result = significance.spearman(x, y, minimum=MIN_POINTS)
     n = result.n
-    if result.undefined is Undefined.TOO_FEW:
-        return _undefined(
-            f"{_count(n, unit)} with scored questions (at least {MIN_TOPICS} needed)."
-        )
+    if too_few(n):
+        return _too_few(n, f"{_count(n, unit)} with scored questions")
     if result.undefined is not None:
         side = "mean" if result.undefined is Undefined.FIRST_CONSTANT else what
         return _undefined(f"every {unit[0]} has the same {side}.")
@@ -1280,10 +1322,20 @@ def _histogram_table(
     )
 
 
+def _offline_note(data: BenchmarkData) -> str:
+    return OFFLINE_NOTE if any(m.offline for m in data.models) else ""
+
+
 def _histogram_figure(table: Table, data, values, edges, *, xlabel, ylabel) -> Figure:
     series = {m.label: values.get(m.id, np.array([])) for m in data.models}
     draw = functools.partial(
-        plots.histograms, title=table.title, series=series, bins=edges, xlabel=xlabel, ylabel=ylabel
+        plots.histograms,
+        title=table.title,
+        series=series,
+        bins=edges,
+        xlabel=xlabel,
+        ylabel=ylabel,
+        footnote=_offline_note(data),
     )
     return Figure(table, draw)
 
@@ -1412,6 +1464,7 @@ def _topic_figure(data: BenchmarkData, means: pd.DataFrame) -> Figure:
         series=series,
         xlabel="Topic",
         ylabel="Mean score (%)",
+        footnote=_offline_note(data),
     )
     return Figure(table, draw)
 
@@ -1485,21 +1538,34 @@ def _errors_table(data: BenchmarkData) -> Table:
     )
 
 
+def calibration_r(c: CalibrationSummary) -> float | None:
+    """The auto-rater's Pearson r with the experts over a calibration's answers; None when
+    it is undefined or rests on fewer than MIN_POINTS answers."""
+    correlation = c.score.correlation
+    return correlation.r if correlation and not too_few(c.score.n) else None
+
+
 def _calibration_table(data: BenchmarkData) -> Table:
     rows = []
     for c in data.calibrations:
         correlation, agreement = c.score.correlation, c.agreement.agreement
+        # Fewer answers (or labels) than MIN_POINTS: the number is not shown, n is.
+        if too_few(c.score.n):
+            correlation = None
+        few_labels = too_few(c.agreement.n)
         rows.append(
             {
                 "set": c.set_name,
-                "r": correlation.r if correlation else None,
+                "r": TooFew(c.score.n) if too_few(c.score.n) else calibration_r(c),
                 "p": correlation.p if correlation else None,
                 "low": correlation.low if correlation else None,
                 "high": correlation.high if correlation else None,
                 "answers": c.score.n,
-                "accuracy": 100 * agreement.accuracy if agreement else None,
-                "kappa": agreement.kappa if agreement else None,
-                "f1": agreement.f1_macro if agreement else None,
+                "accuracy": 100 * agreement.accuracy if agreement and not few_labels else None,
+                "kappa": TooFew(c.agreement.n)
+                if few_labels
+                else (agreement.kappa if agreement else None),
+                "f1": agreement.f1_macro if agreement and not few_labels else None,
                 "pairs": c.agreement.n,
                 "left_out": c.left_out,
                 "calibration_id": c.id,
@@ -1527,7 +1593,8 @@ def _calibration_table(data: BenchmarkData) -> Table:
             "Over all criteria, as the calibration report computes them: Pearson r of answer "
             "scores (auto-rater against experts' final labels) with its 95% interval; accuracy, "
             "Cohen's kappa and the macro F1 of met and not met per criterion label. A dash: "
-            "not enough data. Labels are left out when the experts have not settled them or "
+            f"not enough data; over fewer than {MIN_POINTS} answers (or labels) the page says "
+            "too few points. Labels are left out when the experts have not settled them or "
             "the auto-rater's judgment is missing, pending or an error.",
         ],
         methods=(

@@ -15,12 +15,13 @@ from django.core.cache import cache
 from apps.grading.models import GradingRun
 from stats import significance
 from stats.correlation import pearson
+from stats.points import MIN_POINTS, too_few
 
 from .benchmark import CACHE_SECONDS, CATEGORIES, NOT_ENOUGH, benchmark_data_cached, per_question
 from .benchmark_data import BenchmarkData, RunInfo, benchmark_fingerprint
-from .tables import Column, Table
+from .tables import Column, Table, TooFew
 
-MIN_QUESTIONS = 3  # a correlation over fewer questions says nothing
+MIN_QUESTIONS = MIN_POINTS  # a correlation over fewer questions is "too few points"
 
 
 @dataclass
@@ -203,10 +204,13 @@ def _missing(first: BenchmarkData, second: BenchmarkData) -> Table:
 def correlation(x: np.ndarray, y: np.ndarray) -> dict:
     n = len(x)
     empty = {"pearson": None, "pearson_p": None, "spearman": None, "spearman_p": None}
-    if n < MIN_QUESTIONS:
+    if too_few(n):
         return {
             **empty,
-            "note": f"{NOT_ENOUGH}{n} questions in both runs (at least {MIN_QUESTIONS} needed).",
+            "pearson": TooFew(n),
+            "spearman": TooFew(n),
+            "note": f"Too few points: {n} questions in both runs (at least {MIN_QUESTIONS} "
+            "needed).",
         }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -31,6 +31,8 @@ from apps.rubrics.models import Rubric
 from apps.runs import selectors as sampling_selectors
 from apps.runs.models import Response, ResponseStatus
 
+from .labels import ModelName, model_names
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -44,7 +46,7 @@ SCORE_COLUMNS = ["response", "model", "question", "sample", "score", "rubric"]
 MET_COLUMNS = ["model", "polarity", "kind", "judgments", "met"]
 # Changed whenever the report is computed or laid out differently, so that a report kept in
 # the cache by an older version of the code is never served.
-REPORT_METHODS = 2
+REPORT_METHODS = 3
 
 
 @dataclass(frozen=True)
@@ -56,11 +58,12 @@ class Model:
     offline: bool
     released_on: datetime.date | None = None  # the provider's release date, if known
     created_at: datetime.datetime | None = None  # when it was added to Assay
+    short: str = ""  # the name a report shows (apps/analysis/labels.py); the name if empty
 
     @property
-    def label(self) -> str:
-        """The name a report shows: an offline provider's model says that it is one."""
-        return self.name + (" (offline demo model)" if self.offline else "")
+    def label(self) -> ModelName:
+        """The name a report shows, short, with the offline mark once."""
+        return ModelName(self.short or self.name, offline=self.offline)
 
 
 @dataclass(frozen=True)
@@ -163,6 +166,8 @@ def _run_info(run: GradingRun) -> RunInfo:
 
 def _models(run: GradingRun) -> list[Model]:
     answered = Response.objects.filter(run_id=run.sampling_run_id).values("model_id")
+    configs = list(ModelConfig.objects.filter(pk__in=answered).order_by("display_name", "pk"))
+    names = model_names([(m.display_name, m.is_offline) for m in configs])
     return [
         Model(
             id=m.pk,
@@ -172,8 +177,9 @@ def _models(run: GradingRun) -> list[Model]:
             offline=m.is_offline,
             released_on=m.released_on,
             created_at=m.created_at,
+            short=name.name,
         )
-        for m in ModelConfig.objects.filter(pk__in=answered).order_by("display_name", "pk")
+        for m, name in zip(configs, names, strict=True)
     ]
 
 

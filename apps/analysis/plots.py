@@ -142,15 +142,91 @@ def _text_color(fill) -> str:
     return "#000000" if (luminance + 0.05) / 0.05 >= 1.05 / (luminance + 0.05) else "#ffffff"
 
 
-def _legend_below(fig, ax, labels: Sequence[str]) -> None:
-    # Below the axes, outside them, so the legend never covers data; as many columns as the
-    # labels' estimated width allows (about 0.6 em a character, plus the key).
+def _legend_columns(labels: Sequence[str]) -> int:
     longest = min(LEGEND_CHARS, max(len(label) for label in labels))
     per_label = longest * SMALL_PT * 0.6 + 3 * SMALL_PT
-    columns = max(1, min(len(labels), int(WIDTH_IN * 72 * 0.95 // per_label)))
+    return max(1, min(len(labels), int(WIDTH_IN * 72 * 0.95 // per_label)))
+
+
+def _legend_lines(labels: Sequence[str]) -> int:
+    """About how many lines of text a legend below the plot takes."""
+    columns = _legend_columns(labels)
+    lines = max(len(textwrap.wrap(label, LEGEND_CHARS)) or 1 for label in labels)
+    return math.ceil(len(labels) / columns) * lines
+
+
+def _legend_below(fig, ax, labels: Sequence[str], note: str = "") -> None:
+    # Below the axes, outside them, so the legend never covers data; as many columns as the
+    # labels' estimated width allows (about 0.6 em a character, plus the key). A note (what a
+    # mark in the labels means) is the legend's title: said once, and laid out with it.
+    columns = _legend_columns(labels)
     handles, names = ax.get_legend_handles_labels()
     names = [_wrap(name, LEGEND_CHARS) for name in names]
-    fig.legend(handles, names, loc="outside lower center", ncols=columns, frameon=False)
+    fig.legend(
+        handles,
+        names,
+        loc="outside lower center",
+        ncols=columns,
+        frameon=False,
+        title=_wrap(note, 90) or None,
+        title_fontsize=SMALL_PT,
+    )
+
+
+# Ways to set a category axis's labels, tried in turn until no two labels touch: wrapped
+# ever narrower across, then turned upright and wrapped; the last one always fits nine
+# topics (and many more), since an upright label is one line of text wide.
+TICK_LAYOUTS = (
+    (0, 16),
+    (0, 12),
+    (0, 9),
+    (90, 28),
+    (90, 18),
+)  # fmt: skip  (rotation in degrees, characters a line)
+TICK_GAP_PX = 2
+PLOT_HEIGHT_IN = 2.8
+
+
+def _overlapping(boxes) -> bool:
+    """Whether any two of the boxes (matplotlib Bboxes) overlap, with TICK_GAP_PX between."""
+    boxes = [b.padded(TICK_GAP_PX / 2) for b in boxes]
+    return any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
+
+
+def tick_label_boxes(fig, axis) -> list:
+    """The drawn boxes of an axis's visible tick labels, in display units."""
+    fig.draw_without_rendering()
+    return [
+        label.get_window_extent()
+        for label in axis.get_ticklabels()
+        if label.get_visible() and label.get_text()
+    ]
+
+
+def _fit_tick_labels(fig, ax, categories: list[str]) -> None:
+    """The x axis's category labels, laid out the first of TICK_LAYOUTS ways in which no two
+    of them overlap, measured by the renderer (not guessed from their lengths)."""
+    for rotation, width in TICK_LAYOUTS:
+        ax.set_xticklabels(
+            [_wrap(c, width) for c in categories],
+            rotation=rotation,
+            ha="center" if rotation == 0 else "right" if rotation < 90 else "center",
+            rotation_mode="anchor" if 0 < rotation < 90 else "default",
+        )
+        if not _overlapping(tick_label_boxes(fig, ax.xaxis)):
+            break
+    _keep_plot_height(fig, ax)
+
+
+def _keep_plot_height(fig, ax) -> None:
+    """Grow the figure until its plot keeps PLOT_HEIGHT_IN inches of height beside long or
+    upright labels and a long legend, which constrained layout takes from the plot."""
+    for _ in range(4):
+        fig.draw_without_rendering()
+        height = ax.get_position().height * fig.get_figheight()
+        if height >= PLOT_HEIGHT_IN - 0.01:
+            return
+        fig.set_figheight(fig.get_figheight() + PLOT_HEIGHT_IN - max(height, 0.0))
 
 
 def _hide_labels_that_do_not_fit(fig, pairs, *, horizontal: bool) -> None:
@@ -161,7 +237,7 @@ def _hide_labels_that_do_not_fit(fig, pairs, *, horizontal: bool) -> None:
         fits = (
             label.width + 4 <= room.width and label.height <= room.height
             if horizontal
-            else label.width <= room.width + 2
+            else label.width + 2 * TICK_GAP_PX <= room.width  # neighbours' values stay apart
         )
         text.set_visible(fits)
 
@@ -235,16 +311,33 @@ def grouped_bars(
     series: dict[str, list[float]],
     xlabel: str,
     ylabel: str,
+    footnote: str = "",
 ) -> str:
     """Vertical bars grouped by category, one bar per series in each group."""
     if not categories or not series:
         return _no_data(title)
+    fig, desc = _grouped_bars_figure(
+        title=title,
+        categories=categories,
+        series=series,
+        xlabel=xlabel,
+        ylabel=ylabel,
+        footnote=footnote,
+    )
+    return _svg(fig, title=title, desc=desc)
+
+
+def _grouped_bars_figure(*, title, categories, series, xlabel, ylabel, footnote=""):
     for name, values in series.items():
         if len(values) != len(categories):
             raise ValueError(
                 f"Series {name!r} has {len(values)} values for {len(categories)} categories."
             )
-    fig, ax = _figure(height_in=4.6, title=title, nrows=1, ncols=1)
+    # A long legend is given room from the start (constrained layout would take it from the
+    # plot, down to nothing); _keep_plot_height tops it up once the labels are laid out.
+    fig, ax = _figure(
+        height_in=4.6 + 0.18 * _legend_lines(list(series)), title=title, nrows=1, ncols=1
+    )
     group = 0.8  # the share of each category's slot that its bars fill
     width = group / len(series)
     pairs = []
@@ -265,9 +358,7 @@ def grouped_bars(
                 fontsize=SMALL_PT,
             )
             pairs.append((text, bar))
-    ax.set_xticks(
-        range(len(categories)), [_wrap(c, max(8, 90 // len(categories))) for c in categories]
-    )
+    ax.set_xticks(range(len(categories)))
     ax.margins(y=0.12)  # room above the tallest bar for its value
     if min(min(values) for values in series.values()) >= 0:
         ax.set_ylim(bottom=0)  # bars stand on the axis, not above a margin
@@ -275,13 +366,14 @@ def grouped_bars(
     ax.set_ylabel(ylabel)
     ax.grid(axis="y", color="#dddddd", linewidth=0.6)
     ax.set_axisbelow(True)
-    _legend_below(fig, ax, list(series))
+    _legend_below(fig, ax, list(series), note=footnote)
+    _fit_tick_labels(fig, ax, categories)
     _hide_labels_that_do_not_fit(fig, pairs, horizontal=False)
     desc = (
         f"Grouped vertical bars. Groups (x axis, {xlabel}): {'; '.join(categories)}. "
         f"Bars in each group: {'; '.join(series)}. Y axis: {ylabel}."
     )
-    return _svg(fig, title=title, desc=desc)
+    return fig, desc
 
 
 def step_lines(
@@ -316,16 +408,29 @@ def histograms(
     bins: int | Sequence[float],
     xlabel: str,
     ylabel: str,
+    footnote: str = "",
 ) -> str:
     """One histogram per series as small multiples on shared axes and the same bins."""
     present = {name: list(values) for name, values in series.items()}
     if not present or not any(present.values()):
         return _no_data(title)
+    fig, desc = _histograms_figure(
+        title=title, series=present, bins=bins, xlabel=xlabel, ylabel=ylabel, footnote=footnote
+    )
+    return _svg(fig, title=title, desc=desc)
+
+
+# Characters a line of a panel's title, tried in turn until no two titles touch.
+PANEL_TITLE_CHARS = (80, 40, 32, 24, 16)
+
+
+def _histograms_figure(*, title, series, bins, xlabel, ylabel, footnote=""):
     import numpy as np
 
     _matplotlib()
     from matplotlib.ticker import MaxNLocator
 
+    present = series
     everything = [v for values in present.values() for v in values]
     # One set of bin edges for every panel, so that panels compare bar for bar.
     edges = np.histogram_bin_edges(everything, bins=bins)
@@ -341,10 +446,11 @@ def histograms(
         squeeze=False,
     )
     panels = axes.flatten()
+    titles = []
     for s, (name, values) in enumerate(present.items()):
         ax = panels[s]
         ax.hist(values, bins=edges, edgecolor=EDGE, linewidth=0.6, **_series_style(s))
-        ax.set_title(name, loc="left")
+        titles.append(ax.set_title(name, loc="left", fontsize=SMALL_PT))
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts: no half answers
         ax.grid(axis="y", color="#dddddd", linewidth=0.6)
         ax.set_axisbelow(True)
@@ -357,13 +463,25 @@ def histograms(
         # Shared axes show x tick labels on the bottom row only; the panel above an empty
         # slot is the bottom of its column.
         panels[s - columns].tick_params(labelbottom=True)
-    fig.supxlabel(xlabel, fontsize=TEXT_PT)
+    fig.supxlabel(xlabel + (f"\n{_wrap(footnote, 90)}" if footnote else ""), fontsize=TEXT_PT)
     fig.supylabel(ylabel, fontsize=TEXT_PT)
+    _fit_panel_titles(fig, titles, list(present))
     desc = (
         f"Histograms on the same bins, one panel per series: {'; '.join(present)}. "
         f"X axis: {xlabel}. Y axis: {ylabel}."
     )
-    return _svg(fig, title=title, desc=desc)
+    return fig, desc
+
+
+def _fit_panel_titles(fig, titles, names: list[str]) -> None:
+    """Panels' titles wrapped the widest of PANEL_TITLE_CHARS at which none runs into the
+    title of the panel beside it, as the renderer measures them."""
+    for width in PANEL_TITLE_CHARS:
+        for text, name in zip(titles, names, strict=True):
+            text.set_text(_wrap(name, width))
+        fig.draw_without_rendering()
+        if not _overlapping([t.get_window_extent() for t in titles]):
+            return
 
 
 def _panels(*, title: str, count: int, panel_height_in: float, **shared):

@@ -30,12 +30,13 @@ import pandas as pd
 
 from apps.surveys.models import AgeBand, Education, Gender, Income
 from stats import agreement, bootstrap, correlation, descriptive
+from stats.points import MIN_POINTS, too_few
 
 from .figures import Figure
 from .method import METHOD_TABLE, NOT_REPORTED, Fidelity, Method, method_table, report_entries
 from .models import RESAMPLES, SEED
 from .survey_data import PEOPLE, Group, Item, SurveyData
-from .tables import Column, Table
+from .tables import Column, Table, TooFew
 
 RANGE_AXIS = "Range of a scenario's ratings: highest minus lowest (0: all agree)"
 SD_AXIS = "Standard deviation (answers on -1..1)"
@@ -327,8 +328,21 @@ def _who(data: SurveyData, group: Group) -> str:
     return group.label + (" (offline demo model)" if group.offline else "")
 
 
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n:,} {one if n == 1 else many}"
+
+
+WHO = {"people": ("person", "people"), "raters": ("rater", "raters")}
+
+
 def _n(scenarios: int, raters: int, answers: int, who: str = "people") -> str:
-    return f"{scenarios:,} scenarios, {raters:,} {who}, {answers:,} answers"
+    return ", ".join(
+        (
+            _count(scenarios, "scenario", "scenarios"),
+            _count(raters, *WHO[who]),
+            _count(answers, "answer", "answers"),
+        )
+    )
 
 
 def _everyone_n(data: SurveyData) -> str:
@@ -339,8 +353,9 @@ def _everyone_n(data: SurveyData) -> str:
     if data.proxies:
         models = len(data.proxies)
         text += (
-            f"; {models:,} proxy model{'s' if models != 1 else ''} in "
-            f"{proxies['rater'].nunique():,} runs, {len(proxies):,} answers"
+            f"; {_count(models, 'proxy model', 'proxy models')} in "
+            f"{_count(proxies['rater'].nunique(), 'run', 'runs')}, "
+            f"{_count(len(proxies), 'answer', 'answers')}"
         )
     return text
 
@@ -350,23 +365,48 @@ def _ci(intervals: dict, key: str) -> tuple:
     return (found[0], found[1]) if found else (None, None)
 
 
+def alpha_shown(spec: AlphaSpec) -> tuple[object, str]:
+    """An alpha as the report shows it, and, where it shows none, why: computed from the
+    ratings, in the order the reasons are checked."""
+    if spec.raters < 2:
+        return None, f"No alpha: fewer than two raters ({spec.raters:,})."
+    if spec.units == 0:
+        return None, "No alpha: no (scenario, item) was rated by two raters or more."
+    if too_few(spec.units):
+        return TooFew(spec.units), (
+            f"Too few points: {_count(spec.units, 'unit', 'units')} rated twice or more "
+            f"(at least {MIN_POINTS} needed)."
+        )
+    value = spec.estimate()
+    if np.isnan(value):
+        return None, (
+            "No alpha: no variation, every rating of the units rated twice is the same, so no "
+            "disagreement is expected and alpha is undefined."
+        )
+    return value, ""
+
+
 def _alpha_table(data, specs, intervals) -> Table:
     rows = []
     for spec in specs:
         if not isinstance(spec, AlphaSpec):
             continue
-        low, high = _ci(intervals, spec.key)
+        value, note = alpha_shown(spec)
+        low, high = _ci(intervals, spec.key) if value is not None else (None, None)
+        if isinstance(value, TooFew):
+            low = high = None
         rows.append(
             {
                 "who": spec.who,
                 "items": spec.items,
                 "level": spec.level,
-                "alpha": spec.estimate(),
+                "alpha": value,
                 "low": low,
                 "high": high,
                 "units": spec.units,
                 "raters": spec.raters,
                 "ratings": spec.ratings,
+                "note": note,
             }
         )
     return Table(
@@ -382,10 +422,12 @@ def _alpha_table(data, specs, intervals) -> Table:
             Column("units", "Units", "int"),
             Column("raters", "Raters", "int"),
             Column("ratings", "Ratings", "int"),
+            Column("note", "Why no alpha"),
         ],
         rows=rows,
         notes=[
             "Units are (scenario, item) pairs; a unit counts when two or more raters rated it. "
+            f"An alpha over fewer than {MIN_POINTS} units is not shown: too few points. "
             "Ordinal for the labelled scales, nominal for yes/no; 'pooled' holds every scale "
             "item in one reliability matrix.",
             "Within a proxy, each of its runs is a rater. Across proxies, every run of every "
@@ -483,6 +525,15 @@ def _rho_table(data, specs, intervals) -> Table:
             continue
         rho, p, pairs = spec.estimate()
         low, high = _ci(intervals, spec.key)
+        note = ""
+        if too_few(pairs):
+            rho, p, low, high = TooFew(pairs), None, None, None
+            note = (
+                f"Too few points: {_count(pairs, 'pair', 'pairs')} of means "
+                f"(at least {MIN_POINTS} needed)."
+            )
+        elif np.isnan(rho):
+            note = "No rho: one side's means do not vary."
         rows.append(
             {
                 "proxy": _who(data, spec.proxy),
@@ -493,6 +544,7 @@ def _rho_table(data, specs, intervals) -> Table:
                 "high": high,
                 "scenarios": spec.scenarios,
                 "pairs": pairs,
+                "note": note,
             }
         )
     people = data.answers_of(PEOPLE)
@@ -508,9 +560,11 @@ def _rho_table(data, specs, intervals) -> Table:
             Column("high", "95% CI high", "float"),
             Column("scenarios", "Scenarios", "int"),
             Column("pairs", "Pairs", "int"),
+            Column("note", "Note"),
         ],
         rows=rows,
         notes=[
+            f"A rho over fewer than {MIN_POINTS} pairs is not shown: too few points. "
             "A scenario's mean is over its people (after exclusions) and over the proxy's runs; "
             "yes counts 1 and no 0. A group's rho is over its (scenario, item) pairs.",
             _groups_note(data),

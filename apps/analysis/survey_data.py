@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 PEOPLE = "people"
 # Changed whenever a statistic of the report is computed differently, so that intervals kept
 # for the data (by fingerprint) are never shown beside an estimate made another way.
-REPORT_METHODS = 2
+REPORT_METHODS = 3
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,8 @@ from django.http import StreamingHttpResponse
 
 from apps.console.csv_export import csv_rows
 
+from .labels import ModelName
+
 if TYPE_CHECKING:
     from .method import Method
 
@@ -25,6 +27,17 @@ MISSING = "\u2014"  # an em dash, for a value that is not there (None or NaN)
 UNSAFE_IN_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 Kind = Literal["text", "int", "float", "percent"]
+
+
+@dataclass(frozen=True)
+class TooFew:
+    """A statistic left out because it rests on fewer than MIN_POINTS points
+    (stats/points.py): the page says so with n, the CSV and the API leave the cell empty."""
+
+    n: int
+
+    def __str__(self) -> str:
+        return f"too few points (n = {self.n:,})"
 
 
 @dataclass(frozen=True)
@@ -47,6 +60,8 @@ class Column:
         return self.kind != "text"
 
     def format(self, value) -> str:
+        if isinstance(value, TooFew):
+            return str(value)
         if value is None or (isinstance(value, numbers.Real) and math.isnan(value)):
             return MISSING
         if self.kind == "int":
@@ -59,6 +74,13 @@ class Column:
         if self.kind == "percent":
             return f"{value:,.{self.digits}f}%"
         return str(value)
+
+
+@dataclass(frozen=True)
+class Cell:
+    text: str
+    numeric: bool
+    offline_name: str = ""  # an offline model's name without its mark: the page badges it
 
 
 @dataclass
@@ -80,15 +102,25 @@ class Table:
     def formatted_rows(self) -> list[list[str]]:
         return [[column.format(row[column.key]) for column in self.columns] for row in self.rows]
 
-    def formatted_cells(self) -> list[list[tuple[str, bool]]]:
-        """`formatted_rows` with whether each cell is a number: the page sets numbers
-        right, so that their digits line up down a column."""
-        numeric = [column.numeric for column in self.columns]
-        return [list(zip(row, numeric, strict=True)) for row in self.formatted_rows()]
+    def formatted_cells(self) -> list[list[Cell]]:
+        """`formatted_rows` as cells that say whether each is a number (the page sets numbers
+        right, so that their digits line up down a column) and, for an offline model's name,
+        the name the page shows beside its badge."""
+        return [
+            [
+                Cell(text=text, numeric=column.numeric, offline_name=_offline_name(row[column.key]))
+                for text, column in zip(texts, self.columns, strict=True)
+            ]
+            for texts, row in zip(self.formatted_rows(), self.rows, strict=True)
+        ]
 
     def raw_rows(self) -> Iterator[list]:
         for row in self.rows:
             yield [_raw(row[column.key]) for column in self.columns]
+
+
+def _offline_name(value) -> str:
+    return value.name if isinstance(value, ModelName) and value.offline else ""
 
 
 def _raw(value):
@@ -97,6 +129,8 @@ def _raw(value):
     # empty cell read back as what they are.
     if isinstance(value, bool) or value is None:
         return value
+    if isinstance(value, TooFew):
+        return None
     if isinstance(value, numbers.Integral):
         return int(value)
     if isinstance(value, numbers.Real):

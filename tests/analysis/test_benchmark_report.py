@@ -31,11 +31,13 @@ from apps.analysis.benchmark import (
 from apps.analysis.benchmark_compare import benchmark_comparison_for
 from apps.analysis.benchmark_data import benchmark_data, benchmark_fingerprint
 from apps.analysis.errors import AnalysisError
+from apps.analysis.tables import MISSING, TooFew
 from apps.grading.models import CallState, Judgment, ResponseScore
 from apps.grading.selectors.calibration import run_statistics
 from apps.grading.services import scores_compute
 from apps.llm.models import ModelConfig
 from apps.questions.models import LabelStatus, Question
+from stats.points import MIN_POINTS
 from tests.analysis.benchmark_builders import (
     ERROR,
     FAILED,
@@ -213,7 +215,7 @@ def test_a_models_mean_averages_its_samples_first_then_its_questions(hand_report
     beta = by_model(table, BETA)
     assert beta["mean"] == pytest.approx(46.25)  # its errored, failed and ungraded left out
     assert beta["topic-scams"] == pytest.approx(10.0)  # q3's one scored sample
-    assert beta["model"] == "offline-beta (offline demo model)"
+    assert beta["model"] == "offline-beta (offline)"
     assert [c.label for c in table.columns[:6]] == [
         "Model",
         "Overall mean",
@@ -283,7 +285,7 @@ def test_the_headline_by_hand(hand_report):
     assert counts(everyone) == (3, 5, 21)
     best, worst = rows["Best model"], rows["Worst model"]
     assert (best["which"], best["value"], counts(best)) == (A1, pytest.approx(71.5), (1, 5, 10))
-    assert worst["which"] == "offline-beta (offline demo model)"
+    assert worst["which"] == "offline-beta (offline)"
     assert (worst["value"], counts(worst)) == (pytest.approx(46.25), (1, 4, 5))
     # Topics by their all-model means: harassment 75 (one question; answers 2 + 2 + 1), scams
     # 35.83 (q3 and q4; answers 4 + 2 + 1).
@@ -614,30 +616,39 @@ def test_skewness_and_kurtosis_by_hand():
     assert kurtosis["p"] is None and "at least 5" in kurtosis["note"]
 
 
-def test_spearman_of_topic_mean_with_median_by_hand(hand_report):
-    rows = [r for r in hand_report.tables["spearman-topics"].rows if r["scope"] == A1]
-    median = next(r for r in rows if r["relation"].endswith("median"))
-    # Alpha 1's topics: accounts .6, .9 (mean .75, median .75); scams .3, .8 (.55, .55);
-    # harassment .975: a one-question topic's mean is its median, so the ranks agree.
-    assert median["statistic"] == pytest.approx(1.0)
-    assert median["n"] == 3
-    iqr = next(r for r in rows if r["relation"].endswith("IQR"))
-    # IQRs (linear): accounts .15, scams .25, harassment 0; means .75, .55, .975: rho = -1.
-    assert iqr["statistic"] == pytest.approx(-1.0)
+def test_spearman_across_points_by_hand():
+    from apps.analysis.benchmark import spearman_across
+
+    # Means .2 .4 .6 .8 1.0 against medians in the same order but one swap: ranks 1 2 3 5 4,
+    # d^2 = 2, rho = 1 - 6 * 2 / (5 * 24) = 0.9.
+    means = np.array([0.2, 0.4, 0.6, 0.8, 1.0])
+    medians = np.array([0.1, 0.3, 0.5, 0.9, 0.7])
+    found = spearman_across(means, medians, what="median")
+    assert found["statistic"] == pytest.approx(0.9)
+    assert found["p"] == pytest.approx(stats.spearmanr(means, medians).pvalue)
+    assert "fewer than 10: the p is not meaningful" in found["note"]
 
 
-def test_a_rho_over_fewer_than_10_points_keeps_its_p_but_says_it_is_not_meaningful(hand_report):
-    # Over three topics rho = 1 has p = 0: kept as data, never shown as a bare 0.0000.
+def test_a_rho_over_too_few_points_says_so_instead_of_a_number(hand_report):
+    # Alpha 1 over its three topics has rho = 1 with p = 0: fewer than MIN_POINTS points,
+    # so the page shows neither, but how few there are.
     table = hand_report.tables["spearman-topics"]
     index = next(
         i for i, r in enumerate(table.rows) if r["scope"] == A1 and r["relation"].endswith("median")
     )
     row = table.rows[index]
-    assert row["p"] == 0.0 and row["n"] == 3 and row["unit"] == "topics"
-    assert "fewer than 10: the p is not meaningful" in row["note"]
-    assert row["method"] == "Added by Assay"
+    assert row["statistic"] == TooFew(3) and row["p"] is None and row["p_bh"] is None
+    assert (row["n"], row["unit"], row["method"]) == (3, "topics", "Added by Assay")
+    assert row["note"] == (
+        f"Too few points: 3 topics with scored questions (at least {MIN_POINTS} needed)."
+    )
     shown = dict(zip([c.key for c in table.columns], table.formatted_rows()[index], strict=True))
-    assert shown["p"] == "< 0.0001"
+    assert (shown["statistic"], shown["p"]) == ("too few points (n = 3)", MISSING)
+    csv = dict(zip([c.key for c in table.columns], list(table.raw_rows())[index], strict=True))
+    assert csv["statistic"] is None
+
+
+def test_a_rho_over_fewer_than_10_points_keeps_its_p_but_says_it_is_not_meaningful(hand_report):
     # The paper's test over the hand world's 9 (model, topic) cells: the same caution.
     for cell_row in hand_report.tables["spearman"].rows:
         assert cell_row["n"] == 9 and cell_row["p"] is not None
@@ -685,20 +696,8 @@ def test_every_test_equals_scipy_on_the_stored_rows(drawn):
             )
 
     for row in report.tables["spearman-topics"].rows:
-        pooled = row["scope"].startswith("All models")
-        by_topic = defaultdict(list)
-        for model, mine in means.items():
-            if pooled or model == row["scope"]:
-                for question, mean in mine.items():
-                    by_topic[labels[question][0]].append(mean)
-        topics = sorted(by_topic)
-        topic_means = [np.mean(by_topic[t]) for t in topics]
-        if row["relation"].endswith("IQR"):
-            other = [np.subtract(*np.percentile(by_topic[t], [75, 25])) for t in topics]
-        else:
-            other = [np.median(by_topic[t]) for t in topics]
-        expected = stats.spearmanr(topic_means, other)
-        assert (row["statistic"], row["p"]) == pytest.approx((expected.statistic, expected.pvalue))
+        # Four topics: fewer than MIN_POINTS (the cells' test above is over 16 points).
+        assert row["n"] == 4 and row["statistic"] == TooFew(4) and row["p"] is None
 
     for row in report.tables["skewness"].rows:
         values = scores[row["model"]]
@@ -776,7 +775,8 @@ def test_every_familys_bh_column_equals_false_discovery_control(drawn):
     for name in families:
         table = report.tables[name]
         tested = [r for r in table.rows if r["p"] is not None]
-        assert tested, name
+        # Across four topics every rho is too few points: nothing to adjust.
+        assert tested or name == "spearman-topics", name
         expected = stats.false_discovery_control([r["p"] for r in tested], method="bh")
         assert [r["p_bh"] for r in tested] == pytest.approx(list(expected)), name
         assert any(f"This family holds {len(table.rows)} test" in n for n in table.notes), name
@@ -834,16 +834,18 @@ def sparse(django_db_setup, django_db_blocker):
 def test_undefined_tests_say_why_and_hold_no_nan(sparse):
     report = benchmark_report_for(run=sparse.grading)
     wilcoxon = {r["pair"]: r for r in report.tables["wilcoxon"].rows}
-    assert "every one of the 3 differences is zero" in wilcoxon["Same 1 vs Same 2"]["note"]
-    assert (
-        "2 questions both models answered (at least 3 needed)" in wilcoxon["Flat vs Same 1"]["note"]
+    # Over fewer than MIN_POINTS questions no pair is tested: too few points, with n.
+    assert wilcoxon["Same 1 vs Same 2"]["statistic"] == TooFew(3)
+    assert wilcoxon["Same 1 vs Same 2"]["note"] == (
+        f"Too few points: 3 questions both models answered (at least {MIN_POINTS} needed)."
     )
+    assert wilcoxon["Flat vs Same 1"]["statistic"] == TooFew(2)
     kruskal = by_model(report.tables["kruskal"], "Flat")
     assert "1 topic with scored questions" in kruskal["note"]
     ks = by_model(report.tables["ks-prior"], "Same 1")
     assert ks["note"] == NOT_ENOUGH + "no question in the group “Mentions a prior attempt”."
     spearman = report.tables["spearman-topics"].rows[0]
-    assert "1 topic with scored questions (at least 3 needed)" in spearman["note"]
+    assert f"1 topic with scored questions (at least {MIN_POINTS} needed)" in spearman["note"]
     skew = by_model(report.tables["skewness"], "Flat")
     assert "every score is the same" in skew["note"]
     families = (
@@ -861,6 +863,8 @@ def test_undefined_tests_say_why_and_hold_no_nan(sparse):
         for row in report.tables[name].rows:
             if row["note"].startswith(NOT_ENOUGH):
                 assert row["statistic"] is None and row["p"] is None and row["p_bh"] is None
+            if row["note"].startswith("Too few points"):
+                assert row["statistic"] == TooFew(row["n"]) and row["p"] is None
             for value in row.values():
                 assert not (isinstance(value, float) and math.isnan(value)), (name, row)
     for table in report.tables.values():
@@ -915,14 +919,48 @@ def test_the_calibration_headline_is_the_calibration_reports(hand):
     (row,) = report.tables["calibration"].rows
     expected = run_statistics(calibration_set=calibration.calibration_set, grading_run=hand.grading)
     correlation, agreement = expected.scores[0].correlation, expected.agreements[0].agreement
-    assert (row["r"], row["p"], row["answers"]) == pytest.approx(
-        (correlation.r, correlation.p, expected.scores[0].n)
-    )
+    # Four answers compared: fewer than MIN_POINTS, so no r, but how few; the labels' agreement
+    # is over their 44 labels.
+    assert expected.scores[0].n == 4 and correlation is not None
+    assert (row["r"], row["p"], row["answers"]) == (TooFew(4), None, 4)
     assert (row["accuracy"], row["kappa"], row["f1"]) == pytest.approx(
         (100 * agreement.accuracy, agreement.kappa, agreement.f1_macro)
     )
     assert row["left_out"] == n  # q4's labels are not settled
     assert row["calibration_id"] == calibration.pk
+    rater = next(r for r in report.tables["headline"].rows if r["key"] == "rater")
+    assert (rater["r"], rater["answers"]) == (TooFew(4), 4)
+
+
+def test_the_headline_quotes_the_calibrations_r_over_enough_answers(drawn):
+    keys = [("Gamma small", "r00"), ("Gamma large", "r01"), ("Delta 1", "r02")]
+    keys += [("Delta 2", "r03"), ("Gamma small", "r04"), ("Delta 1", "r05")]
+    labels = {}
+    for k, (model, key) in enumerate(keys):
+        n = drawn.rubrics[key].criteria.count()
+        labels[model, key, 0] = [(i + k) % 3 != 0 for i in range(n)]
+    calibration = calibration_make(drawn, labels=labels)
+    report = benchmark_report_for(run=drawn.grading)
+    expected = run_statistics(
+        calibration_set=calibration.calibration_set, grading_run=drawn.grading
+    ).scores[0]
+    assert expected.n == 6 >= MIN_POINTS
+    (row,) = report.tables["calibration"].rows
+    assert (row["r"], row["answers"]) == (pytest.approx(expected.correlation.r), 6)
+    rater = next(r for r in report.tables["headline"].rows if r["key"] == "rater")
+    assert (rater["r"], rater["answers"], rater["which"]) == (
+        pytest.approx(expected.correlation.r),
+        6,
+        calibration.calibration_set.name,
+    )
+
+
+def test_the_headline_says_the_auto_rater_is_not_yet_measured_without_a_calibration(
+    hand_report,
+):
+    rater = next(r for r in hand_report.tables["headline"].rows if r["key"] == "rater")
+    assert (rater["r"], rater["answers"]) == (None, None)
+    assert rater["which"].startswith("Not yet measured")
 
 
 def test_each_figures_data_is_what_it_draws(drawn):

@@ -325,12 +325,19 @@ def test_the_headline_opens_the_report_with_each_figures_n(researcher_client, be
     rows = {r["figure"]: r for r in response.context["report"].tables["headline"].rows}
     everyone = rows["Mean over all models"]
     shown = html[headline:].split("</dl>", 1)[0]
-    assert f"<dt>Mean over all models</dt><dd>{everyone['value']:.1f}%" in shown
-    assert f"based on 4 models, 6 questions, {everyone['answers']} scored answers" in shown
+    item = shown.split('data-headline="mean"', 1)[1].split("</div>", 1)[0]
+    assert "<dt>Mean over all models</dt>" in item
+    assert f'data-testid="headline-mean">{everyone["value"]:.1f}%</span>' in item
+    assert f"4 models, 6 questions, {everyone['answers']} scored answers" in item
     worst = rows["Worst topic"]
-    assert f"<dt>Worst topic</dt><dd>{worst['value']:.1f}%: {worst['which']}" in shown
+    item = shown.split('data-headline="worst-topic"', 1)[1].split("</div>", 1)[0]
+    assert f">{worst['value']:.1f}%</span>" in item and f">{worst['which']}</span>" in item
     below = rows["Answers below 65%"]
-    assert f"{below['value']:.1f}%: {below['which']}" in shown
+    item = shown.split('data-headline="below"', 1)[1].split("</div>", 1)[0]
+    assert f">{below['value']:.1f}%</span>" in item and f">{below['which']}</span>" in item
+    # No calibration yet: the auto-rater's agreement is said not to be measured.
+    item = shown.split('data-headline="rater"', 1)[1].split("</div>", 1)[0]
+    assert ">Not yet measured</span>" in item
     csv_url = reverse("analysis:benchmark_table_csv", args=[run.pk, "headline"])
     assert csv_url in html
 

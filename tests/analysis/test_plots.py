@@ -326,3 +326,91 @@ def test_a_fresh_process_draws_its_first_figures_in_several_threads_at_once():
         [sys.executable, "-c", DRAW_AT_ONCE], cwd=root, capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "[]", done.stdout
+
+
+# --- labels never collide ------------------------------------------------------------------
+
+# The nine topics of the published benchmark, and longer ones than any it has.
+TOPICS = [
+    "accounts",
+    "moderation tools",
+    "security tools",
+    "privacy tools",
+    "compromise",
+    "platform actions",
+    "scams",
+    "harassment",
+    "data concerns",
+]
+LONG_TOPICS = [f"{topic} and everything around {topic}" for topic in TOPICS]
+
+
+def long_models(count: int) -> list[str]:
+    return [
+        f"Provider {i} Extremely Long Model Name Version 2025-{i:02d} Preview (offline)"
+        for i in range(count)
+    ]
+
+
+def assert_apart(boxes, what):
+    """No two boxes overlap or touch: a pixel at least between any two."""
+    assert len(boxes) > 1, what
+    boxes = [box.padded(0.5) for box in boxes]
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            assert not a.overlaps(b), f"{what}: {a} overlaps {b}"
+
+
+# constrained layout warns when it gives up (the plot squeezed to nothing): an error here.
+@pytest.mark.filterwarnings("error::UserWarning")
+@pytest.mark.parametrize("topics", [TOPICS, LONG_TOPICS], ids=["topics", "long topics"])
+@pytest.mark.parametrize("count", [2, 3, 5, 12])
+def test_the_topic_figures_labels_never_collide_at_any_count_of_models(topics, count):
+    models = long_models(count)
+    fig, _desc = plots._grouped_bars_figure(
+        title="Mean score per topic per model (Figure 5)",
+        categories=topics,
+        series={m: [40.0 + 5 * (k % 9) for k in range(len(topics))] for m in models},
+        xlabel="Topic",
+        ylabel="Mean score (%)",
+        footnote="(offline): an offline demo model",
+    )
+    (ax,) = fig.axes
+    boxes = plots.tick_label_boxes(fig, ax.xaxis)
+    assert len(boxes) == len(topics)
+    assert_apart(boxes, "topic labels")
+    # The values on the bars, where shown, never run into each other either.
+    values = [t.get_window_extent() for t in ax.texts if t.get_visible()]
+    if len(values) > 1:
+        assert_apart(values, "values on bars")
+    (legend,) = fig.legends
+    entries = [t.get_window_extent() for t in legend.get_texts()]
+    assert_apart(entries, "legend entries")
+    assert ax.get_position().height * fig.get_figheight() >= plots.PLOT_HEIGHT_IN - 0.01
+    # Every label and the legend stay inside the figure.
+    inside = fig.bbox.padded(1)
+    for box in [*boxes, *entries]:
+        assert inside.containsx(box.x0) and inside.containsx(box.x1), box
+
+
+@pytest.mark.filterwarnings("error::UserWarning")
+@pytest.mark.parametrize("count", [2, 4, 7, 12])
+def test_the_histograms_panel_titles_never_collide_at_any_count_of_models(count):
+    models = long_models(count)
+    fig, _desc = plots._histograms_figure(
+        title="Distribution of answer scores per model (Figure 3)",
+        series={m: [0.1 * (k % 10) for k in range(20 + i)] for i, m in enumerate(models)},
+        bins=[i / 20 for i in range(21)],
+        xlabel="Score",
+        ylabel="Answers",
+        footnote="(offline): an offline demo model",
+    )
+    fig.draw_without_rendering()
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(panels) == count
+    titles = [ax.title.get_window_extent() for ax in panels]
+    assert_apart(titles, "panel titles")
+    for ax in panels:
+        ticks = plots.tick_label_boxes(fig, ax.xaxis)
+        if len(ticks) > 1:
+            assert_apart(ticks, "score ticks")

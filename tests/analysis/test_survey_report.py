@@ -13,11 +13,19 @@ from scipy import stats
 from apps.analysis import services
 from apps.analysis.method import Fidelity
 from apps.analysis.models import BootstrapStatus, SurveyBootstrap
-from apps.analysis.survey import RESAMPLES, SEED, proxy_consensus, survey_report
+from apps.analysis.survey import (
+    RESAMPLES,
+    SEED,
+    proxy_consensus,
+    survey_report,
+    survey_statistics,
+)
 from apps.analysis.survey_data import survey_data, survey_fingerprint
+from apps.analysis.tables import TooFew
 from apps.surveys.models import Answer, ParticipantKind, ReviewStatus, SurveyItem
 from stats import agreement
 from stats.bootstrap import resample_draws
+from stats.points import MIN_POINTS
 from tests.analysis.builders import person, proxy, rate
 from tests.analysis.conftest import ITEMS, SCALES
 from tests.factories import ModelConfigFactory
@@ -147,14 +155,14 @@ def test_alpha_within_each_proxy_takes_its_runs_as_raters(rated_study):
 
 def test_alpha_across_proxies_takes_every_run_of_every_proxy_as_a_coder(make_study):
     """The published row: 5 proxy models x 5 runs, 25 coders, straight from the Answer rows."""
-    study = make_study(live=False, count=4)
+    study = make_study(live=False, count=5)  # five scenarios: H1 alone has MIN_POINTS units
     rng = np.random.default_rng(7)
-    level = rng.integers(1, 6, size=(4, len(ITEMS)))
+    level = rng.integers(1, 6, size=(5, len(ITEMS)))
     for name in ("one", "two", "three", "four", "five"):
         model = ModelConfigFactory(name=f"offline-{name}")
         for run in range(5):
             answers = {}
-            for s in range(4):
+            for s in range(5):
                 values = np.clip(level[s] + rng.integers(-1, 2, size=len(ITEMS)), 1, 5)
                 answers[s] = {
                     code: ("yes" if v >= 3 else "no") if code == "H1" else str(v)
@@ -174,7 +182,7 @@ def test_alpha_across_proxies_takes_every_run_of_every_proxy_as_a_coder(make_stu
     )
     assert len(coders) == 25
     for label, codes in item_sets():
-        units = [(s, code) for s in range(4) for code in codes]
+        units = [(s, code) for s in range(5) for code in codes]
         matrix = np.full((len(coders), len(units)), np.nan)
         for rater, name, code, value in Answer.objects.filter(
             assignment__participant_id__in=coders, item__code__in=codes
@@ -256,8 +264,11 @@ def test_across_proxies_an_even_number_of_runs_takes_the_lower_median(make_study
     }
     h1 = np.array([[0.0, 1.0], [0.0, 0.0]])
     h2 = np.array([[2.0, 5.0], [3.0, 1.0]])
-    assert rows[MEDIANS, "H1"]["alpha"] == pytest.approx(packages_alpha(h1, ["H1"]))
-    assert rows[MEDIANS, "H2"]["alpha"] == pytest.approx(packages_alpha(h2, ["H2"]))
+    specs = {spec.key: spec for spec in survey_statistics(data)}
+    assert specs["alpha:proxies-median:H1"].estimate() == pytest.approx(packages_alpha(h1, ["H1"]))
+    assert specs["alpha:proxies-median:H2"].estimate() == pytest.approx(packages_alpha(h2, ["H2"]))
+    # Two scenarios: the page shows how few units there are, not the alpha.
+    assert rows[MEDIANS, "H2"]["alpha"] == TooFew(2)
     assert rows[MEDIANS, "H2"]["ratings"] == 4
 
 
@@ -349,14 +360,17 @@ def test_rho_leaves_out_a_scenario_no_person_rated(make_study):
     rate(people[1], {0: {"H2": "2"}, 1: {"H2": "4"}, 2: {"H2": "4"}})
     rate(proxy(study, model, 0), {s: {"H2": v} for s, v in enumerate("1353")})
 
-    row = rho_rows(survey_report(survey_data(study=study)))[
-        f"{model.display_name} (offline demo model)", "H2"
-    ]
+    data = survey_data(study=study)
+    row = rho_rows(survey_report(data))[f"{model.display_name} (offline demo model)", "H2"]
 
     # people's means 1.5, 3, 4.5 against the proxy's 1, 3, 5 (scenario 3's 3 has no pair)
     expected = stats.spearmanr([1, 3, 5], [1.5, 3, 4.5])
-    assert row["rho"] == pytest.approx(expected.statistic)
+    spec = next(s for s in survey_statistics(data) if s.key == f"rho:model:{model.pk}:H2")
+    assert spec.estimate()[0] == pytest.approx(expected.statistic)
     assert (row["scenarios"], row["pairs"]) == (3, 3)
+    # Three pairs are too few to show a rho (a perfect 1 here, with p 0): the page says so.
+    assert (row["rho"], row["p"]) == (TooFew(3), None)
+    assert row["note"] == f"Too few points: 3 pairs of means (at least {MIN_POINTS} needed)."
 
 
 # --- 3. ranges, the SD curve, distributions and demographics, by hand -------------------------
@@ -562,8 +576,8 @@ def test_proxies_answers_never_count_among_peoples(hand_study):
     people = data.answers[data.answers["group"] == "people"]
     assert set(people["rater"]) == {p.pk for p in hand_study.people}
     rho = rho_rows(report)[f"{hand_study.models[0].display_name} (offline demo model)", "H2"]
-    # People's H2 means: s0 1, s1 13/3; the proxy's: s0 3, s1 3. A constant side: no rho.
-    assert math.isnan(rho["rho"]) and rho["pairs"] == 2
+    # People's H2 means: s0 1, s1 13/3; the proxy's: s0 3, s1 3: two pairs, too few.
+    assert rho["rho"] == TooFew(2) and rho["pairs"] == 2
     assert report.data_n == "2 scenarios, 3 people, 18 answers; 1 proxy model in 2 runs, 4 answers"
 
 
@@ -665,3 +679,36 @@ def test_a_bootstrap_whose_data_changed_before_it_ran_fails_and_says_so(rated_st
         "The study's data changed before the intervals were computed: ask again."
     )
     assert bootstrap.intervals == {}
+
+
+# --- too few points, and why an alpha is missing -------------------------------------------
+
+
+def test_the_report_counts_one_person_and_one_scenario_in_the_singular(make_study):
+    study = make_study(live=False, count=3)
+    rate(person(study, 1), {0: {"H2": "2"}})
+    report = survey_report(survey_data(study=study))
+    assert report.data_n == "3 scenarios, 1 person, 1 answer"
+    assert report.tables["alpha"].n == "3 scenarios, 1 rater, 1 answer"
+
+
+def test_an_alpha_not_shown_says_why_from_the_ratings(make_study):
+    study = make_study(live=False, count=6)
+    first, second = person(study, 1), person(study, 2)
+    # H2: the two people agree on every one of six scenarios, all "3": no variation. H3: they
+    # both rate two scenarios only: two units, too few. H1: one person alone.
+    rate(first, {s: {"H2": "3", **({"H3": str(s + 1)} if s < 2 else {})} for s in range(6)})
+    rate(second, {s: {"H2": "3", **({"H3": "4"} if s < 2 else {})} for s in range(6)})
+    rate(person(study, 3), {0: {"H1": "yes"}})
+    rows = alpha_rows(survey_report(survey_data(study=study)))
+
+    h2 = rows["Between people", "H2"]
+    assert h2["alpha"] is None and h2["units"] == 6 >= MIN_POINTS
+    assert h2["note"].startswith("No alpha: no variation, every rating")
+    h3 = rows["Between people", "H3"]
+    assert (h3["alpha"], h3["units"]) == (TooFew(2), 2)
+    assert (
+        h3["note"] == f"Too few points: 2 units rated twice or more (at least {MIN_POINTS} needed)."
+    )
+    h1 = rows["Between people", "H1"]
+    assert h1["alpha"] is None and h1["note"] == "No alpha: fewer than two raters (1)."

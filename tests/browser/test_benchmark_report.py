@@ -13,10 +13,12 @@ from playwright.sync_api import expect
 
 from apps.accounts.roles import Role
 from apps.analysis.benchmark import benchmark_report_for
+from apps.analysis.tables import MISSING
 from tests.analysis.benchmark_builders import ERROR, FAILED, Q, bench_make, grading_add
 from tests.browser.sessions import signed_in
 from tests.browser.test_accessibility import SIZES, violations
 from tests.browser.test_survey_report import TABLE_CELLS, shown_as, watched
+from tests.conftest import ARTIFACTS
 from tests.factories import user_with_role
 
 MODELS = {"Alpha 1": "Alpha", "Alpha 2": "Alpha", "offline-beta": "Beta"}
@@ -141,8 +143,8 @@ def test_the_report_pages_have_no_serious_accessibility_violations(
     problems = watched(context)
     page = context.new_page()
     found = {}
+    # The report itself at 360 and 1366 px: test_the_report_reads_like_a_results_section.
     for label, url in (
-        ("report", f"/analysis/grading/{run.pk}/"),
         ("answers below 65%", f"/analysis/grading/{run.pk}/below-65/answers/"),
         ("questions below 65%", f"/analysis/grading/{run.pk}/below-65/questions/"),
         ("side by side", f"/analysis/grading/{run.pk}/compare/{other.pk}/"),
@@ -159,3 +161,122 @@ def test_the_report_pages_have_no_serious_accessibility_violations(
     found["pairs and a figure's data"] = violations(page)
     assert found == {label: [] for label in found}
     assert problems == []
+
+
+# Demo-like: the offline provider's models as the demo names them, the nine topics.
+DEMO_MODELS = {
+    "Offline Terse (demo)": "Offline",
+    "Offline Thorough (demo)": "Offline",
+    "Offline Friendly (demo)": "Offline",
+}
+TOPICS = (
+    "accounts",
+    "moderation tools",
+    "security tools",
+    "privacy tools",
+    "compromise",
+    "platform actions",
+    "scams",
+    "harassment",
+    "data concerns",
+)
+WIDTHS = {360: {"width": 360, "height": 740}, 1366: {"width": 1366, "height": 800}}
+
+
+@pytest.fixture
+def demo_like(transactional_db):
+    questions = [Q(f"d{i}", topic=TOPICS[i % 9], prior=i % 2 == 0) for i in range(18)]
+    answers = {
+        (model, q.key): [((5 + 4 * m + 7 * i + 3 * s) % 21) / 20 for s in range(2)]
+        for m, model in enumerate(DEMO_MODELS)
+        for i, q in enumerate(questions)
+    }
+    bench = bench_make(models=DEMO_MODELS, questions=questions, answers=answers, name="Demo-like")
+    return bench, user_with_role(Role.RESEARCHER, username="rahul", first_name="Rahul")
+
+
+def cell(page, table: str, row: str, column: int) -> str:
+    """The text of a table's cell: the row whose header is `row`, the column'th data cell."""
+    found = page.locator(
+        f"table[data-table='{table}'] tbody tr", has=page.locator("th", has_text=row)
+    )
+    return found.first.locator("td").nth(column).inner_text().strip()
+
+
+def test_the_report_reads_like_a_results_section(new_context, live_server, demo_like):
+    """At 360 and 1366 px: the page never scrolls sideways (a wide table scrolls in its own
+    region); the headline's numbers are the tables'; a model reads its short name with one
+    offline badge; the contents links lead to their sections, which fold; axe finds nothing
+    serious. Full-page screenshots at both widths go to test-artifacts/."""
+    bench, researcher = demo_like
+    run = bench.grading
+    report = benchmark_report_for(run=run)
+    table3 = report.tables["table-3"]
+    topic = {c.label: i - 1 for i, c in enumerate(table3.columns)}  # data cells after the header
+    for width, viewport in WIDTHS.items():
+        context = signed_in(new_context, live_server, researcher, viewport=viewport)
+        problems = watched(context)
+        page = context.new_page()
+        page.goto(f"/analysis/grading/{run.pk}/")
+        expect(page.get_by_test_id("headline")).to_be_visible()
+        page.wait_for_load_state("load")
+
+        # No sideways scroll of the page; Table 3 scrolls inside its region at 360 px.
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), width
+        region = page.locator("section#table-3 .table-scroll")
+        expect(region).to_have_attribute("tabindex", "0")
+        if width == 360:
+            assert region.evaluate("r => r.scrollWidth > r.clientWidth")
+            # Its first column stays where it is as the table scrolls.
+            header = page.locator("table[data-table='table-3'] tbody th").first
+            before = header.bounding_box()["x"]
+            region.evaluate("r => r.scrollBy(200, 0)")
+            assert header.bounding_box()["x"] == pytest.approx(before, abs=1)
+
+        # The headline's numbers are the tables' numbers.
+        headline = {
+            key: page.get_by_test_id(f"headline-{key}").inner_text().strip()
+            for key in ("mean", "best-model", "worst-model", "best-topic", "worst-topic", "below")
+        }
+        rows = {r["key"]: r for r in report.tables["headline"].rows}
+        assert headline["mean"] == cell(page, "table-3", "All models", 0)
+        for key in ("best-model", "worst-model"):
+            (name,) = rows[key]["names"]
+            assert headline[key] == cell(page, "table-3", name.name, 0), key
+            which = page.locator(f"[data-headline='{key}'] .headline-which")
+            expect(which).to_have_text(str(name))  # "Terse (offline)": the badge's text
+            expect(which.locator(".badge.offline")).to_have_count(1)
+        for key in ("best-topic", "worst-topic"):
+            for name in rows[key]["which"].split(" and "):  # tied topics are named together
+                assert headline[key] == cell(page, "table-3", "All models", topic[name]), key
+        assert headline["below"] == cell(page, "below-65", "All models", 2)
+        expect(page.get_by_test_id("headline-rater")).to_have_text("Not yet measured")
+        assert MISSING not in headline.values()
+
+        # Each model is its short name with one badge, never "(demo) (offline demo model)".
+        names = page.locator("table[data-table='table-3'] tbody th")
+        expect(names.first).to_have_text("Friendly (offline)")
+        shown = page.locator("table.data tbody th, .headline").all_inner_texts()
+        assert not [text for text in shown if "(demo)" in text or "demo model" in text]
+
+        # The contents lead to each section; a section folds and opens again.
+        contents = page.get_by_test_id("contents").get_by_role("link")
+        assert contents.count() == 12
+        page.get_by_test_id("contents").get_by_role("link", name="Tests").click()
+        expect(page).to_have_url(f"{live_server.url}/analysis/grading/{run.pk}/#tests")
+        expect(page.locator("#tests-heading")).to_be_in_viewport()
+        summary = page.locator("section#table-4 summary")
+        table4 = page.locator("table[data-table='table-4']")
+        expect(table4).to_be_visible()
+        summary.click()
+        expect(table4).to_be_hidden()
+        expect(page.locator("section#table-4 details")).not_to_have_attribute("open", "")
+        summary.click()
+        expect(table4).to_be_visible()
+
+        assert violations(page) == [], width
+        page.evaluate("window.scrollTo(0, 0)")
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"benchmark-report-{width}.png"), full_page=True)
+        assert problems == []
+        context.close()

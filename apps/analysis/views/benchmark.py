@@ -32,6 +32,7 @@ from django.views.decorators.http import require_GET
 from apps.accounts.roles import Role, role_required
 from apps.console.form_fields import IdField
 from apps.grading.models import GradingRun
+from stats.points import MIN_POINTS
 
 from ..benchmark_data import benchmark_models
 from ..method import METHOD_TABLE, departures
@@ -210,6 +211,8 @@ def benchmark_report_page(request, run_id: int):
         ),
         "table1_reset": _url("analysis:benchmark_report", run.pk, query=_query(request, table1="")),
         "headline": _headline(report),
+        "contents": CONTENTS,
+        "min_points": MIN_POINTS,
         "sort": key,
         "dir": "desc" if descending else "asc",
         "others": others,
@@ -228,10 +231,36 @@ def _chosen_ids(report: BenchmarkReport) -> list[int]:
 
 
 def _headline(report: BenchmarkReport) -> list[dict]:
-    """The headline's rows, each with its value as the page shows it."""
+    """The headline's rows, each with its number as the page shows it: the auto-rater's r,
+    every other one a percent."""
     table = report.tables["headline"]
-    value = next(c for c in table.columns if c.key == "value")
-    return [{**row, "shown": value.format(row["value"])} for row in table.rows]
+    columns = {c.key: c for c in table.columns}
+    rows = []
+    for row in table.rows:
+        if row["key"] != "rater":
+            rows.append({**row, "shown": columns["value"].format(row["value"])})
+        elif row["answers"] is None:
+            rows.append({**row, "shown": "Not yet measured", "which": "no calibration yet"})
+        else:
+            rows.append({**row, "shown": "r = " + columns["r"].format(row["r"])})
+    return rows
+
+
+# The report's sections, in the page's order: (anchor, title) for its contents list.
+CONTENTS = [
+    ("in-brief", "In brief"),
+    ("provenance", "What these numbers come from"),
+    ("method", "How each number is made"),
+    ("table-1", "One model per family (Table 1)"),
+    ("table-3", "Scores per model and topic (Table 3)"),
+    ("table-4", "Criteria met (Table 4)"),
+    ("below-65", "Below 65%"),
+    ("tests", "Tests"),
+    ("figures", "Distributions (Figures 3 to 6)"),
+    ("calibration", "Calibration against experts"),
+    ("missing", "Missing scores"),
+    ("compare", "Compare with another grading run"),
+]
 
 
 @researcher
