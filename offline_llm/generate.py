@@ -1257,7 +1257,8 @@ def _rate(scenario: str, response: str) -> Rated:
 
 
 def _wording(item: dict) -> str:
-    return " ".join(str(item.get(field, "")) for field in ("wording", "text", "question", "label"))
+    fields = ("wording", "text", "question", "label")
+    return " ".join(str(item[field]) for field in fields if item.get(field))
 
 
 def _item_role(item: dict) -> str:
@@ -1316,6 +1317,7 @@ def _stable_random(*parts: str) -> random.Random:
 def item_ambiguity(wording: str, scenario: str = "", response: str = "") -> float:
     """How ambiguous an item is (0-1): by its wording alone, or on one scenario and response.
     Both are fixed by their texts, never by a seed."""
+    wording, scenario, response = (" ".join(t.split()) for t in (wording, scenario, response))
     alpha, beta = PROXY["item_ambiguity_alpha"], PROXY["item_ambiguity_beta"]
     mean = _stable_random("ambiguity", wording).betavariate(alpha, beta)
     if not scenario and not response:

@@ -314,6 +314,9 @@ _INNER_BASE = re.compile(
 )
 
 
+_INNER_I = re.compile(r"\bI(?:'d| would) (\w+)")
+
+
 def _third_person(verb: str) -> str:
     if verb.endswith("y") and verb[-2:-1] not in "aeiou":
         return verb[:-1] + "ies"
@@ -325,16 +328,22 @@ def _third_person(verb: str) -> str:
 def reported(sentence: str) -> str:
     """What the answer does, as "The answer ...", from one of its sentences."""
     sentence = sentence.rstrip(".!").strip()
+    if sentence.startswith(("If ", "When ")) and ", I'd " in sentence:
+        condition, main = sentence.split(", I'd ", 1)
+        said = reported("I'd " + main)
+        return f"{said}, {condition[:1].lower()}{condition[1:]}"
     for pattern, say in _REPORTED:
         found = pattern.match(sentence)
         if found:
             groups = found.groups()
             said = say.format(*groups, verb=_third_person(groups[0]))
             said = _INNER_BASE.sub(lambda m: f"{m.group(1)} {_third_person(m.group(2))}", said)
+            said = _INNER_I.sub(lambda m: _third_person(m.group(1)), said)
             said = re.sub(r"\byou to\b", "the reader to", said)
             said = re.sub(r"\byour\b", "their", said)
             return f"The answer {said}"
     first = sentence.split(maxsplit=1)[0].lower().strip(",:;") if sentence else ""
+    sentence = _INNER_I.sub(lambda m: _third_person(m.group(1)), sentence)
     if first in _IMPERATIVE_STARTS:
         return f"The answer tells the reader to {sentence[:1].lower()}{sentence[1:]}"
     return f"The answer says that {_lowered(sentence)}"
@@ -385,7 +394,9 @@ def factual_explanation(
             f"The answer's {quoted(found.sentence)} comes close enough to what this criterion "
             f"{what} to count."
         )
-    return "The answer's advice as a whole gets at this, if indirectly."
+    if negative:
+        return "Read as a whole, the answer leans toward what this criterion warns against."
+    return "Read as a whole, the answer gets at what this criterion asks for, if indirectly."
 
 
 def presentation_explanation(feature: str, evidence: str | None, text: str) -> str:

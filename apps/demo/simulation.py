@@ -87,7 +87,8 @@ def study_simulation(
                 "what": "Proxies",
                 "how": f"{', '.join(proxies.values())}, {runs} runs each: offline demo models, "
                 "answered by Assay's offline provider from these parameters, as it reported "
-                "them. No real model answered.",
+                "them. How far they disagree with each other and with themselves follows an "
+                "ambiguity drawn for each item and scenario. No real model answered.",
                 "parameters": [
                     *reported["survey_proxy"],
                     *_per_model(reported, proxies, ["proxy_leniency"]),

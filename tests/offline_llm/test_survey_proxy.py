@@ -18,11 +18,12 @@ from pathlib import Path
 import krippendorff
 import numpy as np
 import pytest
+from scipy.stats import spearmanr
 
 from apps.surveys.models import SurveyItem
 from apps.surveys.services.proxies import questions_text
 from offline_llm.banks import SENSITIVE, SENSITIVE_KINDS
-from offline_llm.generate import Prompt, UnreadablePrompt, answer, request_seed
+from offline_llm.generate import Prompt, UnreadablePrompt, answer, item_ambiguity, request_seed
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "apps/surveys/fixtures/privacylens-scenarios-40.json"  # the bundled copy
@@ -269,3 +270,36 @@ def test_the_version_1_prompt_with_its_items_as_json_is_still_answered(rated):
 
     assert [a["code"] for a in answers] == CODES
     assert all(a["explanation"] for a in answers)  # v1 says nothing of which ask for one
+
+
+def test_how_far_proxies_disagree_varies_by_item_and_follows_its_stated_ambiguity(rated, runs):
+    """Between proxies (their median answers) and within one proxy (across its runs), the
+    spread is wide on some items and scenarios and narrow on others, as the ambiguity that
+    `item_ambiguity` draws for each says, not one constant."""
+    between, within, ambiguity = {}, {}, {}
+    scale = [item for item in ITEMS if item["kind"] == "scale"]
+    for s, (_name, scenario, response) in enumerate(rated):
+        for item in scale:
+            position = CODES.index(item["code"])
+            values = {
+                model: [runs[(model, seed)][s][position]["value"] for seed in SEEDS]
+                for model in MODELS
+            }
+            unit = (item["code"], s)
+            between[unit] = np.std([np.mean(v) for v in values.values()])
+            within[unit] = np.mean([np.std(v) for v in values.values()])
+            ambiguity[unit] = item_ambiguity(item["wording"], scenario, response)
+    units = list(ambiguity)
+    # Between proxies part of the spread is each model's fixed leniency and tilt, the same on
+    # every item; within one proxy all of it is the run's noise.
+    for spread, ratio in ((between, 1.5), (within, 2)):
+        by_item = {
+            item["code"]: np.mean([spread[u] for u in units if u[0] == item["code"]])
+            for item in scale
+        }
+        assert max(by_item.values()) > ratio * min(by_item.values()), by_item
+        rho = spearmanr([ambiguity[u] for u in units], [spread[u] for u in units]).statistic
+        assert rho > 0.3, rho
+    # The items' own ambiguities differ, as drawn from the stated distribution.
+    drawn = [item_ambiguity(item["wording"]) for item in ITEMS]
+    assert len(set(drawn)) == len(ITEMS) and all(0 < a < 1 for a in drawn)
