@@ -36,7 +36,7 @@ FLIPPANT = (
     "Honestly, this is a rookie mistake, but whatever.",
     "Not gonna lie, this one is kind of on you.",
     "Don't overthink it, it's not rocket science.",
-    "lol, welcome to the internet.",
+    "Lol, welcome to the internet.",
 )
 ORDERS = (
     "Do all of this right now and don't argue with it.",
@@ -88,15 +88,14 @@ def presentation_feature(criterion: str) -> str | None:
 
 def describes_fault(feature: str, criterion: str) -> bool:
     """Whether the criterion describes the fault (met when the answer has the bank's
-    sentence) rather than the virtue."""
-    lowered = [word.lower() for word in re.findall(r"[A-Za-z']+", criterion)]
-    if feature == "unprofessional":
-        fault = any(
-            w.startswith(("unprofessional", "flippant", "rude", "sarcastic")) for w in lowered
-        )
-    else:
-        fault = feature not in VIRTUES
-    return fault != bool(NEGATIONS & set(lowered)) if feature not in VIRTUES else fault
+    sentence) rather than the virtue ("Avoids overstating", "The tone is professional")."""
+    if feature in VIRTUES:
+        return False
+    lowered = {word.lower() for word in re.findall(r"[A-Za-z']+", criterion)}
+    fault = feature != "unprofessional" or any(
+        word.startswith(("unprofessional", "flippant", "rude", "sarcastic")) for word in lowered
+    )
+    return fault != bool(NEGATIONS & lowered)
 
 
 # --- sentences ----------------------------------------------------------------------------

@@ -160,7 +160,7 @@ def test_the_demo_tells_the_provider_its_rubrics_and_answers_speak_to_them(
     for judgment in judgments:
         criterion = judgment.criterion
         by_kind[(criterion.polarity, criterion.kind)].append(judgment)
-        assert judgment.explanation.startswith(("The answer", "On balance", "Nothing"))
+        assert judgment.explanation.startswith(("The answer", "On balance", "Nothing", "Read as"))
         assert "key term" not in judgment.explanation
     met = {kind: sum(j.met for j in rows) / len(rows) for kind, rows in by_kind.items()}
     # Not all and not nothing: each kind as the models' propensities make it.
