@@ -183,10 +183,12 @@ def style_for(model: str) -> str:
 
 
 def grading_threshold(model: str) -> float:
-    """Share of a criterion's key terms an answer must contain for the criterion to be met.
+    """Share of a criterion's key terms one sentence of an answer must hold for the grader
+    to find the criterion's statement there.
 
-    Graders other than offline-grader are a little stricter or more lenient (0.40-0.60), so
-    that agreement between graders is high but not perfect, as with real ones.
+    Graders other than offline-grader are a little stricter or more lenient (0.40-0.60); with
+    each grader's error rate (`propensities`), agreement between graders is high but not
+    perfect, as with real ones.
     """
     name = short_name(model)
     if name == "offline-grader":
