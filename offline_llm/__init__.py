@@ -6,8 +6,9 @@ and benchmarks, in place of paid APIs.
 Base URL http://127.0.0.1:8089/v1 (litellm: model "openai/offline-terse", api_base that
 URL, any api_key). Endpoints: GET /v1/models, POST /v1/chat/completions, POST
 /v1/embeddings, GET /v1/stats, POST /v1/stats/reset, GET /v1/offline/parameters, GET and
-POST /v1/offline/limit (the hidden limit, `--limit-concurrent`, `--limit-per-minute`), and
-OpenAI's batch API (/v1/files, /v1/batches: see `batches`). Answers
+POST /v1/offline/limit (the hidden limit, `--limit-concurrent`, `--limit-per-minute`), GET
+and POST /v1/offline/rubrics (the rubrics whose criteria answers to their questions speak
+to: see `rubrics`), and OpenAI's batch API (/v1/files, /v1/batches: see `batches`). Answers
 are deterministic per (model, messages, seed) and shaped by the X-Assay-Purpose header (or
 the tags in the prompt): see `generate`. Faults (429, 500, hangs, broken JSON) come from the
 knobs in `knobs` or, for one request, from the header X-Offline-Faults: 429 | 500 | hang |
@@ -29,10 +30,17 @@ sent, plus "hang" for a request that hung (if its client waits it out, it then g
 answer) and "499" for one whose client hung up first; `faults` counts the faults injected;
 `max_in_flight` is the most requests handled at once since the last reset.
 
-/v1/offline/parameters serves the numbers that shape the answers (the survey proxy's, the
-grader's), each with what it does, and what each model named by `?model=` (repeatable; the
-listed models when none is named) makes of them: its style, its grading threshold, its
-leniency as a proxy. Whoever shows this provider's output can record what made it.
+An answer to a help question is made of statements that address, miss or violate its
+registered rubric's criteria (or, for a question nobody registered, of the banks' advice) and
+of statements of presentation, each drawn with the model's propensities (`propensities`: one
+table); the grader finds those statements and says what it found in a sentence
+(`statements`).
+
+/v1/offline/parameters serves the numbers that shape the answers (the spread of answers'
+chances, the survey proxy's, the grader's), each with what it does, and what each model
+named by `?model=` (repeatable; the listed models when none is named) makes of them: its
+style, its propensities, its grading threshold and error rate, its leniency as a proxy.
+Whoever shows this provider's output can record what made it.
 
 This package imports neither Django nor any other part of Assay, so that it runs anywhere
 the virtualenv does.

@@ -19,7 +19,6 @@ from typing import NamedTuple
 
 from .banks import (
     ANCHORED_STARTS,
-    CRITERION_FILLER,
     FRIENDLY_BRIDGES,
     FRIENDLY_CLOSERS,
     FRIENDLY_OPENERS,
@@ -46,6 +45,27 @@ from .banks import (
     CriterionIdea,
     Sentence,
     Topic,
+)
+from .names import name_hash, short_name
+from .propensities import ABOUT, SPREAD, SPREAD_ABOUT, chance, model_fields, propensities_for
+from .rubrics import KnownCriterion, question_key
+from .statements import (
+    FLIPPANT,
+    ORDERS,
+    OVERSTATEMENTS,
+    PREAMBLES,
+    TANGENTS,
+    bank_sentences,
+    closest,
+    describes_fault,
+    factual_explanation,
+    key_terms,
+    presentation_explanation,
+    presentation_feature,
+    statement_options,
+)
+from .statements import (
+    sentences as answer_sentences,
 )
 from .words import content_words, stem, stems, word_set, words
 
@@ -78,6 +98,8 @@ class Prompt:
     # The sampling temperature the caller asked for (0-2; OpenAI's default is 1). Only the
     # survey proxy uses it: how far one run's answers stray from the model's usual ones.
     temperature: float = 1.0
+    # The criteria registered for the question (`rubrics`): only the sample purpose uses them.
+    known: tuple[KnownCriterion, ...] = ()
 
     def tag(self, name: str) -> str | None:
         found = self.tag_with_attributes(name)
@@ -155,35 +177,27 @@ def request_seed(model: str, messages: Sequence[tuple[str, str]], seed: object) 
     return int.from_bytes(digest.digest(), "big")
 
 
-@lru_cache(maxsize=256)
-def _name_hash(model: str) -> int:
-    return int.from_bytes(hashlib.blake2b(model.encode(), digest_size=4).digest(), "big")
-
-
-def _short_name(model: str) -> str:
-    # litellm strips "openai/" before sending, but a direct caller may not.
-    return model.rsplit("/", 1)[-1]
-
-
 def style_for(model: str) -> str:
-    name = _short_name(model)
-    return MODEL_STYLES.get(name) or STYLES[_name_hash(name) % len(STYLES)]
+    name = short_name(model)
+    return MODEL_STYLES.get(name) or STYLES[name_hash(name) % len(STYLES)]
 
 
 def grading_threshold(model: str) -> float:
-    """Share of a criterion's key terms an answer must contain for the criterion to be met.
+    """Share of a criterion's key terms one sentence of an answer must hold for the grader
+    to find the criterion's statement there.
 
-    Graders other than offline-grader are a little stricter or more lenient (0.40-0.60), so
-    that agreement between graders is high but not perfect, as with real ones.
+    Graders other than offline-grader are a little stricter or more lenient (0.40-0.60); with
+    each grader's error rate (`propensities`), agreement between graders is high but not
+    perfect, as with real ones.
     """
-    name = _short_name(model)
+    name = short_name(model)
     if name == "offline-grader":
         return DEFAULT_THRESHOLD
-    return 0.40 + (_name_hash(name) % 21) / 100
+    return 0.40 + (name_hash(name) % 21) / 100
 
 
 def _model_bias(model: str) -> float:
-    return ((_name_hash(_short_name(model)) >> 8) % 41 - 20) / 100  # -0.20 .. 0.20
+    return ((name_hash(short_name(model)) >> 8) % 41 - 20) / 100  # -0.20 .. 0.20
 
 
 def answer(purpose: str, model: str, prompt: Prompt, rng: random.Random) -> str:
@@ -228,21 +242,67 @@ def _advice(question: str, count: int, rng: random.Random) -> list[str]:
 
 
 def _sample(model: str, prompt: Prompt, rng: random.Random) -> str:
+    """An answer: the statements of the registered rubric's criteria that this answer holds
+    (or, for a question nobody registered, advice from the banks), then its presentation,
+    each by the chances in `propensities`."""
     question = prompt.tag("question") or prompt.last_user
+    key = question_key(question)
+    luck = rng.gauss(0, 1)  # this answer's luck, shared by all its statements
+
+    def holds(kind: str, criterion: str) -> bool:
+        p = chance(model=model, kind=kind, question=key, criterion=criterion, luck=luck)
+        return rng.random() < p
+
     style = style_for(model)
+    if prompt.known:
+        advice = _rubric_advice(prompt.known, holds, rng) or [rng.choice(GENERAL).text]
+    else:
+        count = {"terse": (2, 4), "thorough": (6, 12)}.get(style, (4, 6))
+        advice = _advice(question, rng.randint(*count), rng)
+    # Drawn for every answer, in this order, so that they do not depend on the advice.
+    shown = {feature: holds(feature, feature) for feature in ("lead", "focus")}
+    faults = {feature: holds(feature, feature) for feature in ("unprofessional", "imperative")}
+    faults["overstate"] = holds("overstate", "overstate")
+    if faults["overstate"]:
+        advice.insert(1, rng.choice(OVERSTATEMENTS))
+    if faults["imperative"]:
+        advice.insert(0, rng.choice(ORDERS))
+    if faults["unprofessional"]:
+        advice.insert(rng.randint(1, len(advice)), rng.choice(FLIPPANT))
+    if not shown["focus"]:
+        advice.append(rng.choice(TANGENTS))
+    preamble = [] if shown["lead"] else rng.sample(PREAMBLES, 2)
     if style == "terse":
-        return " ".join(_advice(question, rng.randint(2, 4), rng))
+        return " ".join([*preamble, *advice])
     if style == "thorough":
-        steps = _advice(question, rng.randint(6, 12), rng)
-        numbered = "\n".join(f"{number}. {step}" for number, step in enumerate(steps, 1))
-        return f"{rng.choice(THOROUGH_OPENERS)}\n\n{numbered}\n\n{rng.choice(THOROUGH_CLOSERS)}"
-    advice = _advice(question, rng.randint(4, 6), rng)
+        numbered = "\n".join(f"{number}. {step}" for number, step in enumerate(advice, 1))
+        parts = [rng.choice(THOROUGH_OPENERS), " ".join(preamble), numbered]
+        return "\n\n".join([*filter(None, parts), rng.choice(THOROUGH_CLOSERS)])
     intro, bullets = advice[0], advice[1:]
+    head = " ".join([rng.choice(FRIENDLY_OPENERS), *preamble, intro])
+    if not bullets:
+        return f"{head}\n\n{rng.choice(FRIENDLY_CLOSERS)}"
     bullet_list = "\n".join(f"- {item}" for item in bullets)
     return (
-        f"{rng.choice(FRIENDLY_OPENERS)} {intro}\n\n{rng.choice(FRIENDLY_BRIDGES)}\n"
-        f"{bullet_list}\n\n{rng.choice(FRIENDLY_CLOSERS)}"
+        f"{head}\n\n{rng.choice(FRIENDLY_BRIDGES)}\n{bullet_list}\n\n{rng.choice(FRIENDLY_CLOSERS)}"
     )
+
+
+def _rubric_advice(
+    criteria: Sequence[KnownCriterion], holds: Callable[[str, str], bool], rng: random.Random
+) -> list[str]:
+    """The statements of the factual criteria this answer holds: what it addresses, most
+    points first, with what it violates among them."""
+    factual = [c for c in criteria if c.kind == "factual"]
+    positives = sorted((c for c in factual if c.polarity == "positive"), key=lambda c: -c.points)
+    advice = [rng.choice(statement_options(c.text)) for c in positives if holds("address", c.text)]
+    for criterion in (c for c in factual if c.polarity == "negative"):
+        if holds("violate", criterion.text):
+            advice.insert(
+                rng.randint(min(1, len(advice)), len(advice)),
+                rng.choice(statement_options(criterion.text)),
+            )
+    return advice
 
 
 # --- grading --------------------------------------------------------------------------
@@ -252,7 +312,9 @@ def _sample(model: str, prompt: Prompt, rng: random.Random) -> str:
 class ResponseFacts:
     """What grading needs from a response, computed once for a whole checklist."""
 
-    stems: frozenset[str]
+    text: str
+    sentences: tuple[str, ...]
+    banks: dict[str, list[str]]  # presentation feature -> its bank's sentences in the answer
     lowered: str
     word_count: int
     list_lines: int
@@ -261,7 +323,9 @@ class ResponseFacts:
     @classmethod
     def of(cls, text: str) -> "ResponseFacts":
         return cls(
-            stems=stems(text),
+            text=text,
+            sentences=tuple(answer_sentences(text)),
+            banks=bank_sentences(text),
             lowered=text.lower(),
             word_count=len(words(text)),
             list_lines=len(LIST_LINE.findall(text)),
@@ -269,49 +333,40 @@ class ResponseFacts:
         )
 
 
-def _key_terms(criterion: str) -> dict[str, str]:
-    """stem -> the criterion's own word for it, in the criterion's order."""
-    terms: dict[str, str] = {}
-    for word in content_words(criterion):
-        key = stem(word)
-        if key not in CRITERION_FILLER and key not in terms:
-            terms[key] = word
-    return terms
-
-
-def _listing(terms: Sequence[str]) -> str:
-    shown = list(terms[:6])
-    if len(terms) > 6:
-        shown.append(f"and {len(terms) - 6} more")
-    return ", ".join(f"'{term}'" if not term.startswith("and ") else term for term in shown)
-
-
-def _presentation_verdict(
-    feature: str, facts: ResponseFacts
-) -> tuple[bool, str]:  # (the response has the feature, evidence)
+def _shape_verdict(feature: str, facts: ResponseFacts) -> tuple[bool, str]:
+    """(the response has the feature, a sentence saying what it has) for the features of
+    answer shape: structure, brevity, empathy, clarity."""
     if feature == "structure":
         has = facts.list_lines >= 2
         evidence = (
-            f"it is laid out as a list of {facts.list_lines} points"
+            f"The answer is laid out as a list of {facts.list_lines} points."
             if has
-            else "it is continuous prose with no list or numbered steps"
+            else "The answer is continuous prose with no list or numbered steps."
         )
     elif feature == "brevity":
         has = facts.word_count <= 150
-        evidence = f"it is {facts.word_count} words long"
+        evidence = f"The answer is {facts.word_count} words long."
     elif feature == "empathy":
         warm = [phrase for phrase in WARM_PHRASES if phrase in facts.lowered]
         has = bool(warm)
         evidence = (
-            f"it uses supportive wording such as '{warm[0]}'"
+            f"The answer uses supportive wording such as “{warm[0]}”."
             if has
-            else "it goes straight to instructions without acknowledging how the person feels"
+            else "The answer goes straight to instructions without acknowledging how the "
+            "person feels."
         )
     else:  # clarity
         per_sentence = facts.word_count / facts.sentence_count
         has = per_sentence <= 24
-        evidence = f"its sentences average {per_sentence:.0f} words"
+        evidence = f"The answer's sentences average {per_sentence:.0f} words."
     return has, evidence
+
+
+def _turned(met: bool, explanation: str) -> str:
+    return (
+        f"On balance this counts as {'met' if met else 'not met'}, although "
+        f"{explanation[:1].lower()}{explanation[1:]}"
+    )
 
 
 def grade(
@@ -321,71 +376,37 @@ def grade(
     kind: str,
     facts: ResponseFacts,
     threshold: float,
+    error: float,
     rng: random.Random,
 ) -> tuple[bool, str]:
     """(met, explanation) for one criterion. Met for a negative criterion means the response
-    does the thing the criterion warns against."""
+    does the thing the criterion warns against. With chance `error` the grader turns its
+    verdict round, and its explanation says on what it leaned."""
     negative = polarity == "negative"
-    terms = _key_terms(text)
+    turned = rng.random() < error  # drawn for every criterion, so later ones draw alike
     if kind == "presentation":
-        criterion_stems = frozenset(terms)
-        for feature, feature_stems in PRESENTATION_FEATURES.items():
-            if criterion_stems & feature_stems:
-                has, evidence = _presentation_verdict(feature, facts)
+        feature = presentation_feature(text)
+        if feature is not None:
+            evidence = facts.banks.get(feature, [None])[0]
+            has_fault = evidence is not None
+            met = has_fault if describes_fault(feature, text) else not has_fault
+            explanation = presentation_explanation(feature, evidence, facts.text)
+            return (not met, _turned(not met, explanation)) if turned else (met, explanation)
+        criterion_stems = stems(text)
+        for shape, shape_stems in PRESENTATION_FEATURES.items():
+            if criterion_stems & shape_stems:
+                has, explanation = _shape_verdict(shape, facts)
                 met = has != negative
-                verdict = "Met" if met else "Not met"
-                # Graders other than offline-grader read presentation a little differently,
-                # as two people would: the further their threshold from the default, the
-                # more often they judge the other way.
-                strictness = abs(threshold - DEFAULT_THRESHOLD)
-                if strictness and rng.random() < strictness:
-                    met = not met
-                    verdict = "Met" if met else "Not met"
-                    return met, f"{verdict}, on balance, although {evidence}."
-                return met, f"{verdict}: {evidence}."
+                return (not met, _turned(not met, explanation)) if turned else (met, explanation)
+    terms = key_terms(text)
     if not terms:
-        return False, "Not met: the criterion has no key terms to look for in the response."
-    matched = [word for key, word in terms.items() if key in facts.stems]
-    missing = [word for key, word in terms.items() if key not in facts.stems]
-    share = len(matched) / len(terms)
-    met = share >= threshold
-    counted = f"{len(matched)} of {len(terms)} key terms"
-    found = _listing(matched) or "none"
-    if negative and met:
-        explanation = rng.choice(
-            (
-                f"Met, which counts against the response: it contains {counted} of what "
-                f"the criterion warns against ({found}).",
-                f"Met: the response touches on what this criterion warns against, with "
-                f"{counted} present ({found}).",
-            )
-        )
-    elif negative:
-        explanation = rng.choice(
-            (
-                f"Not met: the response avoids what the criterion warns against; only "
-                f"{counted} appear ({found}).",
-                f"Not met: little of what the criterion warns against appears in the "
-                f"response ({counted}: {found}).",
-            )
-        )
-    elif met:
-        explanation = rng.choice(
-            (
-                f"Met: the response covers {counted} of the criterion ({found})",
-                f"Met: {counted} of the criterion appear in the response ({found})",
-            )
-        ) + (f"; not found: {_listing(missing)}." if missing else ".")
-    else:
-        explanation = (
-            rng.choice(
-                (
-                    f"Not met: only {counted} of the criterion appear in the response ({found})",
-                    f"Not met: the response covers {counted} of the criterion ({found})",
-                )
-            )
-            + f"; missing: {_listing(missing)}."
-        )
+        return False, "The criterion names nothing specific to look for in an answer."
+    found = closest(terms, facts.sentences)
+    present = found.share >= threshold
+    met = not present if turned else present
+    explanation = factual_explanation(
+        criterion=text, negative=negative, found=found, present=present, met=met
+    )
     return met, explanation
 
 
@@ -414,6 +435,7 @@ def _grade_criterion(model: str, prompt: Prompt, rng: random.Random) -> str:
         kind=kind,
         facts=facts,
         threshold=grading_threshold(model),
+        error=propensities_for(model).grader_error,
         rng=rng,
     )
     return json.dumps({"explanation": explanation, "met": met}, ensure_ascii=False)
@@ -423,6 +445,7 @@ def _grade_checklist(model: str, prompt: Prompt, rng: random.Random) -> str:
     criteria = prompt.json_tag("criteria")
     facts = ResponseFacts.of(prompt.tag("response") or "")
     threshold = grading_threshold(model)
+    error = propensities_for(model).grader_error
     verdicts = []
     for criterion in criteria:
         text = criterion.get("text")
@@ -430,7 +453,13 @@ def _grade_checklist(model: str, prompt: Prompt, rng: random.Random) -> str:
             raise UnreadablePrompt('Every criterion in <criteria> needs an "id" and a "text".')
         polarity, kind = _criterion_fields(criterion.get("polarity"), criterion.get("kind"))
         met, explanation = grade(
-            text=text, polarity=polarity, kind=kind, facts=facts, threshold=threshold, rng=rng
+            text=text,
+            polarity=polarity,
+            kind=kind,
+            facts=facts,
+            threshold=threshold,
+            error=error,
+            rng=rng,
         )
         verdicts.append({"id": criterion["id"], "explanation": explanation, "met": met})
     return json.dumps({"verdicts": verdicts}, ensure_ascii=False)
@@ -1014,15 +1043,26 @@ def _lower_first(text: str) -> str:
 # task it does), so that different scenarios get clearly different answers. On top of that
 # each model has a leaning of its own (a bias, a tilt per item, and a stable reaction to each
 # scenario, hashed from the model's name and the pair, never from the seed), and each run adds
-# a little noise from the request's seed, scaled by the temperature. How far proxies differ
-# from each other and from run to run is set by these parameters and by nothing else.
+# a little noise from the request's seed, scaled by the temperature. How far a model's
+# reaction and a run's noise go depends on how ambiguous the item is, on this scenario: an
+# item's ambiguity is drawn (hashed from its wording) from a Beta distribution, and the
+# pair's from a Beta around the item's, so that proxies agree on some items and scenarios and
+# not on others. How far proxies differ from each other and from run to run is set by these
+# parameters and by nothing else; the values are plausible, not fitted to any study.
 
 # A table, one parameter a line (name, value, what it does): hence fmt: skip.
 PROXY_PARAMETERS = (
-    Parameter("run_noise", 0.04, "SD of the noise a run adds to an item's 0-1 leaning, times "
-              "the temperature (half that on yes/no items)"),
-    Parameter("model_scenario_noise", 0.12, "SD of a model's fixed reaction to one scenario "
-              "and response, per item, on the 0-1 leaning"),
+    Parameter("item_ambiguity_alpha", 2.0, "an item's ambiguity (0-1, hashed from its wording) "
+              "is drawn from Beta(alpha, beta): its alpha"),
+    Parameter("item_ambiguity_beta", 4.0, "... and its beta (mean ambiguity alpha/(alpha+beta), "
+              "a third)"),
+    Parameter("scenario_concentration", 6.0, "the ambiguity of an item on one scenario and "
+              "response is drawn from a Beta with the item's ambiguity as its mean and this as "
+              "alpha+beta (smaller: scenarios differ more)"),
+    Parameter("model_scenario_noise", 0.36, "SD of a model's fixed reaction to one scenario "
+              "and response, per item, on the 0-1 leaning, times the item's ambiguity there"),
+    Parameter("run_noise", 0.15, "SD of the noise a run adds to an item's 0-1 leaning, times "
+              "the item's ambiguity there and the temperature (half that on yes/no items)"),
     Parameter("model_item_spread", 0.06, "the furthest a model's fixed tilt on one item moves "
               "its 0-1 leaning, either way"),
     Parameter("model_leniency", 0.5, "a model's fixed leniency on the 0-1 leaning is this "
@@ -1218,10 +1258,13 @@ def _rate(scenario: str, response: str) -> Rated:
     )
 
 
+def _wording(item: dict) -> str:
+    fields = ("wording", "text", "question", "label")
+    return " ".join(str(item[field]) for field in fields if item.get(field))
+
+
 def _item_role(item: dict) -> str:
-    wording = " ".join(
-        str(item.get(field, "")) for field in ("wording", "text", "question", "label")
-    )
+    wording = _wording(item)
     item_stems = stems(wording)
     lowered = wording.lower()
     code = str(item.get("code", "")).upper()
@@ -1268,15 +1311,37 @@ def _stable_gauss(*parts: str, sigma: float) -> float:
     return random.Random(int.from_bytes(digest, "big")).gauss(0, sigma)
 
 
-def _model_leaning(model: str, role: str, scenario: str, response: str) -> float:
+def _stable_random(*parts: str) -> random.Random:
+    digest = hashlib.blake2b("\x00".join(parts).encode(), digest_size=8).digest()
+    return random.Random(int.from_bytes(digest, "big"))
+
+
+def item_ambiguity(wording: str, scenario: str = "", response: str = "") -> float:
+    """How ambiguous an item is (0-1): by its wording alone, or on one scenario and response.
+    Both are fixed by their texts, never by a seed."""
+    wording, scenario, response = (" ".join(t.split()) for t in (wording, scenario, response))
+    alpha, beta = PROXY["item_ambiguity_alpha"], PROXY["item_ambiguity_beta"]
+    mean = _stable_random("ambiguity", wording).betavariate(alpha, beta)
+    if not scenario and not response:
+        return mean
+    concentration = PROXY["scenario_concentration"]
+    drawn = _stable_random("ambiguity", wording, scenario, response)
+    return drawn.betavariate(concentration * mean, concentration * (1 - mean))
+
+
+def _model_leaning(
+    model: str, role: str, wording: str, scenario: str, response: str, ambiguity: float
+) -> float:
     """What one model adds to a typical proxy's leaning: lenient or strict by its bias, a
-    fixed tilt per item, and a stable reaction to this scenario and response."""
-    name = _short_name(model)
+    fixed tilt per item, and a stable reaction to this scenario and response, as wide as the
+    item is ambiguous there."""
+    name = short_name(model)
     leniency = PROXY["model_leniency"] * _model_bias(model)
     sign = -1 if role == "sensitive" else 1  # a lenient rater sees less that is sensitive
     tilt = _stable_gauss(name, role, sigma=1.0)
     tilt = max(-1.0, min(1.0, tilt)) * PROXY["model_item_spread"]
-    reaction = _stable_gauss(name, role, scenario, response, sigma=PROXY["model_scenario_noise"])
+    sigma = PROXY["model_scenario_noise"] * ambiguity
+    reaction = _stable_gauss(name, wording, scenario, response, sigma=sigma)
     return sign * leniency + tilt + reaction
 
 
@@ -1369,7 +1434,6 @@ def _survey_proxy(model: str, prompt: Prompt, rng: random.Random) -> str:
     scenario = prompt.tag("scenario") or ""
     response = prompt.tag("response") or ""
     rated = _rate(scenario, response)
-    noise = PROXY["run_noise"] * prompt.temperature
     terse = style_for(model) == "terse"
     answers = []
     seen: set[str] = set()
@@ -1381,8 +1445,13 @@ def _survey_proxy(model: str, prompt: Prompt, rng: random.Random) -> str:
             raise UnreadablePrompt(f"The item code {code!r} appears twice in <items>.")
         seen.add(code)
         role = _item_role(item)
-        leaning = _leaning(role, rated) + _model_leaning(model, role, scenario, response)
+        wording = _wording(item)
+        ambiguity = item_ambiguity(wording, scenario, response)
+        leaning = _leaning(role, rated) + _model_leaning(
+            model, role, wording, scenario, response, ambiguity
+        )
         kind = item.get("kind")
+        noise = PROXY["run_noise"] * ambiguity * prompt.temperature
         if noise:
             # A yes or no is the steadier answer: it changes only near the line.
             leaning += rng.gauss(0, noise / 2 if kind == "yes_no" else noise)
@@ -1437,12 +1506,11 @@ PURPOSES = tuple(ANSWERS)
 # --- the parameters, as GET /v1/offline/parameters serves them ------------------------
 
 MODEL_FIELDS = {
-    "style": "how it writes an answer: terse (2-4 sentences), thorough (6-12 numbered steps) "
-    "or friendly (4-6 points in warm words)",
-    "grading_threshold": "share of a criterion's key terms an answer must contain for this "
-    "model, grading, to find the criterion met",
-    "presentation_flip": "chance that this model, grading, turns a presentation verdict round "
-    "(its threshold's distance from default_threshold)",
+    "style": "how it writes an answer: terse (a paragraph), thorough (numbered steps) or "
+    "friendly (warm words and bullets)",
+    **ABOUT,
+    "grading_threshold": "share of a criterion's key terms one sentence of an answer must "
+    "hold for this model, grading, to find the criterion's statement there",
     "proxy_leniency": "this model's fixed leniency as a survey proxy, on the 0-1 leaning "
     "(model_leniency times its bias)",
 }
@@ -1450,12 +1518,11 @@ MODEL_FIELDS = {
 
 def model_parameters(model: str) -> dict:
     """What one model makes of the parameters: each of `MODEL_FIELDS`, fixed by its name."""
-    threshold = grading_threshold(model)
     return {
-        "id": _short_name(model),
+        "id": short_name(model),
         "style": style_for(model),
-        "grading_threshold": round(threshold, 4),
-        "presentation_flip": round(abs(threshold - DEFAULT_THRESHOLD), 4),
+        **model_fields(model),
+        "grading_threshold": round(grading_threshold(model), 4),
         "proxy_leniency": round(PROXY["model_leniency"] * _model_bias(model), 4),
     }
 
@@ -1466,11 +1533,17 @@ def generator_parameters(models: Sequence[str]) -> dict:
     grading = Parameter(
         "default_threshold",
         DEFAULT_THRESHOLD,
-        "share of a criterion's key terms an answer must contain for offline-grader to find "
-        "it met; any other grader's share is fixed by its name, 0.40 to 0.60",
+        "share of a criterion's key terms one sentence of an answer must hold for "
+        "offline-grader to find the criterion's statement there; any other grader's share is "
+        "fixed by its name, 0.40 to 0.60",
     )
+    spread = [
+        Parameter(name, value, SPREAD_ABOUT[name])._asdict()
+        for name, value in SPREAD.__dict__.items()
+    ]
     return {
         "object": "offline.parameters",
+        "answering": spread,
         "survey_proxy": [parameter._asdict() for parameter in PROXY_PARAMETERS],
         "grading": [grading._asdict()],
         "model_fields": MODEL_FIELDS,

@@ -15,7 +15,8 @@ import time
 import uuid
 from collections import Counter, deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 
 from aiohttp import web
 
@@ -32,6 +33,7 @@ from .generate import (
     request_seed,
 )
 from .knobs import Knobs
+from .rubrics import RubricBook, RubricError
 
 CHAT_MODELS = ("offline-terse", "offline-thorough", "offline-friendly", "offline-grader")
 MODELS = (*CHAT_MODELS, *EMBEDDING_MODELS)
@@ -126,6 +128,7 @@ LIMIT = web.AppKey("limit", HiddenLimit)
 COUNTED = "offline_counted"
 STATS = web.AppKey("stats", Stats)
 FAULT_RNG = web.AppKey("fault_rng", random.Random)
+RUBRICS = web.AppKey("rubrics", RubricBook)
 
 
 def error(
@@ -314,11 +317,12 @@ async def _fault_or_wait(
 
 
 def prepared(
-    body: object, purpose_given: str = ""
+    body: object, purpose_given: str = "", book: RubricBook | None = None
 ) -> tuple[str, list[tuple[str, str]], object, Prompt, str] | web.Response:
     """A chat request read: (model, [(role, text)], seed, prompt, purpose), or the 400 that
     says what is wrong. `purpose_given`: the X-Assay-Purpose asked for, if any (else the
-    prompt's tags say)."""
+    prompt's tags say); `book`: the registered rubrics, whose criteria a sample's prompt
+    carries when its question is registered."""
     parsed = _parse(body)
     if isinstance(parsed, web.Response):
         return parsed
@@ -335,6 +339,8 @@ def prepared(
             f"Unknown X-Assay-Purpose {purpose!r}; one of {', '.join(PURPOSES)}.",
             code="invalid_purpose",
         )
+    if purpose == "sample" and book is not None:
+        prompt = replace(prompt, known=book.criteria(prompt.tag("question") or prompt.last_user))
     return model, messages, seed, prompt, purpose
 
 
@@ -411,7 +417,7 @@ async def _chat_completion(request: web.Request) -> tuple[web.Response, str]:
     body = await _body(request)
     if isinstance(body, web.Response):
         return body, "400"
-    ready = prepared(body, request.headers.get("X-Assay-Purpose", ""))
+    ready = prepared(body, request.headers.get("X-Assay-Purpose", ""), request.app[RUBRICS])
     if isinstance(ready, web.Response):
         return ready, "400"
     model, _messages, _seed, _prompt, purpose = ready
@@ -573,6 +579,21 @@ async def hidden_limit(request: web.Request) -> web.Response:
     return web.json_response(limit.as_json())
 
 
+async def rubrics(request: web.Request) -> web.Response:
+    """GET: the registered rubrics; POST {"rubrics": [...]}: register them (`rubrics`)."""
+    book = request.app[RUBRICS]
+    if request.method == "POST":
+        body = await _body(request)
+        if isinstance(body, web.Response):
+            return body
+        try:
+            registered = book.register(body)
+        except RubricError as exc:
+            return error(400, str(exc), code="invalid_rubrics")
+        return web.json_response({"object": "offline.rubrics", "registered": registered})
+    return web.json_response(book.as_json())
+
+
 async def reset_stats(request: web.Request) -> web.Response:
     request.app[STATS].reset()
     batches.counts_reset(request.app)
@@ -581,12 +602,13 @@ async def reset_stats(request: web.Request) -> web.Response:
     )
 
 
-def _batch_answer(body: object) -> tuple[int, dict]:
+def _batch_answer(body: object, book: RubricBook) -> tuple[int, dict]:
     """A batch line's answer, as /v1/chat/completions gives it but the knobs' latency and
     faults (a batch has its own): (status, body). Its purpose: `metadata.assay_purpose`, or
     the prompt's tags."""
     meta = body.get("metadata") if isinstance(body, dict) else None
-    ready = prepared(body, str(meta.get("assay_purpose", "")) if isinstance(meta, dict) else "")
+    purpose = str(meta.get("assay_purpose", "")) if isinstance(meta, dict) else ""
+    ready = prepared(body, purpose, book)
     if isinstance(ready, web.Response):
         return batches.json_error(ready)
     answered = completion(*ready)
@@ -604,7 +626,12 @@ def make_app(knobs: Knobs) -> web.Application:
     app[LIMIT] = HiddenLimit(concurrent=knobs.limit_concurrent, per_minute=knobs.limit_per_minute)
     app.router.add_get("/v1/offline/limit", hidden_limit)
     app.router.add_post("/v1/offline/limit", hidden_limit)
-    batches.install(app, knobs, _batch_answer, random.Random(knobs.fault_seed))
+    app[RUBRICS] = RubricBook()
+    app.router.add_get("/v1/offline/rubrics", rubrics)
+    app.router.add_post("/v1/offline/rubrics", rubrics)
+    batches.install(
+        app, knobs, partial(_batch_answer, book=app[RUBRICS]), random.Random(knobs.fault_seed)
+    )
     app.router.add_get("/v1/models", list_models)
     app.router.add_post("/v1/chat/completions", chat_completions)
     app.router.add_get("/v1/offline/parameters", show_parameters)

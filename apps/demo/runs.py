@@ -39,11 +39,17 @@ from apps.grading.services.calibration import (
 from apps.llm import engine, gateway
 from apps.llm.models import ModelConfig, Purpose, RunStatus
 from apps.llm.selectors import prompt_current, prompt_render
+from apps.rubrics.models import Rubric
 from apps.runs.models import RunKind, SamplingRun
 from apps.runs.selection import questions_select
 from apps.runs.services import SAMPLE_WORK, sampling_run_create, sampling_run_launch
 
-from .simulation import grading_simulation, provider_parameters, served_as
+from .simulation import (
+    grading_simulation,
+    provider_parameters,
+    provider_rubrics_register,
+    served_as,
+)
 
 SAMPLING_RUN = "Demo: offline answerers on the approved questions"
 GRADING_RUN = "Demo: offline grader, checklist"
@@ -80,6 +86,8 @@ def demo_runs_load() -> tuple[str, SamplingRun | None, GradingRun | None]:
         return "skipped (the demo users or models are missing)", None, None
     run = SamplingRun.objects.filter(kind=RunKind.BENCHMARK, name=SAMPLING_RUN).first()
     grading = GradingRun.objects.filter(name=GRADING_RUN).first()
+    # Every time, so that a provider started anew knows them for the runs people launch.
+    rubrics_register()
     if run is not None and grading is not None:
         if grading.simulation:
             return "already loaded", run, grading
@@ -121,6 +129,21 @@ def demo_runs_load() -> tuple[str, SamplingRun | None, GradingRun | None]:
         run,
         grading,
     )
+
+
+def rubrics_register() -> int | None:
+    """Tell the offline provider each demo question's rubric (its latest version's criteria),
+    so that the offline models' answers to it address, miss or violate them; how many it
+    took, None when it did not answer."""
+    rubrics = []
+    latest = Rubric.objects.order_by("question_id", "-version").distinct("question_id")
+    for rubric in latest.select_related("question").prefetch_related("criteria"):
+        criteria = [
+            {"text": c.text, "polarity": c.polarity, "kind": c.kind, "points": c.points}
+            for c in rubric.criteria.all()
+        ]
+        rubrics.append({"question": rubric.question.text, "criteria": criteria})
+    return provider_rubrics_register(rubrics) if rubrics else 0
 
 
 def _simulation_record(grading: GradingRun, answerers: list[ModelConfig]) -> str:

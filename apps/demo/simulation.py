@@ -12,6 +12,18 @@ from django.conf import settings
 from .simulated_people import PEOPLE_PARAMETERS
 
 PARAMETERS_PATH = "/offline/parameters"
+RUBRICS_PATH = "/offline/rubrics"
+ANSWERER_FIELDS = [
+    "style",
+    "address",
+    "violate",
+    "lead",
+    "focus",
+    "unprofessional",
+    "imperative",
+    "overstate",
+]
+GRADER_FIELDS = ["grading_threshold", "grader_error"]
 MADE_BY = "Assay's demo loader (manage.py load_demo, which make run calls)"
 
 
@@ -29,6 +41,20 @@ def provider_parameters(models: list[str]) -> dict | None:
         response.raise_for_status()
         return response.json()
     except (httpx.HTTPError, ValueError):
+        return None
+
+
+def provider_rubrics_register(rubrics: list[dict]) -> int | None:
+    """Tell the offline provider the criteria of each question's rubric (`rubrics`: dicts of
+    "question" and "criteria", each criterion's text, polarity, kind and points), so that its
+    answers to those questions address, miss or violate them (a benchmark asks a model the
+    question alone); how many it took, or None when it does not answer."""
+    url = settings.OFFLINE_LLM_URL.rstrip("/") + RUBRICS_PATH
+    try:
+        response = httpx.post(url, json={"rubrics": rubrics}, timeout=10)
+        response.raise_for_status()
+        return response.json()["registered"]
+    except (httpx.HTTPError, ValueError, KeyError):
         return None
 
 
@@ -61,7 +87,8 @@ def study_simulation(
                 "what": "Proxies",
                 "how": f"{', '.join(proxies.values())}, {runs} runs each: offline demo models, "
                 "answered by Assay's offline provider from these parameters, as it reported "
-                "them. No real model answered.",
+                "them. How far they disagree with each other and with themselves follows an "
+                "ambiguity drawn for each item and scenario. No real model answered.",
                 "parameters": [
                     *reported["survey_proxy"],
                     *_per_model(reported, proxies, ["proxy_leniency"]),
@@ -90,18 +117,28 @@ def grading_simulation(
     parts = [
         {
             "what": "Answers",
-            "how": f"Sampled from {', '.join(answerers.values())}: offline demo models that "
-            "assemble answers from banks of sentences. No real model answered.",
-            "parameters": _per_model(reported, answerers, ["style"]),
+            "how": f"Sampled from {', '.join(answerers.values())}: offline demo models. Each "
+            "answer is made of statements that address, miss or violate the criteria of the "
+            "demo's rubrics (the demo tells the provider its rubrics; the models are asked the "
+            "question alone), and of statements that give it its presentation (background "
+            "before the advice, a tangent, a flippant remark, orders, a promise of complete "
+            "safety). Each statement is in an answer with the chance these parameters give, "
+            "moved by the question's and the criterion's difficulty and the answer's luck. No "
+            "real model answered.",
+            "parameters": [
+                *reported["answering"],
+                *_per_model(reported, answerers, ANSWERER_FIELDS),
+            ],
         },
         {
             "what": "Grades",
-            "how": f"By {grader_shown}, an offline demo grader: a criterion is met when an "
-            "answer contains enough of its key terms (a presentation criterion: when the "
-            "answer has the feature it names).",
+            "how": f"By {grader_shown}, an offline demo grader: a criterion is met when a "
+            "sentence of the answer holds enough of its key terms (a presentation criterion: "
+            "when the answer holds the provider's sentence for it, or lacks it), and it turns "
+            "a verdict round at its stated error rate.",
             "parameters": [
                 *reported["grading"],
-                *_per_model(reported, {grader_name: grader_shown}, ["grading_threshold"]),
+                *_per_model(reported, {grader_name: grader_shown}, GRADER_FIELDS),
             ],
         },
     ]
@@ -110,11 +147,9 @@ def grading_simulation(
             {
                 "what": "Expert grades",
                 "how": f"Simulated by {' and '.join(experts.values())}: offline graders, each "
-                "with the threshold its name gives it; disagreements settled for the first "
-                "one's reading. No expert graded.",
-                "parameters": _per_model(
-                    reported, experts, ["grading_threshold", "presentation_flip"]
-                ),
+                "with the threshold and error rate its name gives it; disagreements settled for "
+                "the first one's reading. No expert graded.",
+                "parameters": _per_model(reported, experts, GRADER_FIELDS),
             }
         )
     return {"made_by": MADE_BY, "parts": parts}

@@ -2,6 +2,8 @@
 calibration, made through the engine against the offline provider over real HTTP; the grading
 run records what made its answers, grades and expert grades, and its report says so."""
 
+from collections import defaultdict
+
 import httpx
 import pytest
 from django.urls import reverse
@@ -16,10 +18,13 @@ from apps.grading.models import (
     CalibrationSet,
     ExpertJudgment,
     GradingRun,
+    Judgment,
     ResponseScore,
 )
 from apps.llm.models import ModelConfig, RunStatus
 from apps.rubrics.models import Rubric, RubricState
+from offline_llm import propensities
+from offline_llm.statements import statement_options
 from tests.factories import api_base, user_with_role
 
 pytestmark = pytest.mark.django_db
@@ -97,16 +102,22 @@ def test_the_grading_run_records_what_made_it_and_its_report_says_so(
         return {"name": f"{shown}: {field}", "value": model[names[shown]][field], "about": about}
 
     assert parts["Answers"]["parameters"] == [
-        expected(shown, "style") for shown in sorted(demo.ANSWERERS)
+        *served["answering"],
+        *(
+            expected(shown, field)
+            for shown in sorted(demo.ANSWERERS)
+            for field in ("style", *propensities.KINDS)
+        ),
     ]
     assert parts["Grades"]["parameters"] == [
         *served["grading"],
         expected(demo.GRADER, "grading_threshold"),
+        expected(demo.GRADER, "grader_error"),
     ]
     assert parts["Expert grades"]["parameters"] == [
         expected(shown, field)
         for shown in demo.SIMULATED_EXPERTS.values()
-        for field in ("grading_threshold", "presentation_flip")
+        for field in ("grading_threshold", "grader_error")
     ]
     assert "No expert graded." in parts["Expert grades"]["how"]
 
@@ -128,6 +139,44 @@ def test_the_grading_run_records_what_made_it_and_its_report_says_so(
     again.refresh_from_db()
     assert again.simulation == grading.simulation
     assert run.responses.count() == _run.responses.count()
+
+
+def test_the_demo_tells_the_provider_its_rubrics_and_answers_speak_to_them(
+    demo_world, offline_provider_url
+):
+    """The models are asked the question alone; the demo registers each question's rubric
+    with the provider, so answers address, miss or violate its criteria, and the grader says
+    in a sentence what it found. Rates are checked against the stated parameters in
+    tests/offline_llm/test_propensities.py; here, that the demo's data is made that way."""
+    _summary, _run, grading = demo.demo_runs_load()
+    registered = httpx.get(f"{offline_provider_url}/offline/rubrics").json()["rubrics"]
+    questions = {r["question"]: r["criteria"] for r in registered}
+    for rubric in Rubric.objects.filter(state=RubricState.APPROVED).select_related("question"):
+        texts = [c["text"] for c in questions[rubric.question.text]]
+        assert texts == list(rubric.criteria.values_list("text", flat=True))
+
+    judgments = Judgment.objects.filter(grading_run=grading).select_related("criterion")
+    by_kind = defaultdict(list)
+    for judgment in judgments:
+        criterion = judgment.criterion
+        by_kind[(criterion.polarity, criterion.kind)].append(judgment)
+        assert judgment.explanation.startswith(("The answer", "On balance", "Nothing", "Read as"))
+        assert "key term" not in judgment.explanation
+    met = {kind: sum(j.met for j in rows) / len(rows) for kind, rows in by_kind.items()}
+    # Not all and not nothing: each kind as the models' propensities make it.
+    assert all(0.02 < rate < 0.98 for rate in met.values()), met
+    addressed = [
+        j
+        for j in by_kind[("positive", "factual")]
+        if j.met and j.explanation.endswith("which this criterion asks for.")
+    ]
+    # What it found is, but for a sentence near enough to another criterion's now and then,
+    # the criterion's own statement, in the answer.
+    stated = [
+        any(option in j.response.text for option in statement_options(j.criterion.text))
+        for j in addressed
+    ]
+    assert addressed and sum(stated) >= 0.8 * len(stated), (sum(stated), len(stated))
 
 
 def test_without_the_offline_provider_the_demo_says_so_and_leaves_the_runs_out(

@@ -6,12 +6,13 @@ import json
 import re
 import subprocess
 import time
+from dataclasses import asdict
 
 import httpx
 import pytest
 
 from apps.llm.models import Purpose
-from offline_llm import generate
+from offline_llm import generate, propensities
 from offline_llm.generate import PURPOSES
 from offline_llm.knobs import Knobs, add_arguments
 from tests.conftest import wait_until
@@ -132,13 +133,22 @@ def test_parameters_are_served_each_with_what_it_does_and_what_each_model_makes_
     served = httpx.get(url).json()
     assert served["survey_proxy"] == [p._asdict() for p in generate.PROXY_PARAMETERS]
     assert [p["name"] for p in served["survey_proxy"]] == [
-        "run_noise",
+        "item_ambiguity_alpha",
+        "item_ambiguity_beta",
+        "scenario_concentration",
         "model_scenario_noise",
+        "run_noise",
         "model_item_spread",
         "model_leniency",
         "done_threshold",
     ]
-    for parameter in served["survey_proxy"] + served["grading"]:
+    assert [p["name"] for p in served["answering"]] == [
+        "question_sd",
+        "criterion_sd",
+        "model_question_sd",
+        "sample_sd",
+    ]
+    for parameter in served["survey_proxy"] + served["grading"] + served["answering"]:
         assert isinstance(parameter["value"], int | float), parameter
         assert parameter["about"].strip(), parameter
     assert served["grading"][0]["name"] == "default_threshold"
@@ -150,10 +160,18 @@ def test_parameters_are_served_each_with_what_it_does_and_what_each_model_makes_
     assert [m["id"] for m in models] == ["offline-grader", "offline-expert-a", "offline-terse"]
     grader, expert, terse = models
     assert set(grader) == {"id", *served["model_fields"]}
-    assert (grader["grading_threshold"], grader["presentation_flip"]) == (0.5, 0)
+    assert grader["grading_threshold"] == 0.5
+    # The named models' propensities are the table's; any other name's are the default row,
+    # moved a little by its name.
+    stated = propensities.MODEL_PROPENSITIES
+    assert {k: terse[k] for k in propensities.ABOUT} == asdict(stated["offline-terse"])
+    assert grader["grader_error"] == stated["offline-grader"].grader_error
     assert expert["grading_threshold"] == round(generate.grading_threshold("offline-expert-a"), 4)
     assert 0.4 <= expert["grading_threshold"] <= 0.6
-    assert expert["presentation_flip"] == round(abs(expert["grading_threshold"] - 0.5), 4)
+    low, high = propensities.GRADER_ERROR_RANGE
+    assert low <= expert["grader_error"] <= high
+    for kind in propensities.KINDS:
+        assert abs(expert[kind] - getattr(propensities.DEFAULT, kind)) <= 0.08 + 1e-9
     assert terse["style"] == "terse" and expert["style"] in generate.STYLES
     leniencies = {m["proxy_leniency"] for m in models}
     assert len(leniencies) == 3 and all(abs(value) <= 0.1 for value in leniencies)

@@ -18,11 +18,12 @@ from pathlib import Path
 import krippendorff
 import numpy as np
 import pytest
+from scipy.stats import spearmanr
 
 from apps.surveys.models import SurveyItem
 from apps.surveys.services.proxies import questions_text
 from offline_llm.banks import SENSITIVE, SENSITIVE_KINDS
-from offline_llm.generate import Prompt, UnreadablePrompt, answer, request_seed
+from offline_llm.generate import Prompt, UnreadablePrompt, answer, item_ambiguity, request_seed
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "apps/surveys/fixtures/privacylens-scenarios-40.json"  # the bundled copy
@@ -201,15 +202,19 @@ def test_a_response_that_passes_on_a_diagnosis_rates_lower_on_privacy_than_one_t
 ):
     main3 = next(scenario for name, scenario, _r in rated if name == "main3")
     explanations, would_use = [], {"leaking": [], "kept": []}
+    gaps = []
     for model in MODELS:
         for seed in SEEDS:
             leaking = {a["code"]: a for a in proxy_answers(model, main3, LEAKING, seed=seed)}
             kept = {a["code"]: a for a in proxy_answers(model, main3, WITHHOLDING, seed=seed)}
             for code in ("P3", "P4"):
-                assert leaking[code]["value"] + 2 <= kept[code]["value"], (model, seed, code)
+                # Every proxy on every run; by how much depends on how ambiguous the item is.
+                assert leaking[code]["value"] < kept[code]["value"], (model, seed, code)
+                gaps.append(kept[code]["value"] - leaking[code]["value"])
             would_use["leaking"].append(leaking["H3"]["value"])
             would_use["kept"].append(kept["H3"]["value"])
             explanations.append(leaking["P3"]["explanation"] + leaking["P4"]["explanation"])
+    assert np.mean(gaps) >= 2, gaps
     # Fewer would send the leaking one as it is, though it answers a little more fully.
     assert np.mean(would_use["leaking"]) < np.mean(would_use["kept"])
     # The explanations say what was shared, and with whom.
@@ -265,3 +270,36 @@ def test_the_version_1_prompt_with_its_items_as_json_is_still_answered(rated):
 
     assert [a["code"] for a in answers] == CODES
     assert all(a["explanation"] for a in answers)  # v1 says nothing of which ask for one
+
+
+def test_how_far_proxies_disagree_varies_by_item_and_follows_its_stated_ambiguity(rated, runs):
+    """Between proxies (their median answers) and within one proxy (across its runs), the
+    spread is wide on some items and scenarios and narrow on others, as the ambiguity that
+    `item_ambiguity` draws for each says, not one constant."""
+    between, within, ambiguity = {}, {}, {}
+    scale = [item for item in ITEMS if item["kind"] == "scale"]
+    for s, (_name, scenario, response) in enumerate(rated):
+        for item in scale:
+            position = CODES.index(item["code"])
+            values = {
+                model: [runs[(model, seed)][s][position]["value"] for seed in SEEDS]
+                for model in MODELS
+            }
+            unit = (item["code"], s)
+            between[unit] = np.std([np.mean(v) for v in values.values()])
+            within[unit] = np.mean([np.std(v) for v in values.values()])
+            ambiguity[unit] = item_ambiguity(item["wording"], scenario, response)
+    units = list(ambiguity)
+    # Between proxies part of the spread is each model's fixed leniency and tilt, the same on
+    # every item; within one proxy all of it is the run's noise.
+    for spread, ratio in ((between, 1.5), (within, 2)):
+        by_item = {
+            item["code"]: np.mean([spread[u] for u in units if u[0] == item["code"]])
+            for item in scale
+        }
+        assert max(by_item.values()) > ratio * min(by_item.values()), by_item
+        rho = spearmanr([ambiguity[u] for u in units], [spread[u] for u in units]).statistic
+        assert rho > 0.3, rho
+    # The items' own ambiguities differ, as drawn from the stated distribution.
+    drawn = [item_ambiguity(item["wording"]) for item in ITEMS]
+    assert len(set(drawn)) == len(ITEMS) and all(0 < a < 1 for a in drawn)
