@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 from django.core.cache import cache
 
+from apps.grading.bands import BELOW, SCORE_BINS, SCORED, THRESHOLD, bin_band
 from apps.grading.models import GradingMode, GradingRun
 from apps.grading.selectors.runs import SCORING_RULE, missing_reason
 from apps.runs.models import ResponseStatus
@@ -60,13 +61,11 @@ from .errors import AnalysisError
 from .figures import Figure
 from .labels import OFFLINE_NOTE
 from .method import METHOD_TABLE, NOT_REPORTED, Fidelity, Method, method_table, report_entries
-from .tables import Column, Table, TooFew
+from .tables import ANSWERS, Column, Table, TooFew
 
-THRESHOLD = 0.65
-# Fixed bins, so that figures of two runs compare bar for bar: scores by 0.05 from 0 to 1;
-# a question's SD across samples by 0.05 from 0 to 0.75 (scores in [0, 1] have a sample SD
-# of at most 0.71). i / 20 is the double nearest each edge, as a score of 13/20 is.
-SCORE_BINS = [i / 20 for i in range(21)]
+# Fixed bins, so that figures of two runs compare bar for bar: scores by 0.05 from 0 to 1
+# (SCORE_BINS, the answer viewer's bands too: apps/grading/bands.py); a question's SD across
+# samples by 0.05 from 0 to 0.75 (scores in [0, 1] have a sample SD of at most 0.71).
 SD_BINS = [i / 20 for i in range(16)]
 # Wilcoxon (questions both models answered) and Spearman (topics, or (model, topic) cells)
 # are shown over MIN_POINTS points or more (stats/points.py), else "too few points".
@@ -198,6 +197,17 @@ def topic_key(slug: str) -> str:
     return f"topic-{slug}"
 
 
+SCORED_QUERY = {"band": SCORED.key}
+
+
+def _topic_columns(data: BenchmarkData) -> list[Column]:
+    """A mean per topic, each cell linked to the answers behind it."""
+    return [
+        Column(topic_key(slug), name, "percent", 1, answers={"topic": slug})
+        for slug, name in data.topics
+    ]
+
+
 def _table3(data: BenchmarkData, means: pd.DataFrame) -> Table:
     by_model = means.groupby("model")
     overall, sd = by_model["mean"].mean(), by_model["sd"].mean()
@@ -210,6 +220,7 @@ def _table3(data: BenchmarkData, means: pd.DataFrame) -> Table:
             "model": model.label,
             "mean": _percent(overall.get(model.id)),
             "sd": _percent(sd.get(model.id)),
+            ANSWERS: {"model": model.id},
         }
         for slug, name in data.topics:
             row[topic_key(slug)] = _percent(topics.get((model.id, name)))
@@ -222,11 +233,11 @@ def _table3(data: BenchmarkData, means: pd.DataFrame) -> Table:
         name="table-3",
         title="Mean score per model, overall and per topic (Table 3)",
         columns=[
-            Column("model", "Model"),
-            Column("mean", "Overall mean", "percent", 1),
+            Column("model", "Model", answers={}),
+            Column("mean", "Overall mean", "percent", 1, answers={}),
             Column("sd", "Mean SD across samples", "percent", 1),
-            *[Column(topic_key(slug), name, "percent", 1) for slug, name in data.topics],
-            Column("answers", "Scored answers", "int"),
+            *_topic_columns(data),
+            Column("answers", "Scored answers", "int", answers=SCORED_QUERY),
             Column("questions", "Questions", "int"),
             Column("sd_questions", "Questions with 2+ samples", "int"),
         ],
@@ -305,6 +316,7 @@ def _all_models_row(data: BenchmarkData, means: pd.DataFrame) -> dict:
     row["questions"] = int(means["question"].nunique())
     row["sd_questions"] = None
     row[SUMMARY] = True
+    row[ANSWERS] = {}
     return row
 
 
@@ -424,6 +436,7 @@ def _table1(data: BenchmarkData, table3: Table, picks: list[Table1Pick]) -> Tabl
                 "rule": pick.rule_text,
                 **{key: scores[key] for key in ("mean", *topics, "answers", "questions")},
                 "model_id": pick.model.id,
+                ANSWERS: {"model": pick.model.id},
             }
         )
     chosen = sum(1 for p in picks if p.chosen)
@@ -432,13 +445,13 @@ def _table1(data: BenchmarkData, table3: Table, picks: list[Table1Pick]) -> Tabl
         title="One model per family (Table 1)",
         columns=[
             Column("family", "Family"),
-            Column("model", "Model"),
+            Column("model", "Model", answers={}),
             Column("version", "Version"),
             Column("released", "Release date"),
             Column("rule", "Picked by"),
-            Column("mean", "Overall mean", "percent", 1),
-            *[Column(topic_key(slug), name, "percent", 1) for slug, name in data.topics],
-            Column("answers", "Scored answers", "int"),
+            Column("mean", "Overall mean", "percent", 1, answers={}),
+            *_topic_columns(data),
+            Column("answers", "Scored answers", "int", answers=SCORED_QUERY),
             Column("questions", "Questions", "int"),
             Column("model_id", "Model id", "int"),
         ],
@@ -603,11 +616,14 @@ def _headline_rater(data: BenchmarkData) -> dict:
     return row | {"which": c.set_name, "r": r, "answers": c.score.n}
 
 
+MET = {"verdict": "met"}
+
+
 def _table4(data: BenchmarkData) -> Table:
     met = data.met.groupby(["model", "polarity", "kind"])[["judgments", "met"]].sum()
     rows = []
     for model in data.models:
-        row = {"model": model.label}
+        row = {"model": model.label, ANSWERS: {"model": model.id}}
         for polarity, kind, _label in CATEGORIES:
             key = f"{polarity}-{kind}"
             found = (model.id, polarity, kind) in met.index
@@ -616,11 +632,12 @@ def _table4(data: BenchmarkData) -> Table:
             row[key] = 100 * hits / judged if judged else None
             row[f"{key}-n"] = judged
         rows.append(row)
-    columns = [Column("model", "Model")]
+    columns = [Column("model", "Model", answers={})]
     for polarity, kind, label in CATEGORIES:
+        judged = {"polarity": polarity, "kind": kind}
         columns += [
-            Column(f"{polarity}-{kind}", f"{label}: met", "percent", 1),
-            Column(f"{polarity}-{kind}-n", f"{label}: judgments", "int"),
+            Column(f"{polarity}-{kind}", f"{label}: met", "percent", 1, answers=judged | MET),
+            Column(f"{polarity}-{kind}-n", f"{label}: judgments", "int", answers=judged),
         ]
     judgments = int(data.met["judgments"].sum()) if len(data.met) else 0
     return Table(
@@ -655,6 +672,9 @@ def _table4(data: BenchmarkData) -> Table:
     )
 
 
+BELOW_QUERY = {"band": BELOW.key}
+
+
 def _below(data: BenchmarkData) -> Table:
     scores = data.scores
     low = scores[scores["score"] < THRESHOLD].groupby("model").size()
@@ -668,6 +688,7 @@ def _below(data: BenchmarkData) -> Table:
                 "below": below,
                 "scored": n,
                 "share": 100 * below / n if n else None,
+                ANSWERS: {"model": model.id},
             }
         )
     total = len(scores)
@@ -678,16 +699,17 @@ def _below(data: BenchmarkData) -> Table:
             "below": below,
             "scored": total,
             "share": 100 * below / total if total else None,
+            ANSWERS: {},
         }
     )
     return Table(
         name="below-65",
         title="Answers scoring below 65%, per model",
         columns=[
-            Column("model", "Model"),
-            Column("below", "Answers below 65%", "int"),
-            Column("scored", "Scored answers", "int"),
-            Column("share", "Share below 65%", "percent", 1),
+            Column("model", "Model", answers={}),
+            Column("below", "Answers below 65%", "int", answers=BELOW_QUERY),
+            Column("scored", "Scored answers", "int", answers=SCORED_QUERY),
+            Column("share", "Share below 65%", "percent", 1, answers=BELOW_QUERY),
         ],
         rows=rows,
         notes=["An answer is below 65% when its score is under 0.65 (not equal to it)."],
@@ -721,6 +743,7 @@ def _low_questions(data: BenchmarkData, means: pd.DataFrame) -> Table:
             "models": int(r.models),
             "answers": int(r.answers),
             "question_id": int(q),
+            ANSWERS: {"question": int(q)},
         }
         for q, r in zip(low.index, low.itertuples(index=False), strict=True)
     ]
@@ -728,11 +751,11 @@ def _low_questions(data: BenchmarkData, means: pd.DataFrame) -> Table:
         name="low-questions",
         title="Questions whose mean over all models is below 65%",
         columns=[
-            Column("question", "Question"),
+            Column("question", "Question", answers={}),
             Column("topic", "Topic"),
-            Column("mean", "Mean over models", "percent", 1),
+            Column("mean", "Mean over models", "percent", 1, answers={}),
             Column("models", "Models", "int"),
-            Column("answers", "Scored answers", "int"),
+            Column("answers", "Scored answers", "int", answers=SCORED_QUERY),
             Column("question_id", "Question id", "int"),
         ],
         rows=rows,
@@ -1290,7 +1313,10 @@ def _histogram_table(
     unit: str,
     note: str,
     methods: tuple[Method, ...],
+    *,
+    of_answers: bool = False,
 ) -> Table:
+    """`of_answers`: the values are answers' scores, and each bin links to its answers."""
     rows = []
     for model in data.models:
         mine = values.get(model.id, np.array([]))
@@ -1303,6 +1329,11 @@ def _histogram_table(
                     "high": high,
                     "count": int(count),
                     "share": 100 * count / len(mine) if len(mine) else None,
+                    **(
+                        {ANSWERS: {"model": model.id, "band": bin_band(low).key}}
+                        if of_answers
+                        else {}
+                    ),
                 }
             )
     return Table(
@@ -1312,7 +1343,7 @@ def _histogram_table(
             Column("model", "Model"),
             Column("low", "Bin from", "float", 2),
             Column("high", "Bin to", "float", 2),
-            Column("count", unit, "int"),
+            Column("count", unit, "int", answers={}),
             Column("share", f"Share of the model's {unit.lower()}", "percent", 1),
         ],
         rows=rows,
@@ -1359,6 +1390,7 @@ def _figures(data: BenchmarkData, means: pd.DataFrame) -> dict[str, Figure]:
                 Fidelity.PAPER,
             ),
         ),
+        of_answers=True,
     )
     figures[table.name] = _histogram_figure(
         table, data, scores, SCORE_BINS, xlabel="Score", ylabel="Answers"

@@ -46,7 +46,7 @@ SCORE_COLUMNS = ["response", "model", "question", "sample", "score", "rubric"]
 MET_COLUMNS = ["model", "polarity", "kind", "judgments", "met"]
 # Changed whenever the report is computed or laid out differently, so that a report kept in
 # the cache by an older version of the code is never served.
-REPORT_METHODS = 3
+REPORT_METHODS = 4
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
+from urllib.parse import urlencode
 
 from django.http import StreamingHttpResponse
 
@@ -40,6 +41,11 @@ class TooFew:
         return f"too few points (n = {self.n:,})"
 
 
+# A row's key outside its columns: the answer viewer's filter (grading:answers) that picks the
+# answers behind the row ({"model": 3}); a column with `answers` adds its own to it.
+ANSWERS = "_answers"
+
+
 @dataclass(frozen=True)
 class Column:
     """`digits` is the number of decimals shown for a float or a percent.
@@ -54,6 +60,9 @@ class Column:
     kind: Kind = "text"
     digits: int = 3
     bounded: bool = False
+    # What the column adds to its row's ANSWERS filter ({"topic": "scams"}; {}: nothing):
+    # its cells link to the answers behind them. None: its cells are not linked.
+    answers: dict | None = None
 
     @property
     def numeric(self) -> bool:
@@ -81,6 +90,7 @@ class Cell:
     text: str
     numeric: bool
     offline_name: str = ""  # an offline model's name without its mark: the page badges it
+    answers: str = ""  # the answer viewer's query string for the answers behind the cell
 
 
 @dataclass
@@ -108,7 +118,12 @@ class Table:
         the name the page shows beside its badge."""
         return [
             [
-                Cell(text=text, numeric=column.numeric, offline_name=_offline_name(row[column.key]))
+                Cell(
+                    text=text,
+                    numeric=column.numeric,
+                    offline_name=_offline_name(row[column.key]),
+                    answers=_answers_query(row, column),
+                )
                 for text, column in zip(texts, self.columns, strict=True)
             ]
             for texts, row in zip(self.formatted_rows(), self.rows, strict=True)
@@ -117,6 +132,15 @@ class Table:
     def raw_rows(self) -> Iterator[list]:
         for row in self.rows:
             yield [_raw(row[column.key]) for column in self.columns]
+
+
+def _answers_query(row: dict, column: Column) -> str:
+    """The viewer's query for the answers behind a cell: none for an empty cell, a cell of
+    too few points, or a row or column that does not pick answers."""
+    picked = row.get(ANSWERS)
+    if picked is None or column.answers is None or _raw(row[column.key]) is None:
+        return ""
+    return urlencode({**picked, **column.answers})
 
 
 def _offline_name(value) -> str:

@@ -6,6 +6,7 @@ are the same answers. Reports import them; nothing here imports a report.
   under 0.65 (not equal to it).
 - `0.60-0.65` and the like: the report's histogram bins of 0.05; a bin holds its lower edge,
   the last bin (`0.95-1.00`) both.
+- `scored`: every answer with a score (the report's counts of scored answers).
 - `unscored`: answers with no score in the grading run (an error judgment, not graded yet, or
   not answered by the sampling run).
 """
@@ -45,6 +46,8 @@ class Band:
 BELOW = Band("below-65", "Below 65%", 0.0, THRESHOLD)
 AT_OR_ABOVE = Band("65-or-more", "65% or more", THRESHOLD, 1.0, closed=True)
 NO_SCORE = Band(UNSCORED, "No score", None, None)
+# Every answer with a score: what the report's counts of scored answers count.
+SCORED = Band("scored", "Any score", 0.0, 1.0, closed=True)
 
 
 def bin_band(low: float) -> Band:
@@ -56,9 +59,9 @@ def bin_band(low: float) -> Band:
 
 
 BINS = [bin_band(low) for low in SCORE_BINS[:-1]]
-BANDS = {band.key: band for band in (BELOW, AT_OR_ABOVE, NO_SCORE, *BINS)}
+BANDS = {band.key: band for band in (BELOW, AT_OR_ABOVE, SCORED, NO_SCORE, *BINS)}
 # What the answer viewer's filter offers by name; the bins are reached from a histogram's cells.
-NAMED = (BELOW, AT_OR_ABOVE, NO_SCORE)
+NAMED = (BELOW, AT_OR_ABOVE, SCORED, NO_SCORE)
 
 
 def band_get(key: str) -> Band | None:

@@ -182,6 +182,60 @@ def test_the_report_shows_its_tables_figures_provenance_and_links(researcher_cli
     assert html.count("<caption>") >= len(ON_PAGE)
 
 
+def cells_of(html: str, table: str) -> list[list[str]]:
+    """The cells of `table`'s body as the page shows them, row by row, in column order."""
+    body = re.search(rf'data-table="{table}">.*?<tbody>(.*?)</tbody>', html, re.S).group(1)
+    return [
+        re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row) for row in re.findall(r"<tr>(.*?)</tr>", body)
+    ]
+
+
+def viewer_count(client, cell: str) -> int:
+    href = html_lib.unescape(re.fullmatch(r'<a href="([^"]+)" data-answers>.*</a>', cell).group(1))
+    page = client.get(href).content.decode()
+    found = re.search(r'data-testid="answer-count">([\d,]+) answer', page).group(1)
+    return int(found.replace(",", ""))
+
+
+@pytest.mark.parametrize(
+    "table,column",
+    [("table-3", "answers"), ("below-65", "below"), ("figure-3", "count")],
+)
+def test_each_count_of_answers_in_the_report_opens_exactly_those_answers(
+    researcher_client, bench, table, column
+):
+    """Every non-zero count of answers is a link to the answer viewer, which finds as many:
+    a model's scored answers, its answers below 65% (and all models'), a histogram's bin."""
+    run = bench.grading
+    html = researcher_client.get(reverse("analysis:benchmark_report", args=[run.pk])).text
+    report = benchmark_report_for(run=run)
+    shape = report.tables[table] if table in report.tables else report.figures[table].table
+    at = [c.key for c in shape.columns].index(column)
+    followed = 0
+    for row in cells_of(html, table):
+        shown = re.sub(r"<[^>]+>", "", row[at])
+        if shown in ("0", ""):
+            assert "data-answers" not in row[at] or shown == "0"
+            continue
+        assert viewer_count(researcher_client, row[at]) == int(shown.replace(",", "")), row[0]
+        followed += 1
+    assert followed >= 3
+
+
+def test_a_topics_mean_and_a_criterion_kinds_rate_open_their_answers(researcher_client, bench):
+    run = bench.grading
+    html = researcher_client.get(reverse("analysis:benchmark_report", args=[run.pk])).text
+    topic = Topic.objects.get(name="scams")
+    links = re.findall(r'href="([^"]+)" data-answers', html)
+    viewer = reverse("grading:answers", args=[run.pk])
+    assert links and all(link.startswith(viewer + "?") for link in links)
+    assert any(f"topic={topic.slug}" in link for link in links)
+    met = [html_lib.unescape(link) for link in links if "verdict=met" in link]
+    assert met and all("polarity=" in link and "kind=" in link for link in met)
+    page = researcher_client.get(met[0])
+    assert page.status_code == 200 and 'data-testid="answer-count"' in page.text
+
+
 def test_the_grading_run_page_and_the_reports_page_link_to_the_report(researcher_client, bench):
     url = reverse("analysis:benchmark_report", args=[bench.grading.pk])
     run_page = researcher_client.get(reverse("grading:run_detail", args=[bench.grading.pk]))
@@ -237,7 +291,10 @@ def test_every_figure_is_served_as_svg_that_parses(researcher_client, bench):
 
 def table3_models(html: str) -> list[str]:
     body = html.split('data-table="table-3"', 1)[1].split("</tbody>", 1)[0]
-    return re.findall(r'<th scope="row">(.*?)</th>', body)
+    # A model's name is a link to its answers: the name is the link's text.
+    return [
+        re.sub(r"<[^>]+>", "", name) for name in re.findall(r'<th scope="row">(.*?)</th>', body)
+    ]
 
 
 def test_table_3_sorts_on_the_server_and_its_csv_keeps_the_order(researcher_client, bench):

@@ -222,6 +222,8 @@ def benchmark_report_page(request, run_id: int):
         "figures": list(report.figures.items()),
         "low_questions": len(report.tables["low-questions"].rows),
         "low_responses": len(report.tables["low-responses"].rows),
+        # Each cell that stands for answers links to them in the answer viewer.
+        "answers_url": reverse("grading:answers", args=[run.pk]),
     }
     return render(request, "analysis/benchmark_report.html", context)
 
