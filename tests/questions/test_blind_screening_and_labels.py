@@ -95,7 +95,7 @@ def test_every_researcher_sees_both_decisions_once_both_are_in(ana, ben, decided
     for user in (ben, third):
         assert all(decisions_seen(user, decided).values()), user
         rows = exported(signed_in(user), DECISIONS)
-        assert sorted(r["researcher__username"] for r in rows) == ["screener-ana", "screener-ben"]
+        assert sorted(r["researcher_username"] for r in rows) == ["screener-ana", "screener-ben"]
     assert ScreeningDecision.objects.count() == 2
 
 
@@ -146,7 +146,7 @@ def labels_seen(user, question) -> dict[str, bool]:
         == ("true", "true", "false"),
         "label list": "screener-ana" in client.get(reverse(LABELS)).content.decode(),
         "label page": label_page.status_code == 200,
-        "label export": any(r["researcher__username"] == "screener-ana" for r in label_rows),
+        "label export": any(r["researcher_username"] == "screener-ana" for r in label_rows),
     }
 
 

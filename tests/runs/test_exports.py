@@ -67,8 +67,8 @@ def test_the_console_exports_selected_responses_with_the_same_columns(role_clien
     assert len(rows) == 8
     row = next(r for r in rows if r["id"] == str(formula.pk))
     assert row["text"].startswith("'=HYPERLINK") and row["offline"] == "true"
-    assert row["question__external_id"] == formula.question.external_id
-    assert {r["offline"] for r in rows if "paid" in r["model__litellm_model"]} == {"false"}
+    assert row["question_external_id"] == formula.question.external_id
+    assert {r["offline"] for r in rows if "paid" in r["model_litellm_model"]} == {"false"}
 
 
 def test_the_console_lists_runs_with_a_link_to_their_page_and_keeps_them_whole(
