@@ -24,12 +24,7 @@ from .models import (
 )
 from .pseudonyms import pseudonym, pseudonym_sql
 from .selectors import study_items_frozen
-from .services import (
-    participant_mark_returned,
-    response_import_csv,
-    scenario_import_json,
-    survey_item_save,
-)
+from .services import participant_mark_returned, survey_file_import, survey_item_save
 
 
 @admin.register(Scenario)
@@ -52,19 +47,14 @@ class ScenarioAdmin(ReadOnlyAdmin):
         form = ImportForm(request.POST or None, request.FILES or None)
         if request.method == "POST" and form.is_valid():
             upload = form.cleaned_data["file"]  # its size was checked before it is read
-            data, name = upload.read(), upload.name
             try:
-                if form.cleaned_data["kind"] == "scenarios":
-                    summary = scenario_import_json(text=data, user=request.user, filename=name)
-                    note = (
-                        f"{summary.created} scenario(s) imported, "
-                        f"{summary.unchanged} already there."
-                    )
-                else:
-                    count = response_import_csv(
-                        text=data, study=form.cleaned_data["study"], filename=name
-                    )
-                    note = f"{count} response(s) imported."
+                note = survey_file_import(
+                    kind=form.cleaned_data["kind"],
+                    text=upload.read(),
+                    filename=upload.name,
+                    study=form.cleaned_data["study"],
+                    user=request.user,
+                )
             except SurveyError as exc:
                 form.add_error("file", str(exc))
             else:

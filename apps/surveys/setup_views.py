@@ -12,7 +12,7 @@ from . import selectors
 from .errors import SurveyError
 from .forms import ImportForm
 from .models import ResponseSource, Scenario, ScenarioResponse, Study, SurveyItem
-from .services import response_import_csv, scenario_import_json, survey_item_save
+from .services import survey_file_import, survey_item_save
 from .setup_forms import SurveyItemForm
 
 
@@ -26,16 +26,13 @@ def scenario_import(request):
         upload = form.cleaned_data["file"]  # its size was checked before it is read
         data, name = upload.read(), upload.name
         try:
-            if form.cleaned_data["kind"] == "scenarios":
-                summary = scenario_import_json(text=data, user=request.user, filename=name)
-                note = (
-                    f"{name}: {summary.created} scenario(s) imported, "
-                    f"{summary.unchanged} skipped (already there, unchanged), no errors."
-                )
-            else:
-                study = form.cleaned_data["study"]
-                count = response_import_csv(text=data, study=study, filename=name)
-                note = f"{name}: {count} response(s) imported, no errors."
+            note = survey_file_import(
+                kind=form.cleaned_data["kind"],
+                text=data,
+                filename=name,
+                study=form.cleaned_data["study"],
+                user=request.user,
+            )
         except SurveyError as exc:
             refused = {"filename": name, "problems": getattr(exc, "problems", [str(exc)])}
         else:

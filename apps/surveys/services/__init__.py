@@ -46,6 +46,7 @@ from .scenarios import (
     scenario_response_record,
     scenario_responses_request,
     study_scenario_record_error,
+    survey_file_import,
 )
 from .studies import study_create, study_set_status, study_update, survey_item_save
 
@@ -91,5 +92,6 @@ __all__ = [
     "study_set_status",
     "study_sync_returned",
     "study_update",
+    "survey_file_import",
     "survey_item_save",
 ]

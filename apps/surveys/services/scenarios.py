@@ -445,3 +445,19 @@ class ScenarioResponseWork(engine.Work):
 
 
 SCENARIO_RESPONSE_WORK = engine.register(ScenarioResponseWork())
+
+
+def survey_file_import(
+    *, kind: str, text: str | bytes, filename: str, study: Study | None = None, user=None
+) -> str:
+    """A file of scenarios (`kind` "scenarios": PrivacyLens JSON) or of responses (CSV, shown
+    in `study`), imported whole or refused with SurveyError; what was imported, in a sentence,
+    as the console and the setup page say it."""
+    if kind == "scenarios":
+        summary = scenario_import_json(text=text, user=user, filename=filename)
+        return (
+            f"{filename}: {summary.created} scenario(s) imported, "
+            f"{summary.unchanged} skipped (already there, unchanged), no errors."
+        )
+    count = response_import_csv(text=text, study=study, filename=filename)
+    return f"{filename}: {count} response(s) imported, no errors."
