@@ -203,11 +203,28 @@ def cell(page, table: str, row: str, column: int) -> str:
     return found.first.locator("td").nth(column).inner_text().strip()
 
 
+# The pairs of an SVG's texts (labels, titles, values, the legend's) whose boxes overlap by
+# more than a pixel each way, as the browser lays them out.
+OVERLAPS = """() => {
+  const boxes = [...document.querySelectorAll("text")]
+    .filter(t => t.textContent.trim())
+    .map(t => [t.textContent.trim(), t.getBoundingClientRect()]);
+  const found = [];
+  boxes.forEach(([a, p], i) => boxes.slice(i + 1).forEach(([b, q]) => {
+    const x = Math.min(p.right, q.right) - Math.max(p.left, q.left);
+    const y = Math.min(p.bottom, q.bottom) - Math.max(p.top, q.top);
+    if (x > 1 && y > 1) found.push([a, b]);
+  }));
+  return found;
+}"""
+
+
 def test_the_report_reads_like_a_results_section(new_context, live_server, demo_like):
     """At 360 and 1366 px: the page never scrolls sideways (a wide table scrolls in its own
     region); the headline's numbers are the tables'; a model reads its short name with one
     offline badge; the contents links lead to their sections, which fold; axe finds nothing
-    serious. Full-page screenshots at both widths go to test-artifacts/."""
+    serious; no two labels of a figure overlap as the browser draws it. Full-page screenshots
+    at both widths go to test-artifacts/."""
     bench, researcher = demo_like
     run = bench.grading
     report = benchmark_report_for(run=run)
@@ -278,5 +295,11 @@ def test_the_report_reads_like_a_results_section(new_context, live_server, demo_
         page.evaluate("window.scrollTo(0, 0)")
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"benchmark-report-{width}.png"), full_page=True)
+        if width == 1366:
+            # Each figure, opened as the browser draws it: no two of its labels' boxes overlap.
+            for name in report.figures:
+                page.goto(f"/analysis/grading/{run.pk}/figures/{name}.svg")
+                assert page.locator("text").count() > 10, name  # drawn as text, not paths
+                assert page.evaluate(OVERLAPS) == [], name
         assert problems == []
         context.close()
