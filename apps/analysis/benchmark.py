@@ -100,6 +100,8 @@ ALL_MODELS_MEAN = "Means over all models (Table 3's All models row)"
 SUMMARY = "summary"  # a row's key outside its columns: a summary row, last however sorted
 CELLS = ("(model, topic) cell", "(model, topic) cells")
 TOPICS = ("topic", "topics")
+FAMILIES = ("family", "families")
+MODELS = ("model", "models")
 AS_PUBLISHED, ADDED = "As published", "Added by Assay"
 # Table 1: what picked a family's model.
 PICK_CHOSEN, PICK_ONLY, PICK_RELEASED, PICK_CREATED = "chosen", "only", "released", "created"
@@ -462,8 +464,9 @@ def _table1(data: BenchmarkData, table3: Table, picks: list[Table1Pick]) -> Tabl
             "console, on the model), and when none has one, the model added to Assay last; "
             "the newest added breaks a tie. Picked by says which rule picked each row.",
             "Means and counts are Table 3's, in percent.",
-            f"{chosen:,} of the {len(rows):,} families show a chosen model instead of their "
-            "newest.",
+            f"{chosen:,} of the {_count(len(rows), FAMILIES)} "
+            f"{'shows' if chosen == 1 else 'show'} a chosen model instead of "
+            f"{'its' if len(rows) == 1 else 'their'} newest.",
         ],
         methods=(
             Method(
@@ -475,7 +478,7 @@ def _table1(data: BenchmarkData, table3: Table, picks: list[Table1Pick]) -> Tabl
                 Fidelity.CHOSEN if chosen else Fidelity.OURS,
             ),
         ),
-        n=f"{len(rows):,} families of {len(data.models):,} models",
+        n=f"{_count(len(rows), FAMILIES)} of {_count(len(data.models), MODELS)}",
     )
 
 
