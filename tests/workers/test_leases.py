@@ -191,7 +191,7 @@ def test_the_study_page_shows_a_stalled_generation_its_takeover_and_a_late_messa
     assert wait_until(lambda: all(c.lease_ran_out for c in stalled), timeout=30)
     page = client.get(page_url).content.decode()
     assert "the worker generating them stopped" in page
-    assert "6 of 6 scenario(s) without a response" in page
+    assert "6 of 6 scenarios without a response to rate" in page
 
     start_worker(queue=queue, env=WORKER_ENV)
     assert requeue_expired_task.run()[kind.work.name] == 1
@@ -199,7 +199,7 @@ def test_the_study_page_shows_a_stalled_generation_its_takeover_and_a_late_messa
         lambda: ResponseGeneration.objects.get(pk=pk).status == GenerationStatus.DONE, timeout=90
     )
     page = client.get(page_url).content.decode()
-    assert "done" in page and "0 of 6 scenario(s) without a response" in page
+    assert "done" in page and "Every scenario has a response to rate." in page
     calls = LLMCall.objects.filter(status=CallStatus.OK).count()
     assert calls == 6
     # The dead worker's message, should the broker hand it back after its visibility timeout.
