@@ -956,6 +956,7 @@ def _kruskal(data: BenchmarkData, means: pd.DataFrame) -> Table:
         mine = means[means["model"] == model.id]
         groups = [g["mean"].to_numpy() for _t, g in mine.groupby("topic")]
         row = {"model": model.label, "topics": len(groups), "n": len(mine)}
+        row[ANSWERS] = {"model": model.id} | SCORED_QUERY
         result = significance.kruskal(groups)
         if result.undefined is Undefined.TOO_FEW:
             row |= _undefined(
@@ -972,7 +973,7 @@ def _kruskal(data: BenchmarkData, means: pd.DataFrame) -> Table:
         name="kruskal",
         title="Kruskal-Wallis test across topics, per model",
         columns=[
-            Column("model", "Model"),
+            Column("model", "Model", answers={}),
             *_test_columns("H"),
             Column("topics", "Topics", "int"),
             Column("n", "Questions", "int"),
@@ -1258,7 +1259,14 @@ def _shape(data: BenchmarkData, *, measure: str) -> Table:
     rows = []
     for model in data.models:
         values = by_model.get(model.id, np.array([]))
-        rows.append({"model": model.label, **shape(values, measure=measure), "n": len(values)})
+        rows.append(
+            {
+                "model": model.label,
+                **shape(values, measure=measure),
+                "n": len(values),
+                ANSWERS: {"model": model.id} | SCORED_QUERY,
+            }
+        )
     _adjusted(rows)
     if measure == "skewness":
         title = "Skewness of the answers' scores, per model"
@@ -1273,12 +1281,12 @@ def _shape(data: BenchmarkData, *, measure: str) -> Table:
         name=measure,
         title=title,
         columns=[
-            Column("model", "Model"),
+            Column("model", "Model", answers={}),
             Column("statistic", label, "float", 3),
             Column("z", "z", "float", 3),
             Column("p", "p", "float", 4),
             Column("p_bh", "p (BH)", "float", 4),
-            Column("n", "Answers", "int"),
+            Column("n", "Answers", "int", answers={}),
             Column("note", "Note"),
         ],
         rows=rows,

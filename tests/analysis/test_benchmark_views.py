@@ -199,7 +199,12 @@ def viewer_count(client, cell: str) -> int:
 
 @pytest.mark.parametrize(
     "table,column",
-    [("table-3", "answers"), ("below-65", "below"), ("figure-3", "count")],
+    [
+        ("table-3", "answers"),
+        ("below-65", "below"),
+        ("figure-3", "count"),
+        ("skewness", "n"),
+    ],
 )
 def test_each_count_of_answers_in_the_report_opens_exactly_those_answers(
     researcher_client, bench, table, column
