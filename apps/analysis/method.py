@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from stats.points import MIN_POINTS
+
 from .tables import Column, Table, table_csv_lines
 
 
@@ -51,6 +53,16 @@ class Method:
 
 
 METHOD_TABLE = "method"
+EVERY_STATISTIC = "every statistic"
+# The rule every report's statistics keep (stats/points.py): its panel's last row.
+FEW_POINTS = Method(
+    "Statistics over too few points",
+    NOT_REPORTED,
+    f"A correlation, test, alpha, kappa, accuracy or F1 over fewer than {MIN_POINTS} points "
+    "is not shown: its cell says too few points, with n; the CSV and the API leave it empty.",
+    Fidelity.OURS,
+    settings={"min_points": MIN_POINTS},
+)
 
 
 def method_table(*, entries: list[tuple[str, Method]], n: str = "") -> Table:
@@ -94,7 +106,8 @@ def departures(table: Table) -> int:
 def report_entries(
     *, tables: dict[str, Table], figures: dict, runs: list[tuple[str, Method]]
 ) -> list[tuple[str, Method]]:
-    """The runs' rows, then each table's and each figure's methods, in the report's order."""
+    """The runs' rows, then each table's and each figure's methods, in the report's order,
+    then the rule for statistics over too few points."""
     entries = list(runs)
     seen = set()
     for name, table in [*tables.items(), *((n, f.table) for n, f in figures.items())]:
@@ -102,7 +115,7 @@ def report_entries(
             continue
         seen.add(name)
         entries += [(name, method) for method in table.methods]
-    return entries
+    return [*entries, (EVERY_STATISTIC, FEW_POINTS)]
 
 
 def method_sheet_lines(run) -> Iterator[str]:

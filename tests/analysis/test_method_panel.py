@@ -22,6 +22,7 @@ from apps.analysis.selectors import survey_report_current
 from apps.analysis.tables import Column, Table
 from apps.llm.models import PromptTemplate, Purpose
 from apps.surveys.models import SurveyItem
+from stats.points import MIN_POINTS
 from tests.analysis.benchmark_builders import Q, bench_make
 from tests.analysis.builders import person, proxy, rate
 from tests.api.builders import bearer, token_for
@@ -67,6 +68,19 @@ def test_every_table_and_figure_of_the_benchmark_report_has_its_method(bench):
     assert set(report.tables) - {METHOD_TABLE} <= where
     assert set(report.figures) <= where
     assert {row["fidelity"] for row in panel.rows} <= set(FIDELITY_LABELS.values())
+    few_points_row_says_the_minimum(panel)
+
+
+def few_points_row_says_the_minimum(panel: Table) -> None:
+    """The panel's last row: the minimum under which a statistic is not shown, as Assay's
+    choice (the paper reports none)."""
+    last = panel.rows[-1]
+    assert (last["statistic"], last["where"]) == (
+        "Statistics over too few points",
+        "every statistic",
+    )
+    assert f"fewer than {MIN_POINTS} points" in last["ours"]
+    assert last["fidelity"] == FIDELITY_LABELS[Fidelity.OURS]
 
 
 def test_a_table_without_a_method_is_found():
@@ -173,6 +187,7 @@ def test_every_table_and_figure_of_the_survey_report_has_its_method(rated):
     assert medians["fidelity"] == FIDELITY_LABELS[Fidelity.OURS]
     (ddof,) = rows_of(panel, "Which standard deviation (Figure 5)")
     assert ddof["fidelity"] == FIDELITY_LABELS[Fidelity.OURS] and "ddof=0" in ddof["ours"]
+    few_points_row_says_the_minimum(panel)
 
 
 def test_the_survey_panel_is_on_the_page_and_in_the_api(client, rated):
