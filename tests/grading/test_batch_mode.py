@@ -2,7 +2,7 @@
 grader named when it has no batch API), the estimate's batch cost beside the live cost, and
 the run page's provider batches, polled with its progress."""
 
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 from django.urls import reverse
@@ -100,12 +100,12 @@ def test_the_estimate_shows_the_batch_cost_beside_the_live_cost(
     html = client_researcher.get(reverse("grading:run_detail", args=[run.pk])).content.decode()
     live = html.split('data-testid="estimate-live">')[1].split("<")[0]
     batch = html.split('data-testid="estimate-batch">')[1].split("<")[0]
-    assert Decimal(live) == estimate.cost_usd.quantize(Decimal("0.0001"))
+    assert Decimal(live) == estimate.cost_usd.quantize(Decimal("0.0001"), ROUND_HALF_UP)
     if batch_api:
         assert estimate.batch_cost_usd == (estimate.cost_usd * Decimal("0.5")).quantize(
             Decimal("0.000001")
         )
-        assert Decimal(batch) == estimate.batch_cost_usd.quantize(Decimal("0.0001"))
+        assert Decimal(batch) == estimate.batch_cost_usd.quantize(Decimal("0.0001"), ROUND_HALF_UP)
     else:
         assert estimate.batch_cost_usd is None
         assert batch == "no batch API"

@@ -3,7 +3,7 @@
 estimate's batch cost beside the live cost, and the provider batches on the run's page
 (polled with its progress) and on the study's page."""
 
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 from django.urls import reverse
@@ -87,7 +87,7 @@ def test_the_proxy_estimate_shows_the_batch_cost_beside_the_live_cost(role_clien
         row.split('data-testid="estimate-batch">')[1].split("<")[0]
         for row in page.split('data-testid="estimate-row"')[1:]
     ]
-    shown = str(rows[cheap]["batch_cost_usd"].quantize(Decimal("0.0001")))
+    shown = str(rows[cheap]["batch_cost_usd"].quantize(Decimal("0.0001"), ROUND_HALF_UP))
     assert sorted(cells) == sorted([shown, "no batch API"])
     assert f"since {live_only.display_name} has no batch API" in page
 
