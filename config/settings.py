@@ -117,6 +117,7 @@ INSTALLED_APPS = [
     "apps.rubrics",
     "apps.grading",
     "apps.surveys",
+    "apps.answer_studies",
     "apps.analysis",
     "apps.demo",
     "workers",  # registers how background work is queued (workers/apps.py)

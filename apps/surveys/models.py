@@ -117,8 +117,20 @@ class StudyStatus(models.TextChoices):
     CLOSED = "closed", "Closed"
 
 
+class StudyKind(models.TextChoices):
+    SCENARIOS = "scenarios", "PrivacyLens scenarios"
+    ANSWERS = "answers", "Answers from a benchmark run"
+
+
 class Study(models.Model):
     name = models.CharField(max_length=200)
+    kind = models.CharField(
+        max_length=10,
+        choices=StudyKind.choices,
+        default=StudyKind.SCENARIOS,
+        help_text="What participants rate: scenarios with a response, or a benchmark's answers "
+        "(apps/answer_studies made them).",
+    )
     slug = models.SlugField(
         max_length=40,
         unique=True,
@@ -191,24 +203,58 @@ class StudySimulation(models.Model):
         return f"What made the data of {self.study}"
 
 
+class UnitKind(models.TextChoices):
+    SCENARIO = "scenario", "Scenario and response"
+    ANSWER = "answer", "Question and answer"
+    PAIR = "pair", "Question and two answers"
+
+
 class StudyScenario(models.Model):
-    """A scenario in a study and the response shown with it. Its row lock guards the count."""
+    """A unit of a study, which every participant who gets it rates: a scenario and the
+    response shown with it, or (answer studies) a question and one answer, or a question and
+    two answers to compare. Its row lock guards the count of ratings.
+
+    An answer unit holds the text participants see, copied when the study was drawn: what
+    people rated never changes under them, and this app needs nothing of the benchmark's
+    (apps/answer_studies links each unit to the answers it shows)."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="study_scenarios")
-    scenario = models.ForeignKey(Scenario, on_delete=models.PROTECT, related_name="+")
+    kind = models.CharField(max_length=10, choices=UnitKind.choices, default=UnitKind.SCENARIO)
+    scenario = models.ForeignKey(
+        Scenario, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     response = models.ForeignKey(
         ScenarioResponse, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     response_error = models.TextField(blank=True)
+    label = models.CharField(
+        max_length=40, blank=True, help_text="Answer units: the name researchers see (no model)."
+    )
+    question_text = models.TextField(blank=True, help_text="Answer units: the question as asked.")
+    answer_text = models.TextField(blank=True, help_text="Answer units: the answer (Markdown).")
+    answer_b_text = models.TextField(blank=True, help_text="Pairs: the second answer.")
 
     class Meta:
-        ordering = ["scenario__name"]
+        ordering = ["scenario__name", "pk"]
         constraints = [
-            models.UniqueConstraint(fields=["study", "scenario"], name="study_scenario_once")
+            models.UniqueConstraint(fields=["study", "scenario"], name="study_scenario_once"),
+            models.CheckConstraint(
+                condition=Q(kind=UnitKind.SCENARIO, scenario__isnull=False)
+                | Q(kind=UnitKind.ANSWER, scenario__isnull=True, answer_b_text="")
+                & ~Q(answer_text="")
+                | Q(kind=UnitKind.PAIR, scenario__isnull=True)
+                & ~Q(answer_text="")
+                & ~Q(answer_b_text=""),
+                name="unit_has_what_it_shows",
+            ),
         ]
 
     def __str__(self):
-        return f"{self.study_id}:{self.scenario.name}"
+        return f"{self.study_id}:{self.name}"
+
+    @property
+    def name(self) -> str:
+        return self.scenario.name if self.scenario_id else self.label
 
 
 class GenerationStatus(models.TextChoices):
@@ -310,6 +356,11 @@ class ScenarioResponseCall(Leased):
 class ItemKind(models.TextChoices):
     YES_NO = "yes_no", "Yes / no"
     SCALE = "scale", "Labelled scale"
+    PAIR = "pair", "Which of two answers"
+
+
+# A pair item's answers, first to last (the report reads "a", "b" and "equal").
+PAIR_CHOICES = [("a", "Answer A"), ("b", "Answer B"), ("equal", "They help about the same")]
 
 
 class ItemGroup(models.TextChoices):
@@ -317,6 +368,9 @@ class ItemGroup(models.TextChoices):
 
     HELPFULNESS = "helpfulness", "Helpfulness"
     PRIVACY = "privacy", "Privacy"
+    WOULD_USE = "would_use", "Would use"
+    PRESENTATION = "presentation", "Presentation"
+    PREFERENCE = "preference", "Preference between two answers"
 
 
 class SurveyItem(models.Model):
@@ -344,6 +398,13 @@ class SurveyItem(models.Model):
         help_text="What the item measures, as the published study grouped its items "
         "(helpfulness, privacy); the survey report's rho per group takes the group's scale "
         "items. Empty: in no group.",
+    )
+    unit_kind = models.CharField(
+        "asked of",
+        max_length=10,
+        choices=UnitKind.choices,
+        default=UnitKind.SCENARIO,
+        help_text="The units whose page shows the item.",
     )
     order = models.PositiveSmallIntegerField(default=0)
     attention_check = models.BooleanField(default=False)
@@ -373,6 +434,8 @@ class SurveyItem(models.Model):
     def choices(self) -> list[tuple[str, str]]:
         if self.kind == ItemKind.YES_NO:
             return [("yes", "Yes"), ("no", "No")]
+        if self.kind == ItemKind.PAIR:
+            return PAIR_CHOICES
         return [(str(i), label) for i, label in enumerate(self.scale_labels, start=1)]
 
 
@@ -394,9 +457,24 @@ class ProxyRun(Run):
         validators=[MinValueValidator(0), MaxValueValidator(2)],
         help_text="Empty: each provider's default, as the published study left it.",
     )
+    # A sweep: variants of one model, each a proxy of its own in the report (services/
+    # proxies.py, proxy_sweep_create): one per temperature listed, and, with `sweep_personas`,
+    # a persona for each person who finished the study.
+    sweep_temperatures = models.JSONField(
+        default=list, blank=True, help_text="A sweep's temperatures, as decimal strings."
+    )
+    sweep_personas = models.BooleanField(
+        default=False,
+        help_text="A sweep: one proxy for each person who finished, given that person's "
+        "answers to the demographic items (never their ratings).",
+    )
 
     class Meta(Run.Meta):
         pass
+
+    @property
+    def is_sweep(self) -> bool:
+        return bool(self.sweep_temperatures) or self.sweep_personas
 
     def __str__(self):
         return f"Proxy run {self.pk} of study {self.study_id} ({self.status})"
@@ -491,6 +569,25 @@ class Participant(models.Model):
     run_index = models.PositiveIntegerField(null=True, blank=True)
     proxy_run = models.ForeignKey(
         ProxyRun, null=True, blank=True, on_delete=models.CASCADE, related_name="participants"
+    )
+    variant = models.CharField(
+        max_length=60,
+        blank=True,
+        help_text="Proxies of a sweep: the variant this one is (its temperature, or a persona). "
+        "Empty: the model as the run asked it.",
+    )
+    temperature = models.DecimalField(
+        max_digits=3,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0), MaxValueValidator(2)],
+        help_text="Proxies of a sweep: the temperature its calls use (empty: the run's).",
+    )
+    # A persona proxy is given this person's answers to the demographic items, copied into its
+    # own age, gender, education and income, and nothing else of theirs (never a rating).
+    persona_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     simulated = models.BooleanField(
         default=False,
