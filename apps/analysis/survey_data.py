@@ -74,10 +74,22 @@ class Item:
 
 @dataclass(frozen=True)
 class Group:
-    key: str  # "people", or "model:<id>"
+    key: str  # "people", "model:<id>", or "model:<id>/<variant>" for a sweep's variant
     label: str
     offline: bool = False
     simulated: bool = False
+    variant: str = ""  # a sweep's variant ("temperature 1.0", "persona"); "" the model as asked
+
+    @property
+    def model_key(self) -> str:
+        """The plain proxy of the same model ("model:<id>"), which a variant is set against."""
+        return self.key.split("/", 1)[0]
+
+
+def proxy_key(model_id, variant: str) -> str:
+    """The group of a proxy participant: its model, and its variant when a sweep made it."""
+    key = f"model:{int(model_id)}"
+    return f"{key}/{variant}" if variant else key
 
 
 @dataclass(frozen=True)
@@ -102,7 +114,7 @@ class SurveyData:
 
     study: Study
     items: list[Item]
-    scenarios: list[str]  # names, in order; a scenario's index is its position here
+    scenarios: list[str]  # the units' names, in order; a unit's index is its position here
     groups: list[Group]
     answers: pd.DataFrame
     people: pd.DataFrame  # one row per person analysed: participant, simulated, demographics
@@ -162,7 +174,6 @@ def _excluded_humans(study: Study) -> tuple[set[int], dict[str, int]]:
 
 
 def survey_data(*, study: Study) -> SurveyData:
-    import numpy as np
     import pandas as pd
 
     items = [
@@ -173,15 +184,16 @@ def survey_data(*, study: Study) -> SurveyData:
             labels=tuple(i.scale_labels) if i.kind == ItemKind.SCALE else ("No", "Yes"),
             measures=i.group,
         )
-        for i in SurveyItem.objects.filter(study=study, attention_check=False)
+        # A pair item (which of two answers helps more) is no rating of one unit: the answer
+        # study's report ranks models from it (apps/analysis/answer_study.py).
+        for i in SurveyItem.objects.filter(study=study, attention_check=False).exclude(
+            kind=ItemKind.PAIR
+        )
     ]
     kinds = {item.code: item.kind for item in items}
-    scenarios = list(
-        StudyScenario.objects.filter(study=study)
-        .order_by("scenario__name")
-        .values_list("scenario__name", flat=True)
-    )
-    index = {name: i for i, name in enumerate(scenarios)}
+    units = StudyScenario.objects.filter(study=study).select_related("scenario")
+    scenarios = [unit.name for unit in units]
+    index = {unit.pk: i for i, unit in enumerate(units)}
     excluded, reasons = _excluded_humans(study)
     rows = (
         Answer.objects.filter(
@@ -194,7 +206,8 @@ def survey_data(*, study: Study) -> SurveyData:
             "assignment__participant_id",
             "assignment__participant__kind",
             "assignment__participant__model_id",
-            "assignment__study_scenario__scenario__name",
+            "assignment__participant__variant",
+            "assignment__study_scenario_id",
             "item__code",
             "value",
             "explanation",
@@ -203,16 +216,17 @@ def survey_data(*, study: Study) -> SurveyData:
     )
     frame = pd.DataFrame(
         list(rows),
-        columns=["rater", "kind", "model_id", "scenario", "item", "raw", "explanation"],
+        columns=["rater", "kind", "model_id", "variant", "scenario", "item", "raw", "explanation"],
     )
     frame["scenario"] = frame["scenario"].map(index)
     frame["value"] = [_value(kinds[c], v) for c, v in zip(frame["item"], frame["raw"], strict=True)]
     frame = frame.dropna(subset=["value"])
-    frame["group"] = np.where(
-        frame["kind"] == ParticipantKind.HUMAN,
-        PEOPLE,
-        "model:" + frame["model_id"].astype("Int64").astype(str),
-    )
+    frame["group"] = [
+        PEOPLE if kind == ParticipantKind.HUMAN else proxy_key(model_id, variant)
+        for kind, model_id, variant in zip(
+            frame["kind"], frame["model_id"], frame["variant"], strict=True
+        )
+    ]
     people = pd.DataFrame(
         list(
             Participant.objects.filter(
@@ -223,15 +237,19 @@ def survey_data(*, study: Study) -> SurveyData:
     )
     groups = [Group(PEOPLE, "People", simulated=bool(people["simulated"].any()))]
     answered = set(frame["group"])
-    proxy_models = ModelConfig.objects.filter(
-        pk__in=Participant.objects.filter(study=study, kind=ParticipantKind.PROXY).values(
-            "model_id"
+    variants = set(
+        Participant.objects.filter(study=study, kind=ParticipantKind.PROXY).values_list(
+            "model_id", "variant"
         )
-    ).order_by("display_name")
-    for model in proxy_models:
-        key = f"model:{model.pk}"
+    )
+    models = ModelConfig.objects.in_bulk({model_id for model_id, _ in variants})
+    for model_id, variant in sorted(
+        variants, key=lambda mv: (models[mv[0]].display_name, mv[1] != "", mv[1])
+    ):
+        model, key = models[model_id], proxy_key(model_id, variant)
         if key in answered:
-            groups.append(Group(key, model.display_name, offline=model.is_offline))
+            label = f"{model.display_name} ({variant})" if variant else model.display_name
+            groups.append(Group(key, label, offline=model.is_offline, variant=variant))
     proxies = frame.loc[frame["group"] != PEOPLE, "rater"].unique().tolist()
     return SurveyData(
         study=study,
@@ -248,9 +266,9 @@ def survey_data(*, study: Study) -> SurveyData:
 def _proxy_settings(participants: list[int]) -> list[ProxySetting]:
     counts = list(
         Participant.objects.filter(pk__in=participants)
-        .values("model_id", "proxy_run_id")
+        .values("model_id", "variant", "proxy_run_id")
         .annotate(n=Count("pk"))
-        .order_by("model_id", "proxy_run_id")
+        .order_by("model_id", "variant", "proxy_run_id")
     )
     runs = ProxyRun.objects.select_related("prompt").in_bulk(
         {c["proxy_run_id"] for c in counts} - {None}
@@ -259,12 +277,13 @@ def _proxy_settings(participants: list[int]) -> list[ProxySetting]:
     found = []
     for c in counts:
         model, run = models[c["model_id"]], runs.get(c["proxy_run_id"])
+        key = proxy_key(model.pk, c["variant"])
         if run is None:
-            found.append(ProxySetting(f"model:{model.pk}", None, c["n"], "", None, {}, ()))
+            found.append(ProxySetting(key, None, c["n"], "", None, {}, ()))
             continue
         found.append(
             ProxySetting(
-                group=f"model:{model.pk}",
+                group=key,
                 run=run.pk,
                 raters=c["n"],
                 prompt=str(run.prompt),
