@@ -10,6 +10,8 @@ shows it.
 - `calibration`: an auto-rater's labels against the experts' (accuracy, kappa, macro F1).
 - `pairs`: Bradley-Terry strengths from pairwise judgments (choix), with their cluster
   bootstrap, and the win rates of each pair of items.
+- `regression`: least squares of an outcome on a few predictors (statsmodels), with the
+  predictors it cannot estimate and the rows with a missing value left out and reported.
 - `descriptive`: groups' mean, median and interquartile range, and the lower median.
 - `points`: the fewest points a report shows a statistic over (`MIN_POINTS`).
 
