@@ -2,7 +2,8 @@
 shows it.
 
 - `agreement`: Krippendorff's alpha and its cluster bootstrap, Cohen's kappa, percent
-  agreement, and the spread of the ratings of each unit.
+  agreement (also per criterion, people's majority against a rater), and the spread of the
+  ratings of each unit.
 - `bootstrap`: the seeded cluster resamples and the percentile interval every interval uses.
 - `correlation`: Pearson's r with its confidence interval, Spearman's rho with its bootstrap.
 - `significance`: Wilcoxon, Kruskal-Wallis, Kolmogorov-Smirnov, Spearman, skewness and
