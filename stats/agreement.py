@@ -1,5 +1,6 @@
 """Agreement between raters: Krippendorff's alpha with its cluster bootstrap, Cohen's kappa,
-percent agreement, and the spread of the ratings of each unit.
+percent agreement (also criterion by criterion, people's majority against a rater), and the
+spread of the ratings of each unit (unit by unit, and summed up to set beside another's).
 
 A reliability matrix is raters x units, np.nan where a rater did not rate a unit (the layout of
 the `krippendorff` package).
@@ -18,7 +19,8 @@ product gives every resample's, with no resampled matrix ever built.
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -271,6 +273,78 @@ def cohen_kappa(first: Sequence, second: Sequence, *, labels=None) -> float | No
     return None if math.isnan(kappa) else kappa
 
 
+# --- People against a rater, criterion by criterion -------------------------------------------
+
+
+@dataclass(frozen=True)
+class CriterionAgreement:
+    """How often people's majority and a rater gave an answer the same verdict on a criterion.
+
+    `n` counts the answers with both verdicts; answers where people split evenly have no
+    majority and are left out, counted in `undecided`. `people_only` and `rater_only` split the
+    disagreements by who said yes.
+    """
+
+    criterion: Hashable
+    n: int
+    undecided: int
+    agreed: int
+    people_only: int
+    rater_only: int
+    percent: float | None
+    kappa: float | None
+
+
+def criterion_agreement(
+    verdicts: Iterable[tuple[Hashable, float | bool | None, bool | None]],
+) -> list[CriterionAgreement]:
+    """Per criterion, the percent agreement and Cohen's kappa of people's majority verdict and
+    a rater's, from (criterion, people, rater) per answer, most disagreement first.
+
+    `people` is the majority verdict (True / False) or the share of people who said yes: more
+    than half is yes, less than half no, exactly half no majority. None (or nan) on either
+    side leaves the answer out. The order: lowest percent agreement first, then lowest kappa
+    (undefined kappa after), then the criteria in the order they first appear. Whether a
+    criterion has enough answers to show is the caller's rule (`points.too_few(n)`).
+    """
+    pairs: dict[Hashable, list[tuple[bool, bool]]] = {}
+    undecided: dict[Hashable, int] = {}
+    for criterion, people, rater in verdicts:
+        pairs.setdefault(criterion, [])
+        undecided.setdefault(criterion, 0)
+        if people is None or rater is None or math.isnan(people):
+            continue
+        if people == 0.5:
+            undecided[criterion] += 1
+            continue
+        pairs[criterion].append((bool(people > 0.5), bool(rater)))
+    found = []
+    for criterion, verdict_pairs in pairs.items():
+        people = [p for p, _ in verdict_pairs]
+        rater = [r for _, r in verdict_pairs]
+        found.append(
+            CriterionAgreement(
+                criterion=criterion,
+                n=len(verdict_pairs),
+                undecided=undecided[criterion],
+                agreed=agreed(people, rater),
+                people_only=sum(p and not r for p, r in verdict_pairs),
+                rater_only=sum(r and not p for p, r in verdict_pairs),
+                percent=percent_agreement(people, rater),
+                kappa=cohen_kappa(people, rater, labels=[False, True]) if verdict_pairs else None,
+            )
+        )
+    order = {criterion: k for k, criterion in enumerate(pairs)}
+    return sorted(
+        found,
+        key=lambda c: (
+            math.inf if c.percent is None else c.percent,
+            math.inf if c.kappa is None else c.kappa,
+            order[c.criterion],
+        ),
+    )
+
+
 # --- Spread of the ratings of each unit ------------------------------------------------------
 
 
@@ -305,6 +379,33 @@ def unit_sds(data, *, ddof: int = 0) -> np.ndarray:
     sds = np.full(matrix.shape[1], np.nan)
     sds[rated >= 2] = np.nanstd(matrix[:, rated >= 2], axis=0, ddof=ddof)
     return sds
+
+
+@dataclass(frozen=True)
+class Spread:
+    """The spread of one set of ratings over its units with two ratings or more (`units`):
+    their SDs in ascending order (an SD curve), and the share of them where every rating is
+    the same (range 0; None without such a unit)."""
+
+    units: int
+    sds: np.ndarray
+    unanimous: float | None
+
+
+def unit_spread(data, *, ddof: int = 0) -> Spread:
+    """The Spread of a raters x units matrix, to set beside another's (people against a proxy,
+    one proxy variant against another): `unit_sds` sorted, and the units of range 0. Unlike
+    `rating_ranges`, the ratings need not be whole numbers (answers mapped to -1..1)."""
+    matrix = _as_matrix(data)
+    sds = unit_sds(matrix, ddof=ddof)
+    rated = ~np.isnan(sds)
+    columns = matrix[:, rated]
+    same = np.nanmax(columns, axis=0) == np.nanmin(columns, axis=0) if rated.any() else []
+    return Spread(
+        units=int(rated.sum()),
+        sds=np.sort(sds[rated]),
+        unanimous=float(np.mean(same)) if rated.any() else None,
+    )
 
 
 def ecdf(values) -> tuple[np.ndarray, np.ndarray]:

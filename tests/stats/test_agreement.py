@@ -308,3 +308,95 @@ def test_percent_agreement_counts_the_pairs_that_agree():
     assert agreement.percent_agreement([], []) is None
     with pytest.raises(ValueError):
         agreement.agreed([1, 2], [1])
+
+
+def test_criterion_agreement_equals_scikit_learn_criterion_by_criterion():
+    rng = np.random.default_rng(12)
+    rows, truth = [], {}
+    for criterion in ("cites", "warns", "plain"):
+        people = rng.random(40) < 0.6
+        rater = np.where(rng.random(40) < 0.75, people, ~people)
+        truth[criterion] = (people, rater)
+        rows += [(criterion, bool(p), bool(r)) for p, r in zip(people, rater, strict=True)]
+
+    found = {c.criterion: c for c in agreement.criterion_agreement(rows)}
+
+    for criterion, (people, rater) in truth.items():
+        assert found[criterion].n == 40
+        assert found[criterion].kappa == pytest.approx(cohen_kappa_score(people, rater))
+        assert found[criterion].percent == pytest.approx(100 * np.mean(people == rater))
+
+
+def test_criterion_agreement_takes_shares_and_orders_by_disagreement():
+    rows = [
+        # "cites": people's shares 0.8, 0.3, 0.5 (no majority), None (no verdict) against the
+        # rater's yes, yes, no, yes: yes/yes agrees, no/yes is the rater's alone -> 50%.
+        ("cites", 0.8, True),
+        ("cites", 0.3, True),
+        ("cites", 0.5, False),
+        ("cites", None, True),
+        # "warns": 3 of 4 agree -> 75%; people yes, the rater no once.
+        ("warns", True, True),
+        ("warns", False, False),
+        ("warns", True, False),
+        ("warns", 1.0, True),
+        # "plain": the same 50% as "cites", but a kappa of -1/3 below cites' 0 ranks it first:
+        # p_o = 2/4, p_e = (3/4)(3/4) + (1/4)(1/4) = 10/16, kappa = (8/16 - 10/16) / (6/16).
+        ("plain", 1.0, True),
+        ("plain", 1.0, True),
+        ("plain", 0.9, False),
+        ("plain", 0.0, True),
+        ("tone", None, None),
+    ]
+
+    found = agreement.criterion_agreement(rows)
+
+    assert [c.criterion for c in found] == ["plain", "cites", "warns", "tone"]
+    plain, cites, warns, tone = found
+    assert (plain.percent, plain.kappa) == (50.0, pytest.approx(-1 / 3))
+    assert (plain.people_only, plain.rater_only) == (1, 1)
+    assert (cites.n, cites.undecided, cites.agreed, cites.people_only, cites.rater_only) == (
+        2,
+        1,
+        1,
+        0,
+        1,
+    )
+    assert cites.percent == 50.0
+    # The rater says yes to both: p_o = p_e = 1/2, kappa 0.
+    assert cites.kappa == pytest.approx(0.0)
+    assert cites.kappa == pytest.approx(cohen_kappa_score([True, False], [True, True]))
+    assert (warns.percent, warns.people_only, warns.rater_only) == (75.0, 1, 0)
+    assert warns.kappa == pytest.approx(
+        cohen_kappa_score([True, False, True, True], [True, False, False, True])
+    )
+    assert (tone.n, tone.percent, tone.kappa) == (0, None, None)
+
+
+def test_unit_spread_sorts_the_sds_and_counts_unanimous_units():
+    data = np.array(
+        [
+            [1, 0.5, -1, 0, 1],
+            [1, 0.5, 1, 0, NAN],
+            [1, 0.0, 0, NAN, NAN],
+        ]
+    )
+    # units: [1, 1, 1] SD 0; [.5, .5, 0] SD sqrt(1/18); [-1, 1, 0] SD sqrt(2/3); [0, 0] SD 0;
+    # [1] one rating, left out. Range 0: units 0 and 3, of 4.
+    spread = agreement.unit_spread(data)
+
+    assert spread.units == 4
+    np.testing.assert_allclose(spread.sds, [0, 0, np.sqrt(1 / 18), np.sqrt(2 / 3)])
+    assert spread.unanimous == 0.5
+    whole = np.array([[1, 3, 5, 2, 4], [1, 4, 1, 2, NAN], [1, 3, 3, NAN, 4]])
+    ranges = agreement.rating_ranges(whole)
+    assert agreement.unit_spread(whole).unanimous == ranges[0] / sum(ranges.values())
+    np.testing.assert_allclose(
+        agreement.unit_spread(whole, ddof=1).sds, np.sort(agreement.unit_sds(whole, ddof=1))
+    )
+
+
+def test_unit_spread_of_no_unit_with_two_ratings_is_empty():
+    spread = agreement.unit_spread(np.array([[1, NAN], [NAN, 2]]))
+
+    assert (spread.units, spread.sds.size, spread.unanimous) == (0, 0, None)
