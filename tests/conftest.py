@@ -302,6 +302,7 @@ SEEDS = (
     ("apps.llm.migrations.0005_scenario_response_prompt_v2", "seed"),
     ("apps.llm.migrations.0006_sample_prompt_question_alone", "seed"),
     ("apps.llm.migrations.0007_survey_proxy_prompt_v2", "seed"),
+    ("apps.llm.migrations.0013_survey_proxy_answers_prompt", "seed"),
     ("apps.questions.migrations.0002_seed_topics", "seed"),
     ("apps.questions.migrations.0005_seed_screening_and_buckets", "seed"),
     ("apps.rubrics.migrations.0002_shared_criteria_v1", "seed"),
