@@ -536,6 +536,48 @@ def stand_in_provider():
 
 
 @pytest.fixture
+def recording_provider(offline_provider_url):
+    """`(base_url, requests)`: a loopback server in front of the offline provider that passes
+    every request on over HTTP and keeps each chat completion's JSON body in `requests`, in
+    the order they arrived: what the provider was sent, read at the HTTP boundary."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import httpx
+
+    requests, lock = [], threading.Lock()
+    passed = ("Content-Type", "Authorization", "X-Assay-Purpose", "X-Offline-Faults")
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if self.path.endswith("/chat/completions"):
+                with lock:
+                    requests.append(json.loads(body))
+            answer = httpx.post(
+                offline_provider_url.removesuffix("/v1") + self.path,
+                content=body,
+                headers={h: self.headers[h] for h in passed if self.headers.get(h)},
+                timeout=60,
+            )
+            self.send_response(answer.status_code)
+            self.send_header("Content-Type", answer.headers.get("Content-Type", "application/json"))
+            self.send_header("Content-Length", str(len(answer.content)))
+            self.end_headers()
+            self.wfile.write(answer.content)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1", requests
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
 def echoing_provider(stand_in_provider):
     """`echoing_provider(status) -> base_url`: answers every chat completion with `status`
     and an error body that repeats the API key it was sent, as some providers do."""
