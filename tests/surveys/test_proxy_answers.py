@@ -396,3 +396,25 @@ def test_a_plain_proxy_of_a_scenario_study_is_sent_the_survey_alone(make_study, 
     assert [m["role"] for m in body["messages"]] == ["user"]
     assert body["messages"][0]["content"].startswith("The scenario:\n<scenario>\n")
     assert "temperature" not in body
+
+
+def test_an_answer_studys_proxy_run_page_counts_its_answers_and_pairs(
+    role_client, offline_provider_url
+):
+    from django.urls import reverse
+
+    from apps.accounts.roles import Role
+
+    study = answer_study(answers=2, pairs=1)
+    client = role_client(Role.RESEARCHER)
+    url = reverse("surveys:proxy_runs", args=[study.pk])
+    version_3 = PromptTemplate.objects.get(purpose=Purpose.SURVEY_PROXY, version=3)
+    assert f'value="{version_3.pk}" selected' in client.get(url).content.decode()
+
+    model = offline_model(offline_provider_url)
+    response = client.post(url, {"models": [model.pk], "runs_per_model": 2})
+
+    page = client.get(response["Location"]).content.decode()
+    assert "Question and answer: 2; Question and two answers: 1." in page
+    assert 'data-testid="calls">6<' in page
+    assert 'data-testid="fidelity-note"' not in page
