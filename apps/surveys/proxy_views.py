@@ -7,7 +7,6 @@ resume, retry) starts its work itself (apps/llm/runs.py).
 """
 
 from django.contrib import messages
-from django.db.models import Count
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -23,7 +22,7 @@ from apps.llm.views import run_control
 from . import selectors, services
 from .errors import SurveyError
 from .forms import ProxyRunForm, ProxySweepForm
-from .models import ProxyRun, Study, UnitKind
+from .models import ProxyRun, Study
 
 researcher = role_required(Role.RESEARCHER)
 
@@ -126,11 +125,10 @@ def proxy_run(request, study_id: int, run_id: int):
         }
         return render(request, "surveys/proxy_run.html#progress", context)
     models = list(run.model_configs.order_by("display_name"))
-    units = run.study.study_scenarios.values("kind").order_by().annotate(n=Count("pk"))
     context = _controls_context(run) | {
         "study": run.study,
         "models": models,
-        "units": {UnitKind(row["kind"]).label: row["n"] for row in units},
+        "units": selectors.study_units_by_kind(study=run.study),
         "items": services.proxy_items(study=run.study),
         "notes": selectors.proxy_run_fidelity_notes(run=run, models=models),
         "variants": selectors.proxy_sweep_variants(run=run) if run.is_sweep else [],

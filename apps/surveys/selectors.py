@@ -48,6 +48,7 @@ from .models import (
     StudyScenario,
     StudyStatus,
     SurveyItem,
+    UnitKind,
 )
 
 
@@ -696,6 +697,12 @@ def proxy_run_fidelity_notes(*, run: ProxyRun, models=None) -> list[str]:
         )
     chosen = run.model_configs.order_by("display_name") if models is None else models
     return notes + model_params_notes(models=chosen)
+
+
+def study_units_by_kind(*, study: Study) -> dict[str, int]:
+    """The study's units counted by kind, by the kind's label ("Question and answer": 12)."""
+    rows = study.study_scenarios.values("kind").order_by("kind").annotate(n=Count("pk"))
+    return {UnitKind(row["kind"]).label: row["n"] for row in rows}
 
 
 # A sweep's variants, as `Participant.variant` names them (services/proxies.py).
