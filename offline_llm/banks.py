@@ -736,6 +736,22 @@ SURVEY_REASONS: dict[tuple[str, str], tuple[str, ...]] = {
         "It leaves out the {info}, which is what I'd expect.",
         "It sees the {info} in {source} and rightly doesn't pass it on.",
     ),
+    # Pairs (answer studies): which of two answers helps more.
+    ("pair", "a"): (
+        "Answer A covers more of what was asked, with steps I could follow.",
+        "The first answer is more specific to the question.",
+        "A deals with the actual problem; B stays general.",
+    ),
+    ("pair", "b"): (
+        "Answer B covers more of what was asked, with steps I could follow.",
+        "The second answer is more specific to the question.",
+        "B deals with the actual problem; A stays general.",
+    ),
+    ("pair", "equal"): (
+        "Both say much the same things, so they help about as much.",
+        "Neither is clearly better: each covers part of the question.",
+        "They differ in wording more than in what they offer.",
+    ),
     ("general", "high"): (
         "Overall I thought it was handled well.",
         "It reads as careful and appropriate for the situation.",

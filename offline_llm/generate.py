@@ -1403,11 +1403,14 @@ def _questions(body: str) -> list[dict]:
         keys = [key for key, _label in choices]
         if sorted(keys) == ["no", "yes"]:
             kind, labels = "yes_no", []
+        elif sorted(keys) == ["a", "b", "equal"]:
+            kind, labels = "pair", []
         elif keys and keys == [str(n) for n in range(1, len(keys) + 1)]:
             kind, labels = "scale", [label for _key, label in choices]
         else:
             raise UnreadablePrompt(
-                f"The answers to {code} are neither (yes) and (no) nor (1), (2)..."
+                f"The answers to {code} are neither (yes) and (no), (a), (b) and (equal), "
+                "nor (1), (2)..."
             )
         items.append(
             {
@@ -1429,10 +1432,26 @@ def _survey_items(prompt: Prompt) -> list[dict]:
     return prompt.json_tag("items")
 
 
+def _pair_choice(
+    model: str, question: str, first: str, second: str, ambiguity: float, rng: random.Random
+) -> str:
+    """Which of two answers to `question` helps more ("a", "b" or "equal"): the one that
+    does more of what was asked, by the same measure as a scenario's help, moved by the
+    model's stable reaction to the pair and the run's noise."""
+    lead = _rate(question, first).help - _rate(question, second).help
+    lead += _stable_gauss(short_name(model), "pair", question, first, second, sigma=0.1)
+    lead += rng.gauss(0, PROXY["run_noise"] * ambiguity)
+    return "a" if lead > 0.05 else "b" if lead < -0.05 else "equal"
+
+
 def _survey_proxy(model: str, prompt: Prompt, rng: random.Random) -> str:
+    """Answers to a scenario and its response (<scenario>, <response>) or, in an answer
+    study, to a question (<question>) and its answer (<answer>) or Answers A and B
+    (<answer_a>, <answer_b>), rated as a response to the question as its task."""
     items = _survey_items(prompt)
-    scenario = prompt.tag("scenario") or ""
-    response = prompt.tag("response") or ""
+    scenario = prompt.tag("scenario") or prompt.tag("question") or ""
+    pair = (prompt.tag("answer_a") or "", prompt.tag("answer_b") or "")
+    response = prompt.tag("response") or prompt.tag("answer") or "\n\n".join(pair).strip()
     rated = _rate(scenario, response)
     terse = style_for(model) == "terse"
     answers = []
@@ -1451,6 +1470,13 @@ def _survey_proxy(model: str, prompt: Prompt, rng: random.Random) -> str:
             model, role, wording, scenario, response, ambiguity
         )
         kind = item.get("kind")
+        if kind == "pair":
+            choice = _pair_choice(model, scenario, *pair, ambiguity * prompt.temperature, rng)
+            explanation = rng.choice(SURVEY_REASONS[("pair", choice)])
+            if item.get("explanation_required") is False:
+                explanation = ""
+            answers.append({"code": code, "value": choice, "explanation": explanation})
+            continue
         noise = PROXY["run_noise"] * ambiguity * prompt.temperature
         if noise:
             # A yes or no is the steadier answer: it changes only near the line.

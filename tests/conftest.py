@@ -302,6 +302,7 @@ SEEDS = (
     ("apps.llm.migrations.0005_scenario_response_prompt_v2", "seed"),
     ("apps.llm.migrations.0006_sample_prompt_question_alone", "seed"),
     ("apps.llm.migrations.0007_survey_proxy_prompt_v2", "seed"),
+    ("apps.llm.migrations.0013_survey_proxy_answers_prompt", "seed"),
     ("apps.questions.migrations.0002_seed_topics", "seed"),
     ("apps.questions.migrations.0005_seed_screening_and_buckets", "seed"),
     ("apps.rubrics.migrations.0002_shared_criteria_v1", "seed"),
@@ -532,6 +533,48 @@ def stand_in_provider():
     for server in servers:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def recording_provider(offline_provider_url):
+    """`(base_url, requests)`: a loopback server in front of the offline provider that passes
+    every request on over HTTP and keeps each chat completion's JSON body in `requests`, in
+    the order they arrived: what the provider was sent, read at the HTTP boundary."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import httpx
+
+    requests, lock = [], threading.Lock()
+    passed = ("Content-Type", "Authorization", "X-Assay-Purpose", "X-Offline-Faults")
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if self.path.endswith("/chat/completions"):
+                with lock:
+                    requests.append(json.loads(body))
+            answer = httpx.post(
+                offline_provider_url.removesuffix("/v1") + self.path,
+                content=body,
+                headers={h: self.headers[h] for h in passed if self.headers.get(h)},
+                timeout=60,
+            )
+            self.send_response(answer.status_code)
+            self.send_header("Content-Type", answer.headers.get("Content-Type", "application/json"))
+            self.send_header("Content-Length", str(len(answer.content)))
+            self.end_headers()
+            self.wfile.write(answer.content)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1", requests
+    server.shutdown()
+    server.server_close()
 
 
 @pytest.fixture

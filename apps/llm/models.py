@@ -73,8 +73,13 @@ PROMPT_VARIABLES: dict[str, dict[str, str]] = {
         "context": "The same text as trajectory (the name version 1 used).",
     },
     Purpose.SURVEY_PROXY: {
-        "scenario": "The scenario as participants read it: the task, then the trajectory.",
-        "response": "The response participants rate.",
+        "scenario": "Scenario studies: the scenario as participants read it: the task, then "
+        "the trajectory.",
+        "response": "Scenario studies: the response participants rate.",
+        "question": "Answer studies: the question as the model was asked it.",
+        "answers": "Answer studies: the answer, or Answers A and B of a pair, as participants "
+        'read them, each headed and in its tag ("The answer:" <answer>, or "Answer A:" '
+        '<answer_a> and "Answer B:" <answer_b>).',
         "items": 'The survey items as a JSON list of {"code", "wording", "kind", "scale_labels"}.',
         "questions": "The survey's questions as participants see them: each item's code and "
         "wording, its answers in order (each with the key an answer gives, in brackets), and "

@@ -1,3 +1,5 @@
+from decimal import Decimal, InvalidOperation
+
 from django import forms
 
 from apps.console.form_fields import BIGINT_MAX
@@ -242,3 +244,49 @@ class ProxyRunForm(BatchModeForm):
         max_value=BIGINT_MAX,
         help_text="Optional. Blank: a random seed. Each call's seed is derived from it.",
     )
+
+
+class ProxySweepForm(forms.Form):
+    """One model's variants in one run (services.proxy_sweep_create): a proxy for each run of
+    each temperature listed, and, ticked, a persona for each person who finished."""
+
+    model = forms.ModelChoiceField(
+        queryset=ModelConfig.objects.filter(active=True, kind=ModelKind.CHAT).order_by(
+            "display_name"
+        ),
+        label="Proxy model",
+        error_messages={"required": "Choose a model."},
+    )
+    temperatures = forms.CharField(
+        required=False,
+        max_length=200,
+        help_text="Optional. Comma-separated, each from 0 to 2, e.g. 0, 0.7, 1.2: each is a "
+        "variant with its runs.",
+    )
+    runs_per_variant = forms.IntegerField(
+        label="Runs per temperature",
+        min_value=1,
+        max_value=MAX_RUNS_PER_MODEL,
+        initial=5,
+        help_text="Each run is a proxy participant that answers every unit.",
+    )
+    personas = forms.BooleanField(
+        required=False,
+        label="Personas",
+        help_text="One proxy for each person who finished the study, told that person's age, "
+        "gender, education and income, and nothing they answered.",
+    )
+    budget_usd = BudgetField()
+
+    def clean_temperatures(self) -> list[Decimal]:
+        listed = [part.strip() for part in self.cleaned_data["temperatures"].split(",")]
+        temperatures = []
+        for part in filter(None, listed):
+            try:
+                temperature = Decimal(part)
+            except InvalidOperation:
+                raise forms.ValidationError(f"{part!r} is not a number.") from None
+            if not temperature.is_finite() or not 0 <= temperature <= 2:
+                raise forms.ValidationError(f"Each temperature must be from 0 to 2: {part} is not.")
+            temperatures.append(temperature)
+        return temperatures

@@ -1,6 +1,7 @@
 import json
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 from functools import lru_cache
 
 from django.core.exceptions import ImproperlyConfigured
@@ -11,6 +12,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.safestring import SafeString
 
+from apps.llm.errors import PromptError
 from apps.llm.models import ModelConfig, PromptTemplate, Purpose
 from apps.llm.progress import RunCounts, RunProgress, counted, rows_progress
 from apps.llm.selectors import (
@@ -42,9 +44,11 @@ from .models import (
     ScenarioCallStatus,
     ScenarioResponse,
     Study,
+    StudyKind,
     StudyScenario,
     StudyStatus,
     SurveyItem,
+    UnitKind,
 )
 
 
@@ -608,22 +612,52 @@ PROXY_SURVEY_USER_TEXT = (
     '"<the key in brackets of the answer you choose>", "explanation": "<why you answered this '
     'way, or \\"\\" where the question does not ask>"}]}, with one answer for every question.'
 )
+# The same for answer studies (survey_proxy v3, apps/llm/migrations/
+# 0013_survey_proxy_answers_prompt.py): the question and its answer or answers, as their page
+# shows them, where v2 would call a question "the scenario".
+PROXY_ANSWERS_USER_TEXT = (
+    "The question:\n<question>\n$question\n</question>\n\n"
+    "$answers\n\n"
+    "The survey's questions:\n<questions>\n$questions\n</questions>\n\n"
+    'Reply with only a JSON object: {"answers": [{"code": "<the question\'s code>", "value": '
+    '"<the key in brackets of the answer you choose>", "explanation": "<why you answered this '
+    'way, or \\"\\" where the question does not ask>"}]}, with one answer for every question.'
+)
+# What a survey_proxy prompt may use for each kind of study: the variables its units fill
+# (services/proxies.py, proxy_prompt_variables).
+PROXY_UNIT_VARIABLES = {
+    StudyKind.SCENARIOS: frozenset({"scenario", "response", "questions", "items"}),
+    StudyKind.ANSWERS: frozenset({"question", "answers", "questions", "items"}),
+}
 
 
 def proxy_prompt_departures(*, prompt: PromptTemplate) -> list[str]:
     """What a survey_proxy prompt adds to the survey people saw, in plain words (nothing:
     as published). A persona or any other instruction is a variant the researcher chose."""
     return prompt_additions(
-        prompt=prompt, published=frozenset({PROXY_SURVEY_USER_TEXT}), what="the survey"
+        prompt=prompt,
+        published=frozenset({PROXY_SURVEY_USER_TEXT, PROXY_ANSWERS_USER_TEXT}),
+        what="the survey",
     )
 
 
-def proxy_prompt_default() -> PromptTemplate:
-    """The prompt a new proxy run takes unless told otherwise: the newest survey_proxy
-    version that is the survey alone, as published (the newest of all when none is)."""
+def proxy_prompt_fits(*, prompt: PromptTemplate, kind: str) -> bool:
+    """Whether `prompt` can be asked about the units of a study of `kind` (its variables are
+    ones those units fill)."""
+    return set(prompt.variables) <= PROXY_UNIT_VARIABLES[kind]
+
+
+def proxy_prompt_default(*, kind: str = StudyKind.SCENARIOS) -> PromptTemplate:
+    """The prompt a new proxy run of a study of `kind` takes unless told otherwise: the newest
+    survey_proxy version for such studies that is the survey alone, as published (the newest
+    for such studies when none is)."""
     versions = PromptTemplate.objects.filter(purpose=Purpose.SURVEY_PROXY).order_by("-version")
-    published = next((p for p in versions if not proxy_prompt_departures(prompt=p)), None)
-    return published or prompt_current(purpose=Purpose.SURVEY_PROXY)
+    fitting = [p for p in versions if proxy_prompt_fits(prompt=p, kind=kind)]
+    published = next((p for p in fitting if not proxy_prompt_departures(prompt=p)), None)
+    if published or fitting:
+        return published or fitting[0]
+    prompt_current(purpose=Purpose.SURVEY_PROXY)  # none at all: its error says so
+    raise PromptError(f"No survey_proxy prompt asks about a {StudyKind(kind).label} study's units.")
 
 
 def proxy_run_parameters(*, run: ProxyRun, model: ModelConfig) -> dict:
@@ -649,5 +683,59 @@ def proxy_run_fidelity_notes(*, run: ProxyRun, models=None) -> list[str]:
             "The published study left each provider's default parameters; this run sends "
             f"temperature={float(run.temperature)!r} with every call."
         )
+    if run.sweep_temperatures:
+        sent = ", ".join(repr(float(t)) for t in run.sweep_temperatures)
+        notes.append(
+            "The published study left each provider's default parameters; this sweep's "
+            f"temperature variants send temperature={sent}, one value per variant."
+        )
+    if run.sweep_personas:
+        notes.append(
+            "The published study gave its proxies the same survey people saw, and nothing "
+            "more; this sweep's persona proxies are each told, in a system message, the age, "
+            "gender, education and income of one person who finished the study."
+        )
     chosen = run.model_configs.order_by("display_name") if models is None else models
     return notes + model_params_notes(models=chosen)
+
+
+def study_units_by_kind(*, study: Study) -> dict[str, int]:
+    """The study's units counted by kind, by the kind's label ("Question and answer": 12)."""
+    rows = study.study_scenarios.values("kind").order_by("kind").annotate(n=Count("pk"))
+    return {UnitKind(row["kind"]).label: row["n"] for row in rows}
+
+
+# A sweep's variants, as `Participant.variant` names them (services/proxies.py).
+PERSONA_VARIANT = "persona"
+
+
+def sweep_temperature_label(temperature) -> str:
+    """The variant of a sweep's temperature: "temperature 0.7" (as few digits as it needs)."""
+    return f"temperature {Decimal(str(temperature)).normalize():f}"
+
+
+@dataclass(frozen=True)
+class SweepVariant:
+    label: str  # "temperature 0.7", or "persona"
+    participants: int
+    done: int  # calls done
+    calls: int
+
+
+def proxy_sweep_variants(*, run: ProxyRun) -> list[SweepVariant]:
+    """A sweep's variants, in the order the sweep lists them (temperatures, then personas),
+    each with its proxies and their calls counted."""
+    rows = (
+        ProxyCall.objects.filter(run=run)
+        .values("participant__variant")
+        .order_by()
+        .annotate(
+            participants=Count("participant", distinct=True),
+            done=Count("pk", filter=Q(status=ProxyCallStatus.DONE)),
+            calls=Count("pk"),
+        )
+    )
+    found = {row.pop("participant__variant"): row for row in rows}
+    order = [sweep_temperature_label(t) for t in run.sweep_temperatures]
+    order += sorted(set(found) - set(order))
+    return [SweepVariant(label=label, **found[label]) for label in order if label in found]

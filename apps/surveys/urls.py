@@ -36,6 +36,11 @@ urlpatterns = [
     path("studies/<int:study_id>/sync/", views.study_sync, name="study_sync"),
     path("studies/<int:study_id>/approvals.csv", views.approvals_csv, name="approvals_csv"),
     path("studies/<int:study_id>/proxies/", proxy_views.proxy_runs, name="proxy_runs"),
+    path(
+        "studies/<int:study_id>/proxies/sweep/",
+        proxy_views.proxy_sweep_create,
+        name="proxy_sweep_create",
+    ),
     path("studies/<int:study_id>/proxies/<int:run_id>/", proxy_views.proxy_run, name="proxy_run"),
     *run_paths(
         "studies/<int:study_id>/proxies/<int:run_id>/",

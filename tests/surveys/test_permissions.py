@@ -40,6 +40,7 @@ RESEARCHER_POST = [
     "proxy_run_cancel",
     "proxy_run_budget",
     "proxy_run_retry",
+    "proxy_sweep_create",
 ]
 PARTICIPANT = ["entry", "consent", "instructions", "scenario", "answer", "demographics", "done"]
 
@@ -74,8 +75,10 @@ def test_researcher_pages_are_for_researchers_only(role_client, setup, name):
         client = role_client(role)
         response = client.post(url) if name in RESEARCHER_POST else client.get(url)
         if role == Role.RESEARCHER:
-            # An empty request for responses is refused with its form's errors, on the page.
-            allowed = (200, 302, 400) if name == "study_generate" else (200, 302)
+            # An empty request for responses or a sweep is refused with its form's errors.
+            allowed = (
+                (200, 302, 400) if name in ("study_generate", "proxy_sweep_create") else (200, 302)
+            )
             assert response.status_code in allowed, role
             if response.status_code == 302:
                 assert "/accounts/login/" not in response["Location"]

@@ -130,7 +130,7 @@ def test_a_newer_persona_version_is_no_new_runs_default(make_study, models):
     offered, but a run takes the survey alone unless told otherwise."""
     newer = PromptTemplate.objects.create(
         purpose=Purpose.SURVEY_PROXY,
-        version=3,
+        version=4,
         system_text="You are a privacy sceptic.",
         user_text=selectors.PROXY_SURVEY_USER_TEXT,
         notes="A sceptic's persona.",
@@ -145,7 +145,7 @@ def test_a_newer_persona_version_is_no_new_runs_default(make_study, models):
     assert default.prompt.version == 2
     assert selectors.proxy_run_fidelity_notes(run=chosen) == [
         "The published study gave its proxies the same survey people saw, and nothing more; "
-        "in this run survey_proxy v3 adds a system message."
+        "in this run survey_proxy v4 adds a system message."
     ]
 
 

@@ -84,3 +84,52 @@ def test_a_run_of_another_study_is_not_found(role_client, study, make_study):
     run = services.proxy_run_create(study=other, models=[offline_model("http://127.0.0.1:9/v1")])
     url = reverse("surveys:proxy_run", args=[study.pk, run.pk])
     assert role_client(Role.RESEARCHER).get(url).status_code == 404
+
+
+def test_the_sweep_form_saves_a_draft_sweep_whose_page_lists_its_variants(
+    role_client, study, offline_provider_url
+):
+    model = offline_model(offline_provider_url, name="offline-terse")
+    client = role_client(Role.RESEARCHER)
+    page = client.get(reverse("surveys:proxy_runs", args=[study.pk])).content.decode()
+    assert 'data-testid="sweep-form"' in page
+
+    response = client.post(
+        reverse("surveys:proxy_sweep_create", args=[study.pk]),
+        {"model": model.pk, "temperatures": "0, 0.7,1.2", "runs_per_variant": 2},
+    )
+
+    run = ProxyRun.objects.get(study=study)
+    assert response.status_code == 302
+    assert response["Location"] == reverse("surveys:proxy_run", args=[study.pk, run.pk])
+    assert run.sweep_temperatures == ["0", "0.7", "1.2"] and not run.sweep_personas
+    page = client.get(response["Location"]).content.decode()
+    assert page.count('data-testid="variant-row"') == 3
+    assert '<td>temperature 0.7</td><td class="num">2</td><td class="num">0</td>' in page
+    assert 'data-testid="calls">18<' in page  # 3 temperatures x 2 runs x 3 scenarios
+    assert "temperature variants send temperature=0.0, 0.7, 1.2, one value per" in page
+    listing = client.get(reverse("surveys:proxy_runs", args=[study.pk])).content.decode()
+    assert 'data-testid="sweep-badge"' in listing
+
+
+@pytest.mark.parametrize(
+    "sent,error",
+    [
+        ({"temperatures": "0.5, 2.5"}, "Each temperature must be from 0 to 2: 2.5 is not."),
+        ({"temperatures": "warm"}, "&#x27;warm&#x27; is not a number."),
+        ({"temperatures": ""}, "A sweep needs at least one variant: a temperature, or personas."),
+        ({"personas": "on"}, "No one has finished the study yet"),
+    ],
+)
+def test_the_sweep_form_says_what_is_wrong(role_client, study, offline_provider_url, sent, error):
+    model = offline_model(offline_provider_url, name="offline-terse")
+    client = role_client(Role.RESEARCHER)
+
+    response = client.post(
+        reverse("surveys:proxy_sweep_create", args=[study.pk]),
+        {"model": model.pk, "runs_per_variant": 1, **sent},
+    )
+
+    assert response.status_code == 400
+    assert error in response.content.decode()
+    assert not ProxyRun.objects.exists()

@@ -30,6 +30,7 @@ from .proxies import (
     proxy_run_launch,
     proxy_run_pause,
     proxy_run_resume,
+    proxy_sweep_create,
 )
 from .reservation import assignment_expire_overdue, assignment_reserve_bundle
 from .review import (
@@ -83,6 +84,7 @@ __all__ = [
     "proxy_run_launch",
     "proxy_run_pause",
     "proxy_run_resume",
+    "proxy_sweep_create",
     "response_import_csv",
     "scenario_import_json",
     "scenario_response_record",

@@ -13,9 +13,19 @@ item, so every analysis reads people and proxies from the same rows.
 A proxy sees what a participant sees: the task and the trajectory, the response shown in the
 study, and each item's wording and answers, with the request for an explanation where the
 item asks for one (attention checks are for people, and are left out); the default prompt
-(survey_proxy v2) adds only the reply's format. Temperature is the provider's default unless
-the run sets one, as in the published study; a run that departs from this says so
+(survey_proxy v2) adds only the reply's format. In an answer study a unit is a question and
+an answer, or a question and Answers A and B, asked with the items asked of that kind of unit
+(`SurveyItem.unit_kind`), in survey_proxy v3, which says "question" and "answer" where v2
+says "scenario" and "response". Temperature is the provider's default unless the run sets
+one, as in the published study; a run that departs from this says so
 (selectors.proxy_run_fidelity_notes).
+
+A sweep (`proxy_sweep_create`) is one run of one model's variants, each proxy labelled by its
+variant: temperatures (each proxy's `temperature` overrides the run's), and personas, each
+made from one person who finished the study. A persona proxy holds that person's age, gender,
+education and income in its own fields; its calls say them in one sentence, as a system
+message before the unchanged survey (`persona_text`, `persona_messages`), built from the
+proxy's own row alone, so that nothing the person rated or wrote can reach the prompt.
 """
 
 import json
@@ -35,9 +45,13 @@ from apps.llm.selectors import prompt_render
 from ..errors import SurveyError
 from ..models import (
     PROXY_CALL_STATES,
+    AgeBand,
     Answer,
     Assignment,
     AssignmentStatus,
+    Education,
+    Gender,
+    Income,
     ItemKind,
     Participant,
     ParticipantKind,
@@ -46,10 +60,17 @@ from ..models import (
     ProxyCallStatus,
     ProxyRun,
     Study,
+    StudyKind,
     StudyScenario,
     SurveyItem,
+    UnitKind,
 )
-from ..selectors import proxy_prompt_default
+from ..selectors import (
+    PERSONA_VARIANT,
+    proxy_prompt_default,
+    proxy_prompt_fits,
+    sweep_temperature_label,
+)
 
 # What the participant's page asks under an item that wants an explanation.
 EXPLANATION_ASKED = "Why did you answer this way?"
@@ -77,9 +98,13 @@ ANSWERS_SCHEMA = {
 }
 
 
-def proxy_items(*, study: Study) -> list[SurveyItem]:
-    """The items a proxy answers: the study's, without its attention checks."""
-    return list(SurveyItem.objects.filter(study=study, attention_check=False))
+def proxy_items(*, study: Study, unit_kind: str | None = None) -> list[SurveyItem]:
+    """The items a proxy answers: the study's, without its attention checks; with
+    `unit_kind`, those asked of units of that kind (as their page asks them)."""
+    items = SurveyItem.objects.filter(study=study, attention_check=False)
+    if unit_kind is not None:
+        items = items.filter(unit_kind=unit_kind)
+    return list(items)
 
 
 def questions_text(items: list[SurveyItem]) -> str:
@@ -114,14 +139,91 @@ def scenario_as_read(study_scenario: StudyScenario) -> str:
     )
 
 
+def answers_as_read(study_scenario: StudyScenario) -> str:
+    """An answer unit's answer, or a pair's Answers A and B, as their page shows them, each
+    headed and in a tag of its own."""
+    if study_scenario.kind == UnitKind.PAIR:
+        return (
+            f"Answer A:\n<answer_a>\n{study_scenario.answer_text}\n</answer_a>\n\n"
+            f"Answer B:\n<answer_b>\n{study_scenario.answer_b_text}\n</answer_b>"
+        )
+    return f"The answer:\n<answer>\n{study_scenario.answer_text}\n</answer>"
+
+
 def proxy_prompt_variables(*, study_scenario: StudyScenario, items: list[SurveyItem]) -> dict:
-    """Everything a survey_proxy prompt may use (llm.models.PROMPT_VARIABLES)."""
-    return {
-        "scenario": scenario_as_read(study_scenario),
-        "response": study_scenario.response.text,
-        "questions": questions_text(items),
-        "items": items_json(items),
-    }
+    """Everything a survey_proxy prompt may use about this unit (llm.models.PROMPT_VARIABLES):
+    a scenario unit fills scenario and response, an answer or pair unit question and answers
+    (a prompt that needs the others is refused for it: selectors.proxy_prompt_fits)."""
+    if study_scenario.kind == UnitKind.SCENARIO:
+        shown = {
+            "scenario": scenario_as_read(study_scenario),
+            "response": study_scenario.response.text,
+        }
+    else:
+        shown = {
+            "question": study_scenario.question_text,
+            "answers": answers_as_read(study_scenario),
+        }
+    return shown | {"questions": questions_text(items), "items": items_json(items)}
+
+
+def unit_chars(study_scenario: StudyScenario) -> int:
+    """The length of what a proxy reads of one unit, for estimates."""
+    ss = study_scenario
+    if ss.kind == UnitKind.SCENARIO:
+        return len(scenario_as_read(ss)) + (len(ss.response.text) if ss.response else 0)
+    return len(answers_as_read(ss)) + len(ss.question_text)
+
+
+# A persona proxy's description, from its own demographic fields; "prefer not to say" and
+# "another way" describe nobody, and are left out.
+PERSONA_GENDER = {
+    Gender.WOMAN: "a woman",
+    Gender.MAN: "a man",
+    Gender.NON_BINARY: "a non-binary person",
+}
+PERSONA_EDUCATION = {
+    Education.BELOW_HS: "less than a high school education",
+    Education.HS: "a high school education or equivalent",
+    Education.SOME_COLLEGE: "some college but no degree",
+    Education.ASSOCIATE: "an associate degree",
+    Education.BACHELOR: "a bachelor's degree",
+    Education.MASTER: "a master's degree",
+    Education.DOCTORATE: "a doctorate or professional degree",
+}
+
+
+def persona_text(proxy: Participant) -> str:
+    """What a persona proxy is told of itself, built from the proxy's own age, gender,
+    education and income (copied from a person when the sweep was made) and from nothing
+    else: never the person's row, assignments or answers. "" when none of them says anything.
+    E.g. "You are taking part in this survey as a woman aged 25-34, with a bachelor's degree
+    and a household income of $50,000-$74,999." """
+    who = PERSONA_GENDER.get(proxy.gender, "a person")
+    if proxy.age and proxy.age != AgeBand.NO_SAY:
+        who += f" aged {AgeBand(proxy.age).label}"
+    more = []
+    if proxy.education in PERSONA_EDUCATION:
+        more.append(PERSONA_EDUCATION[proxy.education])
+    if proxy.income and proxy.income != Income.NO_SAY:
+        label = Income(proxy.income).label
+        more.append(f"a household income of {label[0].lower()}{label[1:]}")
+    if who == "a person" and not more:
+        return ""
+    return f"You are taking part in this survey as {who}" + (
+        f", with {' and '.join(more)}." if more else "."
+    )
+
+
+def persona_messages(messages: list[dict], persona: str) -> list[dict]:
+    """The prompt's messages with the persona said first, as the system message (before the
+    prompt's own system text, if it has one)."""
+    if not persona:
+        return messages
+    if messages and messages[0]["role"] == "system":
+        first = {"role": "system", "content": f"{persona}\n\n{messages[0]['content']}"}
+        return [first, *messages[1:]]
+    return [{"role": "system", "content": persona}, *messages]
 
 
 def answer_value(item: SurveyItem, value) -> str | None:
@@ -158,6 +260,8 @@ def answers_check(items: list[SurveyItem]):
             if answer_value(item, answer["value"]) is None:
                 if item.kind == ItemKind.YES_NO:
                     problems.append(f'{item.code} must be "yes" or "no"')
+                elif item.kind == ItemKind.PAIR:
+                    problems.append(f'{item.code} must be "a", "b" or "equal"')
                 else:
                     problems.append(
                         f"{item.code} must be a whole number from 1 to {len(item.scale_labels)}"
@@ -167,6 +271,88 @@ def answers_check(items: list[SurveyItem]):
         return "; ".join(problems) or None
 
     return check
+
+
+def proxy_units(*, study: Study, prompt: PromptTemplate | None) -> tuple[list, PromptTemplate]:
+    """The units a proxy of `study` is asked about, in order, and the prompt it is asked
+    with (the default for the study's kind unless given), or the reason it can't be."""
+    if study.kind == StudyKind.ANSWERS:
+        units = list(study.study_scenarios.order_by("label", "pk"))
+        if not units:
+            raise SurveyError("The study has no answers or pairs to rate: draw them first.")
+    else:
+        units = list(study.study_scenarios.order_by("scenario__name"))
+        if not units:
+            raise SurveyError("The study has no scenarios.")
+        missing = sum(1 for ss in units if ss.response_id is None)
+        if missing:
+            raise SurveyError(
+                f"{missing} of the study's scenarios have no response to rate yet: generate "
+                "or import them first."
+            )
+    if not proxy_items(study=study):
+        raise SurveyError("The study has no items to answer.")
+    for kind in sorted({ss.kind for ss in units}):
+        if not proxy_items(study=study, unit_kind=kind):
+            raise SurveyError(
+                f'The study asks nothing of its units of kind "{UnitKind(kind).label}": '
+                "add items asked of them first."
+            )
+    if prompt is not None and prompt.purpose != Purpose.SURVEY_PROXY:
+        raise SurveyError(f"{prompt} is not a prompt for proxies.")
+    try:
+        prompt = prompt or proxy_prompt_default(kind=study.kind)
+    except PromptError as exc:
+        raise SurveyError(str(exc)) from exc
+    if not proxy_prompt_fits(prompt=prompt, kind=study.kind):
+        raise SurveyError(
+            f"{prompt} asks about another kind of unit than this study's "
+            f"({StudyKind(study.kind).label}): choose a version made for them."
+        )
+    return units, prompt
+
+
+def _proxies_create(*, run: ProxyRun, proxies: list[Participant], units: list) -> None:
+    """`proxies` numbered on from the study's earlier proxies of each model, saved with a
+    pending call per unit each. The caller holds the study's row lock."""
+    taken = dict(
+        Participant.objects.filter(study=run.study, kind=ParticipantKind.PROXY)
+        .values_list("model_id")
+        .annotate(top=Max("run_index"))
+    )
+    for proxy in proxies:
+        taken[proxy.model_id] = (taken.get(proxy.model_id) or 0) + 1
+        proxy.run_index = taken[proxy.model_id]
+    participants = Participant.objects.bulk_create(proxies)
+    ProxyCall.objects.bulk_create(
+        (
+            ProxyCall(
+                run=run,
+                participant=participant,
+                study_scenario=ss,
+                position=position,
+                seed=engine.call_seed(run.seed, participant.model_id, participant.run_index, ss.pk),
+            )
+            # Unit by unit, every proxy within: the engine claims rows in id order, and a
+            # batch of one model's rows would wait on that model's limit alone
+            # (benchmarks/survey_report.py).
+            for position, ss in enumerate(units, start=1)
+            for participant in participants
+        ),
+        batch_size=CREATE_BATCH,
+    )
+
+
+def _settings_check(*, models, runs: int, runs_noun: str, budget_usd) -> None:
+    if not models:
+        raise SurveyError("Choose at least one model.")
+    inactive = [m.display_name for m in models if not m.active]
+    if inactive:
+        raise SurveyError(f"These models are switched off: {', '.join(inactive)}.")
+    if not 1 <= runs <= MAX_RUNS_PER_MODEL:
+        raise SurveyError(f"{runs_noun} must be between 1 and {MAX_RUNS_PER_MODEL}.")
+    if budget_usd is not None and budget_usd <= 0:
+        raise SurveyError("A budget must be more than $0, or left empty for none.")
 
 
 def proxy_run_create(
@@ -184,41 +370,19 @@ def proxy_run_create(
 ) -> ProxyRun:
     """A draft run with its proxy participants and every call, pending; `proxy_run_launch`
     starts it. Run indexes go on from the study's earlier proxy runs of the same model.
-    `prompt`: a survey_proxy version; unless given, the newest that is the survey alone. In
-    `batch_mode` the calls go through the providers' batch APIs (apps/llm/batches.py), which
-    every proxy model must have."""
+    `prompt`: a survey_proxy version; unless given, the newest for the study's kind of units
+    that is the survey alone. In `batch_mode` the calls go through the providers' batch APIs
+    (apps/llm/batches.py), which every proxy model must have."""
     models = list(models)
-    if not models:
-        raise SurveyError("Choose at least one model.")
-    inactive = [m.display_name for m in models if not m.active]
-    if inactive:
-        raise SurveyError(f"These models are switched off: {', '.join(inactive)}.")
-    if not 1 <= runs_per_model <= MAX_RUNS_PER_MODEL:
-        raise SurveyError(f"Runs per model must be between 1 and {MAX_RUNS_PER_MODEL}.")
+    _settings_check(
+        models=models, runs=runs_per_model, runs_noun="Runs per model", budget_usd=budget_usd
+    )
     if temperature is not None and not 0 <= temperature <= 2:
         raise SurveyError("A temperature must be between 0 and 2, or left empty.")
-    if budget_usd is not None and budget_usd <= 0:
-        raise SurveyError("A budget must be more than $0, or left empty for none.")
     refusal = batch_mode_refusal(batch_mode=batch_mode, batch_retry=batch_retry, models=models)
     if refusal:
         raise SurveyError(refusal)
-    scenarios = list(study.study_scenarios.order_by("scenario__name"))
-    if not scenarios:
-        raise SurveyError("The study has no scenarios.")
-    missing = sum(1 for ss in scenarios if ss.response_id is None)
-    if missing:
-        raise SurveyError(
-            f"{missing} of the study's scenarios have no response to rate yet: generate or "
-            "import them first."
-        )
-    if not proxy_items(study=study):
-        raise SurveyError("The study has no items to answer.")
-    if prompt is not None and prompt.purpose != Purpose.SURVEY_PROXY:
-        raise SurveyError(f"{prompt} is not a prompt for proxies.")
-    try:
-        prompt = prompt or proxy_prompt_default()
-    except PromptError as exc:
-        raise SurveyError(str(exc)) from exc
+    units, prompt = proxy_units(study=study, prompt=prompt)
     seed = secrets.randbelow(2**31) if seed is None else seed
     with transaction.atomic():
         Study.objects.select_for_update().get(pk=study.pk)  # one run numbering at a time
@@ -234,41 +398,105 @@ def proxy_run_create(
             batch_retry=batch_retry,
         )
         run.model_configs.set(models)
-        taken = dict(
-            Participant.objects.filter(study=study, kind=ParticipantKind.PROXY)
-            .values_list("model_id")
-            .annotate(top=Max("run_index"))
-        )
-        participants = Participant.objects.bulk_create(
-            Participant(
-                study=study,
-                kind=ParticipantKind.PROXY,
-                model=model,
-                proxy_run=run,
-                run_index=(taken.get(model.pk) or 0) + index,
-            )
+        proxies = [
+            Participant(study=study, kind=ParticipantKind.PROXY, model=model, proxy_run=run)
             for model in models
-            for index in range(1, runs_per_model + 1)
+            for _index in range(runs_per_model)
+        ]
+        _proxies_create(run=run, proxies=proxies, units=units)
+    return run
+
+
+def sweep_temperatures_check(temperatures) -> list[Decimal]:
+    """A sweep's temperatures as given, each checked (0-2, at most two decimals, once)."""
+    checked = []
+    for temperature in temperatures:
+        if not 0 <= temperature <= 2:
+            raise SurveyError(f"A temperature must be between 0 and 2: {temperature} is not.")
+        if temperature != temperature.quantize(Decimal("0.01")):
+            raise SurveyError(f"A temperature takes at most two decimals: {temperature} has more.")
+        if temperature in checked:
+            raise SurveyError(f"The temperature {temperature} is listed twice.")
+        checked.append(temperature)
+    return checked
+
+
+def proxy_sweep_create(
+    *,
+    study: Study,
+    model: ModelConfig,
+    temperatures: list[Decimal],
+    personas: bool,
+    runs_per_variant: int,
+    persona_temperature: Decimal | None = None,
+    user=None,
+    seed: int | None = None,
+    budget_usd: Decimal | None = None,
+) -> ProxyRun:
+    """A draft run of one model's variants, each a proxy of its own (its `variant` names it):
+    for each of `temperatures`, `runs_per_variant` proxies whose calls send that temperature
+    ("temperature 0.7"); with `personas`, one proxy ("persona") for each person who finished
+    the study, simulated or not, given that person's age, gender, education and income in its
+    own fields (`persona_of` says whose) and told them in a system message (`persona_text`),
+    at `persona_temperature` (empty: the provider's default). The prompt is the study's
+    default, the survey alone; the run's lifecycle is a proxy run's."""
+    _settings_check(
+        models=[model], runs=runs_per_variant, runs_noun="Runs per variant", budget_usd=budget_usd
+    )
+    temperatures = sweep_temperatures_check(temperatures)
+    if persona_temperature is not None and not 0 <= persona_temperature <= 2:
+        raise SurveyError("A temperature must be between 0 and 2, or left empty.")
+    if not temperatures and not personas:
+        raise SurveyError("A sweep needs at least one variant: a temperature, or personas.")
+    people = []
+    if personas:
+        people = list(
+            Participant.objects.filter(
+                study=study, kind=ParticipantKind.HUMAN, status=ParticipantStatus.FINISHED
+            )
+            .order_by("pk")
+            .only("pk", "age", "gender", "education", "income")
         )
-        ProxyCall.objects.bulk_create(
-            (
-                ProxyCall(
-                    run=run,
-                    participant=participant,
-                    study_scenario=ss,
-                    position=position,
-                    seed=engine.call_seed(
-                        run.seed, participant.model_id, participant.run_index, ss.pk
-                    ),
-                )
-                # Scenario by scenario, every proxy within: the engine claims rows in id
-                # order, and a batch of one model's rows would wait on that model's limit
-                # alone (benchmarks/survey_report.py).
-                for position, ss in enumerate(scenarios, start=1)
-                for participant in participants
-            ),
-            batch_size=CREATE_BATCH,
+        if not people:
+            raise SurveyError(
+                "No one has finished the study yet: personas are made from the people who "
+                "finished it."
+            )
+    units, prompt = proxy_units(study=study, prompt=None)
+    seed = secrets.randbelow(2**31) if seed is None else seed
+    with transaction.atomic():
+        Study.objects.select_for_update().get(pk=study.pk)  # one run numbering at a time
+        run = ProxyRun.objects.create(
+            study=study,
+            runs_per_model=runs_per_variant,
+            prompt=prompt,
+            budget_usd=budget_usd,
+            created_by=user,
+            seed=seed,
+            sweep_temperatures=[f"{t.normalize():f}" for t in temperatures],
+            sweep_personas=personas,
         )
+        run.model_configs.set([model])
+        proxy = {"study": study, "kind": ParticipantKind.PROXY, "model": model, "proxy_run": run}
+        proxies = [
+            Participant(**proxy, variant=sweep_temperature_label(t), temperature=t)
+            for t in temperatures
+            for _index in range(runs_per_variant)
+        ]
+        proxies += [
+            Participant(
+                **proxy,
+                variant=PERSONA_VARIANT,
+                temperature=persona_temperature,
+                persona_of=person,
+                age=person.age,
+                gender=person.gender,
+                education=person.education,
+                income=person.income,
+            )
+            for person in people
+        ]
+        _proxies_create(run=run, proxies=proxies, units=units)
     return run
 
 
@@ -302,18 +530,19 @@ def proxy_estimate(
     *, study: Study, models, runs_per_model: int, prompt: PromptTemplate | None = None
 ) -> dict:
     """Calls and their estimated cost, live and in batch mode, per model: tokens in from the
-    prompt (the default unless given), scenarios and responses' length; tokens out from each
+    prompt (the default unless given), the items and the units' texts' length (a scenario and
+    its response, a question and its answer or answers); tokens out from each
     model's recent answers (apps/llm/costs.py). The batch total is None when a model has no
     batch API."""
-    prompt = prompt or proxy_prompt_default()
-    listed = proxy_items(study=study)
-    items = len(questions_text(listed) if "questions" in prompt.variables else items_json(listed))
-    fixed = len(prompt.system_text) + len(prompt.user_text) + items
+    prompt = prompt or proxy_prompt_default(kind=study.kind)
+    fixed = len(prompt.system_text) + len(prompt.user_text)
+    items = {}
+    for kind in UnitKind.values:
+        listed = proxy_items(study=study, unit_kind=kind)
+        as_asked = questions_text(listed) if "questions" in prompt.variables else items_json(listed)
+        items[kind] = len(as_asked)
     rows = study.study_scenarios.select_related("scenario", "response")
-    chars = [
-        fixed + len(scenario_as_read(ss)) + (len(ss.response.text) if ss.response else 0)
-        for ss in rows
-    ]
+    chars = [fixed + items[ss.kind] + unit_chars(ss) for ss in rows]
     tokens_in = sum(costs.tokens_in(n) for n in chars) * runs_per_model
     per_model, total, batch_total = [], Decimal(0), Decimal(0)
     for model in models:
@@ -376,8 +605,7 @@ class ProxyWork(runs.RunWork):
         }
         estimates = []
         for row in rows:
-            ss = scenarios[row["study_scenario_id"]]
-            chars = len(scenario_as_read(ss)) + (len(ss.response.text) if ss.response else 0)
+            chars = unit_chars(scenarios[row["study_scenario_id"]])
             model_id = row["participant__model_id"]
             cost = costs.call_cost(
                 prices[model_id], tokens_in=costs.tokens_in(chars + 2000), tokens_out=out[model_id]
@@ -394,14 +622,15 @@ class ProxyWork(runs.RunWork):
                 "study_scenario__response",
             )
         )
-        items: dict[int, list[SurveyItem]] = {}
+        items: dict[tuple[int, str], list[SurveyItem]] = {}
         calls, refused = [], []
         for row in rows:
-            run, ss = row.run, row.study_scenario
-            if run.study_id not in items:
-                items[run.study_id] = proxy_items(study=Study(pk=run.study_id))
-            listed = items[run.study_id]
-            if ss.response is None:
+            run, ss, proxy = row.run, row.study_scenario, row.participant
+            if (run.study_id, ss.kind) not in items:
+                study = Study(pk=run.study_id)
+                items[run.study_id, ss.kind] = proxy_items(study=study, unit_kind=ss.kind)
+            listed = items[run.study_id, ss.kind]
+            if ss.kind == UnitKind.SCENARIO and ss.response is None:
                 refused.append((row.pk, "The scenario has no response to rate."))
                 continue
             try:
@@ -412,9 +641,14 @@ class ProxyWork(runs.RunWork):
             except PromptError as exc:
                 refused.append((row.pk, str(exc)))
                 continue
+            # A persona proxy reads its own demographic fields, said before the survey; the
+            # person it was made from is never loaded here (persona_text).
+            if proxy.variant == PERSONA_VARIANT:
+                messages = persona_messages(messages, persona_text(proxy))
             params = {"seed": row.seed}
-            if run.temperature is not None:
-                params["temperature"] = float(run.temperature)
+            temperature = run.temperature if proxy.temperature is None else proxy.temperature
+            if temperature is not None:
+                params["temperature"] = float(temperature)
             calls.append(
                 engine.Call(
                     row_id=row.pk,
