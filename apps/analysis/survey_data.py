@@ -266,7 +266,7 @@ def survey_data(*, study: Study) -> SurveyData:
 def _proxy_settings(participants: list[int]) -> list[ProxySetting]:
     counts = list(
         Participant.objects.filter(pk__in=participants)
-        .values("model_id", "variant", "proxy_run_id")
+        .values("model_id", "variant", "temperature", "proxy_run_id")
         .annotate(n=Count("pk"))
         .order_by("model_id", "variant", "proxy_run_id")
     )
@@ -288,11 +288,20 @@ def _proxy_settings(participants: list[int]) -> list[ProxySetting]:
                 raters=c["n"],
                 prompt=str(run.prompt),
                 prompt_version=run.prompt.version,
-                parameters=proxy_run_parameters(run=run, model=model),
+                parameters=_variant_parameters(
+                    proxy_run_parameters(run=run, model=model), c["temperature"]
+                ),
                 departures=tuple(proxy_run_fidelity_notes(run=run, models=[model])),
             )
         )
     return found
+
+
+def _variant_parameters(parameters: dict, temperature) -> dict:
+    """A sweep's variant sends its own temperature in place of the run's."""
+    if temperature is None:
+        return parameters
+    return {**parameters, "temperature": float(temperature)}
 
 
 def survey_fingerprint(*, study: Study) -> str:
