@@ -1069,6 +1069,9 @@ PROXY_PARAMETERS = (
               "times its bias (-0.2 to 0.2, from its name)"),
     Parameter("done_threshold", 0.45, "the help leaning from which a proxy answers yes to "
               "'did it do the task'"),
+    Parameter("persona_leaning", 0.12, "SD of the fixed tilt a persona (what the messages "
+              "before the survey say of who is answering) gives each kind of item, on the 0-1 "
+              "leaning, hashed from that text"),
 )  # fmt: skip
 PROXY = {parameter.name: parameter.value for parameter in PROXY_PARAMETERS}
 
@@ -1454,6 +1457,9 @@ def _survey_proxy(model: str, prompt: Prompt, rng: random.Random) -> str:
     response = prompt.tag("response") or prompt.tag("answer") or "\n\n".join(pair).strip()
     rated = _rate(scenario, response)
     terse = style_for(model) == "terse"
+    # Who the proxy is told it is (a persona's system message), if anything comes before the
+    # survey: the same persona leans the same way on every call.
+    persona = " ".join(text for text in prompt.texts if text != prompt.last_user)
     answers = []
     seen: set[str] = set()
     for item in items:
@@ -1469,6 +1475,8 @@ def _survey_proxy(model: str, prompt: Prompt, rng: random.Random) -> str:
         leaning = _leaning(role, rated) + _model_leaning(
             model, role, wording, scenario, response, ambiguity
         )
+        if persona:
+            leaning += _stable_gauss("persona", persona, role, sigma=PROXY["persona_leaning"])
         kind = item.get("kind")
         if kind == "pair":
             choice = _pair_choice(model, scenario, *pair, ambiguity * prompt.temperature, rng)

@@ -141,6 +141,7 @@ def test_parameters_are_served_each_with_what_it_does_and_what_each_model_makes_
         "model_item_spread",
         "model_leniency",
         "done_threshold",
+        "persona_leaning",
     ]
     assert [p["name"] for p in served["answering"]] == [
         "question_sd",

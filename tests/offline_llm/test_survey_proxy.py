@@ -303,3 +303,27 @@ def test_how_far_proxies_disagree_varies_by_item_and_follows_its_stated_ambiguit
     # The items' own ambiguities differ, as drawn from the stated distribution.
     drawn = [item_ambiguity(item["wording"]) for item in ITEMS]
     assert len(set(drawn)) == len(ITEMS) and all(0 < a < 1 for a in drawn)
+
+
+def test_a_persona_leans_the_same_way_on_every_call_and_two_personas_differ(rated):
+    """What comes before the survey (a persona's system message) tilts the answers by a fixed
+    amount per persona and kind of item (PROXY_PARAMETERS' persona_leaning); at temperature 0
+    a persona answers alike every time, and two personas do not answer alike."""
+    questions = questions_text([SurveyItem(**item) for item in ITEMS])
+
+    def values(persona: str | None) -> list:
+        found = []
+        for _name, scenario, response in rated:
+            user = string.Template(USER).substitute(
+                scenario=scenario, response=response, questions=questions
+            )
+            texts = (persona, user) if persona else (user,)
+            prompt = Prompt(texts=texts, last_user=user, temperature=0.0)
+            reply = json.loads(answer("survey_proxy", MODELS[1], prompt, random.Random(1)))
+            found += [a["value"] for a in reply["answers"]]
+        return found
+
+    first = "You are taking part in this survey as a woman aged 25-34."
+    second = "You are taking part in this survey as a man aged 65 or older."
+    assert values(first) == values(first)
+    assert len({tuple(values(p)) for p in (first, second, None)}) == 3
