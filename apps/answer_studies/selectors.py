@@ -161,3 +161,37 @@ def draw_of(*, study_id: int) -> AnswerDraw | None:
         .filter(study_id=study_id)
         .first()
     )
+
+
+@dataclass(frozen=True)
+class StrataRow:
+    """A model and topic, with each band's answers: (band label, available, a draw takes)."""
+
+    model: str
+    topic: str
+    cells: list[tuple[str, int, int]]
+
+
+def strata_table(*, strata: list[Stratum], per_stratum: int | None) -> list[StrataRow]:
+    """The strata as the creation page lays them out, a row per model and topic; what a draw
+    of `per_stratum` would take from each (None: not known yet, shown as 0)."""
+    rows: dict[tuple[int, int], StrataRow] = {}
+    for s in strata:
+        row = rows.setdefault(
+            (s.model_id, s.topic_id), StrataRow(model=s.model, topic=s.topic, cells=[])
+        )
+        row.cells.append((s.band_label, s.available, min(per_stratum or 0, s.available)))
+    return list(rows.values())
+
+
+def strata_recorded(*, strata: list[dict]) -> list[StrataRow]:
+    """A draw's recorded strata (AnswerDraw.strata) laid out as strata_table lays them out,
+    with what the draw took from each."""
+    rows: dict[tuple[int, int], StrataRow] = {}
+    for s in strata:
+        band = bands.band_get(s["band"])
+        row = rows.setdefault(
+            (s["model_id"], s["topic_id"]), StrataRow(model=s["model"], topic=s["topic"], cells=[])
+        )
+        row.cells.append((band.label if band else s["band"], s["available"], s["drawn"]))
+    return list(rows.values())
