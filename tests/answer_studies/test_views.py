@@ -167,3 +167,27 @@ def test_an_anonymous_visitor_is_sent_to_sign_in(client, bench):
         response = client.get(url)
         assert response.status_code == 302
         assert response["Location"].startswith(reverse("login"))
+
+
+def test_a_prefilled_item_is_edited_on_the_studys_items_page_and_stays_an_answer_item(
+    researcher_client, bench
+):
+    study = study_drawn(bench)
+    item = study.items.get(code="C1")
+    url = reverse("surveys:setup_item", args=[study.pk, item.pk])
+    assert researcher_client.get(url).status_code == 200
+    data = {
+        "code": "C1",
+        "wording": "Does the answer start with what matters most?",
+        "kind": item.kind,
+        "scale_labels": "",
+        "group": item.group,
+        "order": item.order,
+        "on_page": 1,
+    }
+    response = researcher_client.post(url, data)
+    assert response.status_code == 302
+    item.refresh_from_db()
+    assert item.wording == "Does the answer start with what matters most?"
+    assert (item.unit_kind, item.group) == ("answer", "presentation")
+    assert item.criterion_item.prefilled != item.wording
