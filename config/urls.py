@@ -17,6 +17,7 @@ urlpatterns = [
     path("runs/", include("apps.runs.urls")),
     path("grading/", include("apps.grading.urls")),
     path("", include("apps.surveys.urls")),
+    path("answer-studies/", include("apps.answer_studies.urls")),
     path("analysis/", include("apps.analysis.urls")),
     # The API (config/api.py): researchers only, with a token or the browser's session. The
     # schema is a DRF view (IsResearcher, SPECTACULAR_SETTINGS' SERVE_PERMISSIONS) so that
