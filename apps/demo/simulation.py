@@ -9,6 +9,7 @@ record as it is stored (apps/analysis/templates/analysis/_demo_notice.html), in 
 import httpx
 from django.conf import settings
 
+from .simulated_answer_people import ANSWER_PEOPLE_PARAMETERS
 from .simulated_people import PEOPLE_PARAMETERS
 
 PARAMETERS_PATH = "/offline/parameters"
@@ -98,6 +99,48 @@ def study_simulation(
                 "what": "Responses",
                 "how": f"The responses people and proxies rated were written by {writer}, an "
                 "offline demo model, not by a real assistant.",
+                "parameters": [],
+            },
+        ],
+    }
+
+
+def answer_study_simulation(
+    *,
+    people: int,
+    proxies: dict[str, str],
+    runs: int,
+    sweep: str,
+    answers_by: str,
+    reported: dict,
+) -> dict:
+    """The record for the answer-study demo. `proxies` maps each proxy's name at the provider
+    to its display name; `sweep` says what the persona sweep ran; `reported` is
+    `provider_parameters(list(proxies))`."""
+    return {
+        "made_by": MADE_BY,
+        "parts": [
+            {
+                "what": "People",
+                "how": f"{people} simulated people: their ratings and explanations were made "
+                "up by apps/demo/simulated_answer_people.py from each answer's rubric score and "
+                "the auto-rater's verdicts, with these parameters. Nobody took part.",
+                "parameters": [p._asdict() for p in ANSWER_PEOPLE_PARAMETERS],
+            },
+            {
+                "what": "Proxies",
+                "how": f"{', '.join(proxies.values())}, {runs} runs each, and {sweep}: offline "
+                "demo models, answered by Assay's offline provider from these parameters, as it "
+                "reported them. No real model answered.",
+                "parameters": [
+                    *reported["survey_proxy"],
+                    *_per_model(reported, proxies, ["proxy_leniency"]),
+                ],
+            },
+            {
+                "what": "Answers",
+                "how": f"The answers rated were drawn from {answers_by}, whose answers offline "
+                "demo models wrote; see that grading run's record.",
                 "parameters": [],
             },
         ],

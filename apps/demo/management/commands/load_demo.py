@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 from apps.accounts.models import User
 from apps.accounts.roles import Role
 from apps.accounts.services import user_create
+from apps.demo.answer_studies import demo_answer_study_load
 from apps.demo.questions import demo_question_bank_load
 from apps.demo.rubrics import demo_rubrics_load
 from apps.demo.runs import demo_runs_load
@@ -73,13 +74,14 @@ class Command(BaseCommand):
             )
         self.stdout.write(f"Rubric demo: {demo_rubrics_load()}")
         self.stdout.write(f"Question-bank demo: {demo_question_bank_load()}")
-        summary, _run, _grading = demo_runs_load()
+        summary, _run, grading = demo_runs_load()
         self.stdout.write(f"Model-run demo: {summary}")
         study, state = demo_surveys_load()
         self.stdout.write(
             f"Survey demo ({state}): participants start at /s/{study.slug}/?{PARTICIPANT_QUERY}"
         )
         self.stdout.write(f"Survey report demo: {demo_survey_report_load()}")
+        self.stdout.write(f"Answer-study demo: {demo_answer_study_load(grading=grading)}")
         logins_file.write_text(json.dumps(logins, indent=2))
         logins_file.chmod(0o600)
         self.stdout.write("Demo logins (also in .data/demo-logins.json):")
