@@ -300,3 +300,17 @@ def test_win_rates_are_people_head_to_head_shares_by_hand_count(hand, data):
                 assert found[f"vs{k}"] == pytest.approx(100 * np.mean(points))
             else:
                 assert np.isnan(found[f"vs{k}"])
+
+
+def test_a_study_nobody_has_rated_yet_reports_without_numbers(hand):
+    Answer.objects.filter(assignment__study_scenario__study=hand.study).delete()
+    data = answer_study_data(study=hand.study)
+    report = answer_study_report(data)
+    assert report.people == 0 and report.answers == len(hand.answers)
+    assert row(report.tables["helpfulness-rubric"], what="Per answer")["rho"] == TooFew(0)
+    assert row(report.tables["regression"], term="Every term")["estimate"] == TooFew(0)
+    assert all(r["strength"] is None for r in report.tables["ranking"].rows)
+    assert report.tables["criteria-answers"].rows == []
+    assert answer_study_intervals(data, resamples=20)  # the survey's keys, with no value
+    for name in ("bt-strengths", "helpfulness-vs-score"):
+        assert "No data" in report.figures[name].svg()
