@@ -286,3 +286,12 @@ def test_units_made_by_the_factories_need_nothing_of_the_answer_studies_app():
     unit, pair = StudyAnswerUnitFactory(), PairUnitFactory()
     assert unit.kind == UnitKind.ANSWER and unit.scenario_id is None and unit.name.startswith("A")
     assert pair.kind == UnitKind.PAIR and pair.answer_b_text and pair.name.startswith("Pair")
+
+
+def test_the_time_estimate_counts_the_explanations_of_one_page_not_of_every_kind_of_unit():
+    study = answer_study_make(answers=2, pairs=1, scenarios_per_participant=2, live=False)
+    estimate = selectors.study_estimate(study=study)
+    assert (estimate.scenarios, estimate.explanations) == (2, 1)  # AH on an answer, PP on a pair
+    SurveyItemFactory(study=study, code="AX", wording="What would you change?")
+    study.refresh_from_db()
+    assert selectors.study_estimate(study=study).explanations == 2
