@@ -28,6 +28,7 @@ from apps.questions.models import (
 )
 from apps.rubrics import services as rubric_services
 from apps.rubrics.models import QuestionAssignment, Rubric
+from apps.surveys.models import ItemKind, Study, StudyKind, StudyScenario, SurveyItem, UnitKind
 
 ROOT = Path(__file__).resolve().parent.parent
 PASSWORD = "correct horse battery staple"
@@ -287,6 +288,110 @@ def responses_csv(scenarios) -> str:
     writer.writeheader()
     writer.writerows(r for r in rows if r["scenario"] in names)
     return out.getvalue()
+
+
+# --- studies of answers ----------------------------------------------------------------------
+# Units as apps/answer_studies leaves them (their texts copied from the benchmark's answers),
+# made here with nothing of that app: the surveys app takes them on their own.
+
+ANSWER_MARKDOWN = (
+    "**Change your password** first, then:\n\n"
+    "1. Turn on two-factor authentication.\n"
+    "2. Check the account's recent sign-ins.\n"
+)
+
+
+class AnswerStudyFactory(factory.django.DjangoModelFactory):
+    """A draft study of answers, with no units and no items (see answer_study_make)."""
+
+    class Meta:
+        model = Study
+
+    name = factory.Sequence(lambda n: f"Answer study {n + 1}")
+    kind = StudyKind.ANSWERS
+    scenarios_per_participant = 2
+    ratings_per_scenario = 3
+    consent_text = "We ask what you think of answers an AI assistant gave to people's questions."
+    instructions_text = "Read the question and the answer, then answer every question on the page."
+    example_text = "A question, an answer, and what someone thought of it."
+    code_completed = CODES["code_completed"]
+    code_no_consent = CODES["code_no_consent"]
+    code_failed_attention = CODES["code_failed_attention"]
+    code_full = CODES["code_full"]
+
+
+class StudyAnswerUnitFactory(factory.django.DjangoModelFactory):
+    """A unit that shows a question and one model's answer to it (Markdown)."""
+
+    class Meta:
+        model = StudyScenario
+
+    study = factory.SubFactory(AnswerStudyFactory)
+    kind = UnitKind.ANSWER
+    label = factory.Sequence(lambda n: f"Answer {n + 1:03d}")
+    question_text = factory.Sequence(
+        lambda n: f"Someone got into my email (number {n + 1}).\nWhat should I do first?"
+    )
+    answer_text = ANSWER_MARKDOWN
+
+
+class PairUnitFactory(StudyAnswerUnitFactory):
+    """A unit that shows a question and two models' answers to compare (A and B)."""
+
+    kind = UnitKind.PAIR
+    label = factory.Sequence(lambda n: f"Pair {n + 1:03d}")
+    answer_b_text = "Contact the provider's support and *wait* for them to reply."
+
+
+class SurveyItemFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = SurveyItem
+
+    code = factory.Sequence(lambda n: f"I{n + 1}")
+    wording = factory.Sequence(lambda n: f"Question {n + 1} about the answer?")
+    kind = ItemKind.SCALE
+    scale_labels = ["Not at all", "Slightly", "Somewhat", "Very", "Extremely"]
+    unit_kind = UnitKind.ANSWER
+    order = factory.Sequence(lambda n: n)
+
+
+def answer_items_make(study) -> list:
+    """The items of a study of answers: two asked of each answer (a scale with an
+    explanation; a yes/no without), and the preference asked of each pair."""
+    return [
+        SurveyItemFactory(study=study, code="AH", wording="How helpful is this answer?"),
+        SurveyItemFactory(
+            study=study,
+            code="AU",
+            wording="Would you follow this advice?",
+            kind=ItemKind.YES_NO,
+            scale_labels=[],
+            explanation_required=False,
+        ),
+        SurveyItemFactory(
+            study=study,
+            code="PP",
+            wording="Which answer helps the person more?",
+            kind=ItemKind.PAIR,
+            scale_labels=[],
+            unit_kind=UnitKind.PAIR,
+        ),
+    ]
+
+
+def answer_study_make(*, answers: int = 3, pairs: int = 1, live: bool = True, **fields):
+    """A study of `answers` answer units and `pairs` pair units asking answer_items_make's
+    items; live unless told otherwise (through the service, which checks it can be)."""
+    from apps.surveys import services
+    from apps.surveys.models import StudyStatus
+
+    study = AnswerStudyFactory(**fields)
+    StudyAnswerUnitFactory.create_batch(answers, study=study)
+    PairUnitFactory.create_batch(pairs, study=study)
+    answer_items_make(study)
+    if live:
+        study = services.study_set_status(study=study, status=StudyStatus.LIVE)
+    return study
 
 
 # --- question bank: sampling and screening -------------------------------------------------

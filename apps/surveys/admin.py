@@ -241,6 +241,8 @@ class AssignmentAdmin(ReadOnlyAdmin):
         "participant__run_index",
         "study_scenario__study_id",
         "study_scenario__scenario__name",
+        ("unit kind", "study_scenario__kind"),
+        ("unit label", "study_scenario__label"),
         "position",
         "status",
         "reserved_at",
@@ -272,6 +274,8 @@ class AnswerAdmin(ReadOnlyAdmin):
         "assignment__participant__run_index",
         "assignment__study_scenario__study_id",
         "assignment__study_scenario__scenario__name",
+        ("unit kind", "assignment__study_scenario__kind"),
+        ("unit label", "assignment__study_scenario__label"),
         "assignment__status",
         "item__code",
         "value",
@@ -293,9 +297,9 @@ class AnswerAdmin(ReadOnlyAdmin):
             return f"{person.model} #{person.run_index}"
         return pseudonym(study_id=person.study_id, prolific_pid=person.prolific_pid)
 
-    @admin.display(description="scenario", ordering="assignment__study_scenario__scenario__name")
+    @admin.display(description="unit", ordering="assignment__study_scenario__scenario__name")
     def scenario(self, answer):
-        return answer.assignment.study_scenario.scenario.name
+        return answer.assignment.study_scenario.name
 
     @admin.display(description="place in the survey", ordering="assignment__position")
     def position(self, answer):
@@ -320,6 +324,8 @@ class PageTimeAdmin(ReadOnlyAdmin):
         "page",
         "assignment_id",
         "assignment__study_scenario__scenario__name",
+        ("unit kind", "assignment__study_scenario__kind"),
+        ("unit label", "assignment__study_scenario__label"),
         "assignment__position",
         "shown_at",
         "submitted_at",
@@ -331,18 +337,24 @@ class PageTimeAdmin(ReadOnlyAdmin):
 
 @admin.register(StudyScenario)
 class StudyScenarioAdmin(ReadOnlyAdmin):
-    """The scenarios a study shows, each with the response participants rate (made on the
-    study's page)."""
+    """A study's units: the scenarios it shows, each with the response participants rate (made
+    on the study's page); or, in a study of answers, its answers and pairs of answers, each
+    named by its label (never its model) and holding the texts participants read."""
 
-    list_display = ("study", "scenario", "response", "response_error")
-    list_filter = ("study",)
-    search_fields = ("scenario__name",)
+    list_display = ("study", "name", "kind", "response", "response_error")
+    list_filter = ("study", "kind")
+    search_fields = ("scenario__name", "label")
     list_select_related = ("study", "scenario", "response")
     csv_fields = (
         "id",
         "study_id",
         "study__name",
+        "kind",
         "scenario__name",
+        "label",
+        "question_text",
+        "answer_text",
+        "answer_b_text",
         "response_id",
         "response__model_name",
         "response__prompt_version",
@@ -374,6 +386,8 @@ class ScenarioResponseCallAdmin(ReadOnlyAdmin):
         "generation__study_id",
         "generation__model__display_name",
         "study_scenario__scenario__name",
+        ("unit kind", "study_scenario__kind"),
+        ("unit label", "study_scenario__label"),
         "status",
         "seed",
         "response_id",
@@ -439,7 +453,7 @@ class ProxyCallAdmin(ReadOnlyAdmin):
         "completed_at",
     )
     list_filter = ("status", "error_kind", "run")
-    search_fields = ("study_scenario__scenario__name", "error")
+    search_fields = ("study_scenario__scenario__name", "study_scenario__label", "error")
     list_select_related = ("run", "participant__model", "study_scenario__scenario")
     raw_id_fields = ("participant", "study_scenario")
     show_full_result_count = False
@@ -450,6 +464,8 @@ class ProxyCallAdmin(ReadOnlyAdmin):
         "participant__model__display_name",
         "participant__run_index",
         "study_scenario__scenario__name",
+        ("unit kind", "study_scenario__kind"),
+        ("unit label", "study_scenario__label"),
         "position",
         "status",
         "seed",

@@ -10,6 +10,7 @@ across studies, and empty for a proxy model.
 from decimal import Decimal
 
 from django.db.models import Exists, F, OuterRef
+from django.db.models.functions import Coalesce
 from django_filters import rest_framework as filters
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import serializers
@@ -40,6 +41,7 @@ from .models import (
     Study,
     StudyScenario,
     StudyStatus,
+    UnitKind,
 )
 from .pseudonyms import pseudonym_sql
 from .services.proxies import MAX_RUNS_PER_MODEL
@@ -51,6 +53,7 @@ class StudySerializer(serializers.ModelSerializer):
         fields = [
             "id",
             "name",
+            "kind",
             "slug",
             "status",
             "scenarios_per_participant",
@@ -172,7 +175,9 @@ class ParticipantViewSet(ReadViewSet):
 
 
 class AnswerSerializer(serializers.ModelSerializer):
-    """One participant's answer to one item about one scenario."""
+    """One participant's answer to one item about one unit: a scenario (`scenario` is its
+    id), or in a study of answers an answer or a pair of answers (`scenario` is empty). Every
+    unit has an id, a kind and a name (a scenario's, or an answer unit's label)."""
 
     study = serializers.IntegerField(read_only=True, source="assignment.participant.study_id")
     participant = serializers.IntegerField(read_only=True, source="assignment.participant_id")
@@ -183,6 +188,11 @@ class AnswerSerializer(serializers.ModelSerializer):
     scenario = serializers.IntegerField(
         read_only=True, source="assignment.study_scenario.scenario_id"
     )
+    unit = serializers.IntegerField(read_only=True, source="assignment.study_scenario_id")
+    unit_kind = serializers.ChoiceField(
+        choices=UnitKind.choices, read_only=True, source="assignment.study_scenario.kind"
+    )
+    unit_name = serializers.CharField(read_only=True)
     assignment_status = serializers.ChoiceField(
         choices=AssignmentStatus.choices, read_only=True, source="assignment.status"
     )
@@ -197,6 +207,9 @@ class AnswerSerializer(serializers.ModelSerializer):
             "participant_pseudonym",
             "participant_kind",
             "scenario",
+            "unit",
+            "unit_kind",
+            "unit_name",
             "assignment",
             "assignment_status",
             "item",
@@ -216,6 +229,9 @@ ANSWER_COLUMNS = Columns.of(
     participant_pseudonym=F("participant_pseudonym"),
     participant_kind=F("assignment__participant__kind"),
     scenario=F("assignment__study_scenario__scenario_id"),
+    unit=F("assignment__study_scenario_id"),
+    unit_kind=F("assignment__study_scenario__kind"),
+    unit_name=F("unit_name"),
     assignment="assignment_id",
     assignment_status=F("assignment__status"),
     item="item_id",
@@ -234,6 +250,7 @@ class AnswerFilter(filters.FilterSet):
     item = IdFilter(field_name="item_id")
     item_code = filters.CharFilter(field_name="item__code")
     scenario = IdFilter(field_name="assignment__study_scenario__scenario_id")
+    unit = IdFilter(field_name="assignment__study_scenario_id")
     participant_kind = filters.ChoiceFilter(
         field_name="assignment__participant__kind", choices=ParticipantKind.choices
     )
@@ -251,7 +268,11 @@ class AnswerViewSet(LongList, ReadViewSet):
     ).annotate(
         participant_pseudonym=pseudonym_sql(
             "assignment__participant__study_id", "assignment__participant__prolific_pid"
-        )
+        ),
+        # StudyScenario.name, read in the same statement
+        unit_name=Coalesce(
+            "assignment__study_scenario__scenario__name", "assignment__study_scenario__label"
+        ),
     )
     serializer_class = AnswerSerializer
     filterset_class = AnswerFilter

@@ -41,6 +41,12 @@ def estimate(*, scenarios: int, explanations: int) -> Estimate:
 
 def study_estimate(*, study, items) -> Estimate:
     """The estimate for `study` asking `items` (its SurveyItems; attention checks are one
-    extra question on one page, not counted)."""
-    explanations = sum(1 for i in items if i.explanation_required and not i.attention_check)
+    extra question on one page, not counted). A page asks the items of its kind of unit
+    (a study of answers has answers and pairs): the kind that asks the most explanations
+    sets the estimate, so that it is never short."""
+    per_kind: dict[str, int] = {}
+    for item in items:
+        if item.explanation_required and not item.attention_check:
+            per_kind[item.unit_kind] = per_kind.get(item.unit_kind, 0) + 1
+    explanations = max(per_kind.values(), default=0)
     return estimate(scenarios=study.scenarios_per_participant, explanations=explanations)

@@ -17,6 +17,7 @@ from .models import (
     RejectionCategory,
     Scenario,
     Study,
+    StudyKind,
 )
 from .services import MAX_EXPLANATION, MIN_REJECTION_MESSAGE
 from .services.proxies import MAX_RUNS_PER_MODEL
@@ -80,6 +81,11 @@ class StudyForm(forms.ModelForm):
             "code_failed_attention",
             "code_full",
         ]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.kind == StudyKind.ANSWERS:  # its answers were drawn, not chosen here
+            del self.fields["scenarios"]
 
 
 class GenerateForm(BatchModeForm):

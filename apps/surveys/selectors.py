@@ -23,6 +23,7 @@ from apps.llm.selectors import (
 )
 
 from . import duration, quality
+from .markdown import markdown_html
 from .models import (
     ACTIVE_GENERATION,
     PROXY_CALL_STATES,
@@ -59,13 +60,14 @@ def people(study: Study):
 
 
 def study_scenarios_with_counts(*, study: Study):
-    """The study's scenarios by name, each with its ratings counted: `completed`, and
-    `reserved` (a reservation whose deadline is still ahead)."""
+    """The study's units by name (a scenario's, or an answer unit's label), each with its
+    ratings counted: `completed`, and `reserved` (a reservation whose deadline is still
+    ahead)."""
     now = timezone.now()
     return (
         StudyScenario.objects.filter(study=study)
         .select_related("scenario")
-        .only("pk", "study_id", "response_id", "response_error", "scenario__name")
+        .only("pk", "study_id", "kind", "label", "response_id", "response_error", "scenario__name")
         .annotate(
             completed=Count(
                 "assignments", filter=Q(assignments__status=AssignmentStatus.COMPLETED)
@@ -78,17 +80,17 @@ def study_scenarios_with_counts(*, study: Study):
                 ),
             ),
         )
-        .order_by("scenario__name", "pk")
+        .order_by("scenario__name", "label", "pk")
     )
 
 
 def study_responses(*, study: Study):
-    """The study's scenarios by name, each with the response its participants rate."""
+    """The study's units by name, each scenario with the response its participants rate."""
     return (
         StudyScenario.objects.filter(study=study)
         .select_related("scenario", "response", "response__model")
         .defer("scenario__record_json")
-        .order_by("scenario__name", "pk")
+        .order_by("scenario__name", "label", "pk")
     )
 
 
@@ -170,7 +172,7 @@ def study_progress(*, study: Study, page: int = 1) -> Progress:
             scenarios=Count("pk"),
             complete=Count("pk", filter=Q(done__gte=k)),
             full=Count("pk", filter=Q(filled__gte=k)),
-            missing_responses=Count("pk", filter=Q(response__isnull=True)),
+            missing_responses=Count("pk", filter=Q(kind=UnitKind.SCENARIO, response__isnull=True)),
         )
     )
     pages = max(1, -(-scenarios["scenarios"] // SCENARIOS_PER_PAGE))
@@ -387,14 +389,31 @@ def cached_study_items(*, study_id: int) -> StudyItems | None:
     return _items_cache.get(study_id)
 
 
-def items_for_page(*, study: Study, position: int, bundle_size: int) -> list[SurveyItem]:
-    """The study's items for scenario page `position`: every regular item, and the attention
-    checks placed on this page (one placed past the bundle's end goes on its last page)."""
+def items_for_page(*, study: Study, position: int, kinds: dict[int, str]) -> list[SurveyItem]:
+    """The study's items for page `position` of a participant whose pages show units of
+    `kinds` (position -> UnitKind): the items asked of the page's kind of unit, and the
+    attention checks placed on this page. A check goes on page `on_page` (the last page, past
+    the bundle's end) or, when that page shows another kind of unit than the check is asked
+    of, on the next page that shows its kind (else the last one before): everyone who sees
+    its kind of unit sees it once. In a study of scenarios, every page's kind is the same."""
+    kind = kinds[position]
     return [
         item
         for item in study_items(study=study).items
-        if not item.attention_check or min(item.on_page, bundle_size) == position
+        if item.unit_kind == kind
+        and (not item.attention_check or _check_page(item.on_page, kind, kinds) == position)
     ]
+
+
+def _check_page(on_page: int, kind: str, kinds: dict[int, str]) -> int:
+    pages = sorted(p for p, k in kinds.items() if k == kind)
+    wanted = min(on_page, max(kinds))
+    return next((p for p in pages if p >= wanted), pages[-1])
+
+
+def page_kinds(assignments) -> dict[int, str]:
+    """Position -> the kind of unit shown there, for `assignments` with their units."""
+    return {a.position: a.study_scenario.kind for a in assignments}
 
 
 def answers_by_code(*, assignment: Assignment, items=None) -> dict[str, Answer]:
@@ -407,8 +426,12 @@ def answers_by_code(*, assignment: Assignment, items=None) -> dict[str, Answer]:
 
 
 def scenario_body_html(*, study_scenario: StudyScenario) -> SafeString:
-    """The scenario as participants see it: task, context and the response to rate."""
-    return _scenario_body_html(study_scenario.scenario_id, study_scenario.response_id)
+    """The unit as participants see it: a scenario's task, context and the response to rate;
+    or a question and its answer, or its two answers."""
+    if study_scenario.kind == UnitKind.SCENARIO:
+        return _scenario_body_html(study_scenario.scenario_id, study_scenario.response_id)
+    unit = study_scenario
+    return _answer_body_html(unit.kind, unit.question_text, unit.answer_text, unit.answer_b_text)
 
 
 @lru_cache(maxsize=512)
@@ -421,12 +444,28 @@ def _scenario_body_html(scenario_id: int, response_id: int | None) -> SafeString
     return render_to_string("surveys/participant/scenario_body.html", context)
 
 
+@lru_cache(maxsize=512)
+def _answer_body_html(kind: str, question: str, answer: str, answer_b: str) -> SafeString:
+    # Kept per process by the texts themselves (which the unit's row carries already): the
+    # Markdown is rendered once, and a unit whose text changed can never be shown stale.
+    context = {"kind": kind, "question": question}
+    if kind == UnitKind.PAIR:
+        context["answers"] = [
+            ("a", "Answer A", markdown_html(answer, name="Answer A")),
+            ("b", "Answer B", markdown_html(answer_b, name="Answer B")),
+        ]
+    else:
+        context["answers"] = [("one", "The answer", markdown_html(answer, name="the answer"))]
+    return render_to_string("surveys/participant/answer_body.html", context)
+
+
 def process_caches_clear() -> None:
     """Forget what this process keeps between requests (studies' items, scenarios' HTML).
     For tests: what is kept here can outlive the rows it was read from when a test's
     database is rolled back or emptied under the running process."""
     _items_cache.clear()
     _scenario_body_html.cache_clear()
+    _answer_body_html.cache_clear()
 
 
 @dataclass

@@ -47,6 +47,7 @@ from .models import (
     ReviewStatus,
     Study,
     StudyStatus,
+    UnitKind,
 )
 from .prolific import prolific_client
 from .throttle import rate_limited
@@ -132,12 +133,9 @@ def instructions(request, participant):
         services.participant_instructions_read(participant=participant)
         return redirect(_next_url(participant))
     services.page_time_shown(participant=participant, page=Page.INSTRUCTIONS)
-    bundle = participant.assignments.count()
-    return render(
-        request,
-        "surveys/participant/instructions.html",
-        {"study": participant.study, "bundle": bundle},
-    )
+    kinds = list(participant.assignments.values_list("study_scenario__kind", flat=True))
+    context = {"study": participant.study, "bundle": len(kinds), "pairs": UnitKind.PAIR in kinds}
+    return render(request, "surveys/participant/instructions.html", context)
 
 
 def _rows(form, saved: dict):
@@ -163,7 +161,7 @@ def scenario(request, participant, assignment_id):
     assignment.participant = participant
     study = participant.study
     items = selectors.items_for_page(
-        study=study, position=assignment.position, bundle_size=len(siblings)
+        study=study, position=assignment.position, kinds=selectors.page_kinds(siblings)
     )
     saved = {}
     if request.method == "POST":
@@ -352,8 +350,9 @@ def study_edit(request, study_id):
     form = StudyForm(request.POST or None, instance=study, initial={"scenarios": current})
     if request.method == "POST" and form.is_valid():
         fields = {k: form.cleaned_data[k] for k in form.Meta.fields}
+        scenarios = form.cleaned_data.get("scenarios")  # None: a study of answers
         try:
-            services.study_update(study=study, scenarios=form.cleaned_data["scenarios"], **fields)
+            services.study_update(study=study, scenarios=scenarios, **fields)
         except SurveyError as exc:
             form.add_error(None, str(exc))
         else:
@@ -504,23 +503,29 @@ def study_generate(request, study_id):
 
 @researcher
 def study_preview(request, study_id):
+    """The study's first unit of each kind (a scenario; or an answer and a pair) as the
+    first page of a participant's survey, with the questions asked of it."""
     study = get_object_or_404(Study, pk=study_id)
-    first = study.study_scenarios.first()
-    if first is None:
+    firsts = {}
+    for unit in study.study_scenarios.order_by("scenario__name", "label", "pk"):
+        firsts.setdefault(unit.kind, unit)
+    if not firsts:
         raise Http404("This study has no scenarios yet.")
-    items = selectors.items_for_page(
-        study=study, position=1, bundle_size=study.scenarios_per_participant
-    )
-    form = ScenarioAnswersForm(items=items)
-    context = {
-        "study": study,
-        "form": form,
-        "rows": _rows(form, {}),
-        "body": selectors.scenario_body_html(study_scenario=first),
-        "bundle": study.scenarios_per_participant,
-        "preview": True,
-        "assignment": Assignment(position=1, study_scenario=first),
-    }
+    bundle = study.scenarios_per_participant
+    pages = []
+    for unit in firsts.values():
+        kinds = dict.fromkeys(range(1, bundle + 1), unit.kind)
+        items = selectors.items_for_page(study=study, position=1, kinds=kinds)
+        form = ScenarioAnswersForm(items=items)
+        pages.append(
+            {
+                "form": form,
+                "rows": _rows(form, {}),
+                "body": selectors.scenario_body_html(study_scenario=unit),
+                "assignment": Assignment(position=1, study_scenario=unit),
+            }
+        )
+    context = {"study": study, "pages": pages, "bundle": bundle, "preview": True}
     return render(request, "surveys/preview.html", context)
 
 

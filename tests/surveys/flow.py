@@ -26,9 +26,11 @@ def consent(client, study, pid: str | None = None, session: str = SESSION, decis
 
 
 def answers_for(items, value="4", explanation="It shares only what the task needs, nothing more."):
+    """A page's answers to `items` (a page reads those of its items only): yes, "A" for a
+    pair, and `value` on a scale."""
     data = {}
     for item in items:
-        data[f"value_{item.code}"] = "yes" if item.kind == "yes_no" else value
+        data[f"value_{item.code}"] = {"yes_no": "yes", "pair": "a"}.get(item.kind, value)
         data[f"explanation_{item.code}"] = explanation
     return data
 
@@ -51,7 +53,8 @@ def finish(client, study, pid: str | None = None, session: str = SESSION) -> Par
 
 
 def completed_per_scenario(study) -> dict[str, int]:
-    """Scenario name -> completed ratings (what analysis will use), as the study page counts
-    them."""
-    rows = selectors.study_scenarios_with_counts(study=study)
-    return dict(rows.values_list("scenario__name", "completed"))
+    """Unit name (a scenario's, or an answer unit's label) -> completed ratings (what analysis
+    will use), as the study page counts them."""
+    return {
+        unit.name: unit.completed for unit in selectors.study_scenarios_with_counts(study=study)
+    }

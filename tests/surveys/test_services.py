@@ -14,6 +14,7 @@ from apps.surveys.models import (
     ParticipantStatus,
     StudyStatus,
     SurveyItem,
+    UnitKind,
 )
 from tests.factories import new_pid
 from tests.surveys.flow import completed_per_scenario
@@ -233,12 +234,15 @@ def _with_checks(study, pages):
     return services.study_set_status(study=study, status=StudyStatus.LIVE)
 
 
+FIVE_SCENARIOS = dict.fromkeys(range(1, 6), UnitKind.SCENARIO)
+
+
 def _finish_failing(study, codes):
     """A participant who answers every item, failing the attention checks in `codes`."""
     participant = arrive(study)
     for a in participant.assignments.order_by("position"):
         a.participant = participant
-        page = selectors.items_for_page(study=study, position=a.position, bundle_size=5)
+        page = selectors.items_for_page(study=study, position=a.position, kinds=FIVE_SCENARIOS)
         answers = {
             i.code: (
                 "yes" if i.kind == "yes_no" else "2" if i.code in codes else "4",
@@ -253,10 +257,10 @@ def _finish_failing(study, codes):
 def test_attention_checks_are_placed_on_their_pages(make_study):
     study = _with_checks(make_study(count=5, live=False), pages=[2])
     assert "AC1" in {
-        i.code for i in selectors.items_for_page(study=study, position=2, bundle_size=5)
+        i.code for i in selectors.items_for_page(study=study, position=2, kinds=FIVE_SCENARIOS)
     }
     assert "AC1" not in {
-        i.code for i in selectors.items_for_page(study=study, position=1, bundle_size=5)
+        i.code for i in selectors.items_for_page(study=study, position=1, kinds=FIVE_SCENARIOS)
     }
 
 

@@ -23,6 +23,8 @@ from ..models import (
     PageTime,
     Participant,
     ParticipantStatus,
+    Study,
+    StudyKind,
     SurveyItem,
 )
 from .reservation import assignments_complete
@@ -72,19 +74,21 @@ ON CONFLICT (assignment_id, item_id) DO UPDATE
        explanation = CASE WHEN %s THEN EXCLUDED.explanation ELSE surveys_answer.explanation END,
        saved_at = EXCLUDED.saved_at, save_count = surveys_answer.save_count + 1
 """
-# Written only if the assignment is the participant's: no separate ownership read.
+# Written only if the assignment is the participant's and each item is asked of its kind of
+# unit (an answer's items on an answer's page, a pair's on a pair's): no separate read.
 ANSWER_UPSERT = (
     """
 INSERT INTO surveys_answer
        (assignment_id, item_id, value, explanation, first_saved_at, saved_at, save_count)
 SELECT a.id, given.item_id, given.value, given.explanation, %s, %s, 1
-  FROM surveys_assignment a,
-       (VALUES {rows}) AS given (item_id, value, explanation)
- WHERE a.id = %s AND a.participant_id = %s
+  FROM surveys_assignment a
+  JOIN surveys_studyscenario u ON u.id = a.study_scenario_id,
+       (VALUES {rows}) AS given (item_id, value, explanation, unit_kind)
+ WHERE a.id = %s AND a.participant_id = %s AND u.kind = given.unit_kind
 """
     + ANSWER_ON_CONFLICT
 )
-ANSWER_ROW = "(%s::bigint, %s::varchar, %s::text)"
+ANSWER_ROW = "(%s::bigint, %s::varchar, %s::text, %s::varchar)"
 
 
 def _answers_upsert(
@@ -95,12 +99,13 @@ def _answers_upsert(
     set_explanation: bool = True,
 ) -> bool:
     """Save `answers` ((item, value, explanation), checked by the caller) on the participant's
-    assignment, in one statement; False, and nothing written, if the assignment is not theirs.
+    assignment, in one statement; False, and nothing written, if the assignment is not theirs
+    (or no item is asked of its unit's kind).
     `set_value` / `set_explanation` False: an existing answer keeps that part."""
     now = timezone.now()
     params: list = [now, now]
     for item, value, explanation in answers:
-        params += [item.pk, value, explanation]
+        params += [item.pk, value, explanation, item.unit_kind]
     params += [assignment_id, participant.pk, set_value, set_explanation]
     sql = ANSWER_UPSERT.format(rows=", ".join([ANSWER_ROW] * len(answers)))
     with connection.cursor() as cursor:
@@ -111,8 +116,8 @@ def _answers_upsert(
 # The same write, checking in the same statement everything a participant's request must show
 # before it (answer_save and binding.participant_required): the browser key of the participant
 # named by the signed cookie, their study and its address, that they are still taking part,
-# that the assignment is theirs, and that the study's items are the version the item was
-# checked against.
+# that the assignment is theirs, that its unit is of the kind the item is asked of, and that
+# the study's items are the version the item was checked against.
 ANSWER_UPSERT_BOUND = (
     """
 INSERT INTO surveys_answer
@@ -121,8 +126,9 @@ SELECT a.id, %s, %s, %s, %s, %s, 1
   FROM surveys_assignment a
   JOIN surveys_participant p ON p.id = a.participant_id
   JOIN surveys_study s ON s.id = p.study_id
+  JOIN surveys_studyscenario u ON u.id = a.study_scenario_id
  WHERE a.id = %s AND p.id = %s AND p.browser_key = %s AND p.status = %s
-   AND s.id = %s AND s.slug = %s AND s.items_version = %s
+   AND s.id = %s AND s.slug = %s AND s.items_version = %s AND u.kind = %s
 """
     + ANSWER_ON_CONFLICT
 )
@@ -159,6 +165,7 @@ def answer_save_if_bound(
         study_id,
         slug,
         items_version,
+        item.unit_kind,
         set_value,
         set_explanation,
     ]
@@ -180,7 +187,8 @@ def answer_save(
     whatever the number of tabs, refreshes or repeats: the last answer given wins, in a single
     statement (INSERT ... ON CONFLICT), so no race can add a row.
 
-    False, and nothing written, unless the assignment is the participant's. SurveyError: the
+    False, and nothing written, unless the assignment is the participant's and its unit is of
+    the kind the item is asked of. SurveyError: the
     participant has submitted the survey, or there is nothing to save; AnswerInvalid: the
     answer is not acceptable."""
     _check_open(participant)
@@ -260,6 +268,11 @@ def participant_instructions_read(*, participant: Participant) -> None:
     page_time_submitted(participant=participant, page=Page.INSTRUCTIONS)
 
 
+def _page(study: Study) -> str:
+    """What participants call a unit's page (templatetags/surveys.py page_noun)."""
+    return "Page" if study.kind == StudyKind.ANSWERS else "Scenario"
+
+
 def _attention_failed(participant: Participant) -> bool:
     """Failed as many attention checks as Prolific's rules need before a rejection: two in a
     study of 5 minutes or more (quality.py). Fewer are shown on the review page only."""
@@ -283,27 +296,25 @@ def _attention_failed_given(*, study, items: list[SurveyItem], given: dict[int, 
     return failures >= quality.attention_failures_needed(minutes=minutes)
 
 
-def _missing_answers(
-    study, rows: list[tuple], bundle_size: int
-) -> tuple[list[tuple[int, int]], dict[int, str]]:
+def _missing_answers(study, rows: list[tuple]) -> tuple[list[tuple[int, int]], dict[int, str]]:
     """([(assignment id, position)] of the pages with a required answer missing, the values
-    given by item id), from `rows`: (assignment id, position, item id, value, explanation),
-    one per answer (item None: a page with no answer). Which items are required is what the
-    page's form requires: a value for every item on it, and an explanation where one is."""
+    given by item id), from `rows`: (assignment id, position, unit kind, item id, value,
+    explanation), one per answer (item None: a page with no answer). Which items are
+    required is what the page's form requires: a value for every item on it, and an
+    explanation where one is."""
     answers: dict[int, dict[int, tuple[str, str]]] = {}
     positions: dict[int, int] = {}
+    kinds: dict[int, str] = {}
     given: dict[int, str] = {}
-    for assignment_id, position, item_id, value, explanation in rows:
-        positions[assignment_id] = position
+    for assignment_id, position, kind, item_id, value, explanation in rows:
+        positions[assignment_id], kinds[position] = position, kind
         if item_id is not None:
             answers.setdefault(assignment_id, {})[item_id] = (value, explanation)
             given[item_id] = value
     missing = []
     for assignment_id, position in sorted(positions.items(), key=lambda p: p[1]):
         page = answers.get(assignment_id, {})
-        for item in selectors.items_for_page(
-            study=study, position=position, bundle_size=bundle_size
-        ):
+        for item in selectors.items_for_page(study=study, position=position, kinds=kinds):
             value, explanation = page.get(item.pk, ("", ""))
             if not value or (item.explanation_required and not explanation.strip()):
                 missing.append((assignment_id, position))
@@ -356,6 +367,7 @@ def participant_finish(*, participant: Participant, demographics: dict[str, str]
             "id",
             "position",
             "answered_at",
+            "study_scenario__kind",
             "answers__item_id",
             "answers__value",
             "answers__explanation",
@@ -363,13 +375,12 @@ def participant_finish(*, participant: Participant, demographics: dict[str, str]
     )
     unanswered = sorted({position for _id, position, at, *_ in rows if at is None})
     if unanswered:
-        raise SurveyError(f"Scenario {unanswered[0]} is not finished yet.")
-    bundle = len({row[0] for row in rows})
-    missing, given = _missing_answers(study, [(r[0], r[1], *r[3:]) for r in rows], bundle)
+        raise SurveyError(f"{_page(study)} {unanswered[0]} is not finished yet.")
+    missing, given = _missing_answers(study, [(r[0], r[1], *r[3:]) for r in rows])
     if missing:
         Assignment.objects.filter(pk__in=[pk for pk, _ in missing]).update(answered_at=None)
         raise SurveyError(
-            f"Scenario {missing[0][1]} has a question without an answer: please answer it."
+            f"{_page(study)} {missing[0][1]} has a question without an answer: please answer it."
         )
     items = selectors.study_items(study=study).items
     failed = _attention_failed_given(study=study, items=items, given=given)
@@ -423,7 +434,7 @@ def _participant_finish_locked(
         assignments = list(participant.assignments.select_related("study_scenario__scenario"))
         unanswered = [a.position for a in assignments if a.answered_at is None]
         if unanswered:
-            raise SurveyError(f"Scenario {unanswered[0]} is not finished yet.")
+            raise SurveyError(f"{_page(participant.study)} {unanswered[0]} is not finished yet.")
         now = timezone.now()
         study = participant.study
         assignments_complete(

@@ -25,6 +25,7 @@ from ..models import (
     PageTime,
     Participant,
     StudyScenario,
+    UnitKind,
 )
 
 RESERVE_ATTEMPTS = 40
@@ -58,6 +59,14 @@ def _fill(ids, now) -> dict[int, int]:
     return counts
 
 
+def _ready(study):
+    """The study's units that can be handed out: every answer and pair (their texts are part
+    of them), and the scenarios that have their response."""
+    return StudyScenario.objects.filter(study=study).exclude(
+        kind=UnitKind.SCENARIO, response__isnull=True
+    )
+
+
 def _lock_least_filled(candidates, examined: set[int], now, k: int, count: int) -> list[int]:
     """Lock up to `count` of `candidates` not yet `examined` that have room, least-filled
     first, random among equals so that concurrent arrivals spread out. SKIP LOCKED: rows
@@ -89,7 +98,7 @@ def _try_reserve(participant: Participant, now, settle: bool = False) -> list[As
         mine = list(participant.assignments.order_by("position"))
         if mine:
             return mine
-        candidates = StudyScenario.objects.filter(study=study, response__isnull=False)
+        candidates = _ready(study)
         chosen: list[int] = []
         examined: set[int] = set()
         while len(chosen) < wanted:
@@ -155,7 +164,7 @@ def assignment_reserve_fresh(
     (the caller rolls back and takes assignment_reserve_bundle's path)."""
     study = participant.study
     wanted, k = study.scenarios_per_participant, study.ratings_per_scenario
-    candidates = StudyScenario.objects.filter(study=study, response__isnull=False)
+    candidates = _ready(study)
     until = now + dt.timedelta(minutes=study.reservation_minutes)
     taken: list[Assignment] = []
     examined: set[int] = set()

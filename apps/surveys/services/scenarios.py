@@ -35,6 +35,7 @@ from ..models import (
     ScenarioResponse,
     ScenarioResponseCall,
     Study,
+    StudyKind,
     StudyScenario,
     StudyStatus,
 )
@@ -260,6 +261,11 @@ def scenario_responses_request(
     A scenario that already has a response from this model and prompt version gets it at
     once; each other one becomes a call for the engine, with a seed of its own. In
     `batch_mode` the calls go through the provider's batch API (apps/llm/batches.py)."""
+    if study.kind != StudyKind.SCENARIOS:
+        raise SurveyError(
+            "A study of answers shows answers a benchmark run already has: there are no "
+            "responses to generate."
+        )
     refusal = batches.batch_mode_refusal(
         batch_mode=batch_mode, batch_retry=batch_retry, models=[model]
     )

@@ -3,7 +3,7 @@
 from django.db import transaction
 
 from ..errors import SurveyError
-from ..models import Study, StudyScenario, StudyStatus, SurveyItem
+from ..models import Study, StudyKind, StudyScenario, StudyStatus, SurveyItem, UnitKind
 from ..selectors import study_items_frozen
 
 STUDY_FIELDS = (
@@ -52,6 +52,11 @@ def study_update(*, study: Study, scenarios=None, **fields) -> Study:
     study.full_clean()
     study.save(update_fields=list(fields))
     if scenarios is not None:
+        if study.kind != StudyKind.SCENARIOS:
+            raise SurveyError(
+                "A study of answers has no scenarios to choose: its answers were drawn from a "
+                "benchmark run."
+            )
         wanted = {s.pk for s in scenarios}
         current = set(study.study_scenarios.values_list("scenario_id", flat=True))
         if wanted != current and study.status != StudyStatus.DRAFT:
@@ -82,7 +87,8 @@ def study_set_status(*, study: Study, status: str) -> Study:
     if status == StudyStatus.LIVE:
         if not study.study_scenarios.exists():
             raise SurveyError("Add scenarios before going live.")
-        waiting = study.study_scenarios.filter(response__isnull=True).count()
+        waiting = study.study_scenarios.filter(kind=UnitKind.SCENARIO, response__isnull=True)
+        waiting = waiting.count()
         if waiting:
             raise SurveyError(
                 f"{waiting} scenario(s) have no response to rate yet; generate or import them."

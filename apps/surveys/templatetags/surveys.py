@@ -12,6 +12,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 from apps.console.uploads import deeper_than
+from apps.surveys.models import StudyKind, UnitKind
 from apps.surveys.privacylens import Members, Number, Part, action_input, spelled, trajectory_steps
 
 register = template.Library()
@@ -71,6 +72,30 @@ def action_input_filter(text: str) -> Part | None:
 @register.filter
 def steps(trajectory: str):
     return trajectory_steps(trajectory)
+
+
+# What participants call a unit's page. A study of answers mixes answers and pairs of them:
+# "Page 2 of 5" reads right for both, where "Answer 2" would clash with "Answer A".
+@register.filter
+def shows_answers(study) -> bool:
+    return study.kind == StudyKind.ANSWERS
+
+
+@register.filter
+def page_noun(study) -> str:
+    return "page" if study.kind == StudyKind.ANSWERS else "scenario"
+
+
+@register.filter
+def unit_noun(study) -> str:
+    """What researchers' pages call a study's units: scenarios, or units (answers and pairs)."""
+    return "unit" if study.kind == StudyKind.ANSWERS else "scenario"
+
+
+@register.filter
+def unit_heading(unit) -> str:
+    """An answer unit's page heading: what the participant is asked to do."""
+    return "Compare two answers" if unit.kind == UnitKind.PAIR else "Rate this answer"
 
 
 # Participants' pages show up to 35 radio buttons and 7 text boxes a page. Django renders every
