@@ -11,7 +11,7 @@ from apps.llm.models import ModelConfig
 from apps.questions.models import Topic
 from apps.rubrics.models import Rubric, SharedCriterionSet
 from apps.runs.models import Response, ResponseStatus, SamplingRun
-from apps.surveys.models import Study, UnitKind
+from apps.surveys.models import ParticipantKind, Study, UnitKind
 
 from .models import AnswerDraw, StudyAnswer, StudyPair
 
@@ -195,3 +195,23 @@ def strata_recorded(*, strata: list[dict]) -> list[StrataRow]:
         )
         row.cells.append((band.label if band else s["band"], s["available"], s["drawn"]))
     return list(rows.values())
+
+
+def answer_studies():
+    """Every answer study's draw, newest first, with its study and runs, and `units` and
+    `people` (who answered, simulated included) counted."""
+    return (
+        AnswerDraw.objects.select_related("study", "sampling_run", "grading_run")
+        .annotate(
+            units=Count("study__study_scenarios", distinct=True),
+            people=Count(
+                "study__participants",
+                filter=Q(
+                    study__participants__kind=ParticipantKind.HUMAN,
+                    study__participants__assignments__answered_at__isnull=False,
+                ),
+                distinct=True,
+            ),
+        )
+        .order_by("-created_at", "-pk")
+    )

@@ -2,8 +2,10 @@
 The study itself (texts, items, going live, participants) is on its surveys pages."""
 
 from django.contrib import messages
+from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET
 
 from apps.accounts.roles import Role, role_required
 
@@ -13,6 +15,15 @@ from .forms import AnswerStudyForm, grading_chosen, per_stratum_chosen, run_chos
 
 researcher = role_required(Role.RESEARCHER)
 FIELDS = tuple(AnswerStudyForm.base_fields)
+STUDIES_PER_PAGE = 25
+
+
+@researcher
+@require_GET
+def answer_study_list(request):
+    """Every answer study, newest first: where its answers came from, and who has rated."""
+    page = Paginator(selectors.answer_studies(), STUDIES_PER_PAGE).get_page(request.GET.get("page"))
+    return render(request, "answer_studies/list.html", {"page": page})
 
 
 @researcher

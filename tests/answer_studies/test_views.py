@@ -4,6 +4,7 @@ import re
 
 import pytest
 from django.urls import reverse
+from django.utils.html import escape
 
 from apps.accounts.roles import Role
 from apps.answer_studies.models import AnswerDraw
@@ -154,7 +155,11 @@ def test_the_studies_list_links_to_the_creation_page(researcher_client, db):
 def test_only_researchers_reach_the_pages(role_client, bench, role):
     study = study_drawn(bench)
     client = role_client(role)
-    for url in (NEW, reverse("answer_studies:draw", args=[study.pk])):
+    for url in (
+        NEW,
+        reverse("answer_studies:list"),
+        reverse("answer_studies:draw", args=[study.pk]),
+    ):
         response = client.get(url)
         assert response.status_code == (200 if role == Role.RESEARCHER else 403)
     post = client.post(NEW, form_data(bench))
@@ -163,7 +168,11 @@ def test_only_researchers_reach_the_pages(role_client, bench, role):
 
 def test_an_anonymous_visitor_is_sent_to_sign_in(client, bench):
     study = study_drawn(bench)
-    for url in (NEW, reverse("answer_studies:draw", args=[study.pk])):
+    for url in (
+        NEW,
+        reverse("answer_studies:list"),
+        reverse("answer_studies:draw", args=[study.pk]),
+    ):
         response = client.get(url)
         assert response.status_code == 302
         assert response["Location"].startswith(reverse("login"))
@@ -191,3 +200,18 @@ def test_a_prefilled_item_is_edited_on_the_studys_items_page_and_stays_an_answer
     assert item.wording == "Does the answer start with what matters most?"
     assert (item.unit_kind, item.group) == ("answer", "presentation")
     assert item.criterion_item.prefilled != item.wording
+
+
+def test_the_list_shows_each_answer_study_with_its_runs_and_counts_and_pages(role_client, bench):
+    study = study_drawn(bench)
+    client = role_client(Role.RESEARCHER)
+
+    response = client.get(reverse("answer_studies:list"))
+
+    html = response.content.decode()
+    assert response.status_code == 200
+    row = html.split('data-testid="answer-studies"')[1].split("</tr>")[1]
+    assert escape(study.name) in row and escape(bench.sampling.name) in row
+    assert f">{study.study_scenarios.count()}</td>" in row
+    assert reverse("answer_studies:draw", args=[study.pk]) in row
+    assert client.get(reverse("answer_studies:list"), {"page": "x"}).status_code == 200
