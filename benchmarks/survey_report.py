@@ -49,12 +49,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from benchmarks.own_stack import with_db  # noqa: E402
 from benchmarks.run_at_scale import (  # noqa: E402 (after the path is set)
     CLIENT_NICE,
     PROVIDER_NICE,
     bare_run,
     renice,
-    with_db,
 )
 
 DB_NAME = "assay_bench_survey"
