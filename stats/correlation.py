@@ -8,6 +8,7 @@ bootstrap interval.
 """
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -84,8 +85,11 @@ def spearman_resamples(x, y, *, draws) -> np.ndarray:
     ys = np.where(missing, np.nan, y)[draws]
     x_ranks = stats.rankdata(xs, axis=1, nan_policy="omit")
     y_ranks = stats.rankdata(ys, axis=1, nan_policy="omit")
-    x_dev = x_ranks - np.nanmean(x_ranks, axis=1, keepdims=True)
-    y_dev = y_ranks - np.nanmean(y_ranks, axis=1, keepdims=True)
+    with warnings.catch_warnings():
+        # A resample with no complete pair has no mean (nan, as its rho will be).
+        warnings.simplefilter("ignore", RuntimeWarning)
+        x_dev = x_ranks - np.nanmean(x_ranks, axis=1, keepdims=True)
+        y_dev = y_ranks - np.nanmean(y_ranks, axis=1, keepdims=True)
     x_ss, y_ss = np.nansum(x_dev**2, axis=1), np.nansum(y_dev**2, axis=1)
     # Ranks are multiples of 1/2, so a side with any spread has a sum of squares >= 1/2.
     defined = (x_ss > 1e-9) & (y_ss > 1e-9)

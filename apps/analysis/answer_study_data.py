@@ -235,7 +235,18 @@ def _pairs(study: Study, units: pd.DataFrame) -> pd.DataFrame:
     import pandas as pd
 
     excluded, _reasons = _excluded_humans(study)
-    pair_units = units[units["kind"] == UnitKind.PAIR].set_index("pk")
+    pair_units = units[units["kind"] == UnitKind.PAIR]
+    # unit pk -> (unit index, model of A, model of B); looked up once a judgment.
+    shown = {
+        pk: (int(unit), model_a, model_b)
+        for pk, unit, model_a, model_b in zip(
+            pair_units["pk"],
+            pair_units["unit"],
+            pair_units["model_id"],
+            pair_units["model_b_id"],
+            strict=True,
+        )
+    }
     rows = (
         Answer.objects.filter(
             assignment__study_scenario__study=study,
@@ -259,13 +270,11 @@ def _pairs(study: Study, units: pd.DataFrame) -> pd.DataFrame:
     )
     found = []
     for rater, kind, model_id, variant, unit_pk, item, value in rows:
-        if unit_pk not in pair_units.index:
+        if unit_pk not in shown:
             continue  # a pair unit whose answers are not linked: nothing to rank
-        unit = pair_units.loc[unit_pk]
+        unit, model_a, model_b = shown[unit_pk]
         group = PEOPLE if kind == ParticipantKind.HUMAN else proxy_key(model_id, variant)
-        found.append(
-            (group, rater, int(unit["unit"]), item, unit["model_id"], unit["model_b_id"], value)
-        )
+        found.append((group, rater, unit, item, model_a, model_b, value))
     return pd.DataFrame(found, columns=PAIR_COLUMNS)
 
 
