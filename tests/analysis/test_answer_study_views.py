@@ -141,6 +141,8 @@ def test_the_report_shows_the_brief_contents_and_every_section(researcher_client
     assert 'data-testid="offline-notice"' in html
     assert '<span class="badge offline">' in html
     assert 'data-testid="simulated"' not in html
+    # The person rejected in review is left out, and the page says so.
+    assert "Left out: 1 rejected in review." in html
 
 
 def test_the_brief_names_the_top_models_and_the_correlation(researcher_client, built):

@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 
 from apps.accounts.roles import Role
-from tests.analysis.test_answer_study_views import answer_study_make
+from tests.analysis.answer_study_builders import hand_study_make
 
 pytestmark = [
     pytest.mark.django_db,
@@ -20,8 +20,8 @@ pytestmark = [
 
 
 @pytest.fixture
-def built(make_study):
-    return answer_study_make(make_study)
+def built():
+    return hand_study_make()
 
 
 def base(study) -> str:
@@ -32,8 +32,8 @@ def test_the_answer_study_report_lists_its_tables(api, built):
     body = api.get(base(built.study)).json()
 
     assert body["study"] == built.study.pk
-    assert body["grading_run"] == built.bench.grading.pk
-    assert body["sampling_run"] == built.bench.sampling.pk
+    assert body["grading_run"] == built.grading.pk
+    assert body["sampling_run"] == built.grading.sampling_run_id
     names = [t["name"] for t in body["tables"]]
     assert "method" in names
     assert any(t["figure"] for t in body["tables"])

@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from apps.accounts.roles import Role
-from tests.analysis.test_answer_study_views import answer_study_make
+from tests.analysis.answer_study_builders import hand_study_make
 from tests.browser.sessions import signed_in
 from tests.browser.test_accessibility import violations
 from tests.browser.test_survey_report import watched
@@ -18,8 +18,8 @@ WIDTHS = {360: {"width": 360, "height": 740}, 1366: {"width": 1366, "height": 80
 
 
 @pytest.fixture
-def world(transactional_db, make_study):
-    built = answer_study_make(make_study)
+def world(transactional_db):
+    built = hand_study_make()
     return built, user_with_role(Role.RESEARCHER, username="rahul", first_name="Rahul")
 
 
