@@ -635,3 +635,117 @@ def step_line_panels(
         f"{'; '.join(names)}. X axis: {xlabel}. Y axis: {ylabel}."
     )
     return _svg(fig, title=title, desc=desc)
+
+
+def dot_whiskers(
+    *,
+    title: str,
+    labels: list[str],
+    series: dict[str, list[tuple[float | None, float | None, float | None]]],
+    xlabel: str,
+    reference: float | None = 0.0,
+) -> str:
+    """One row per label, a dot per series at its estimate with a whisker from low to high
+    (left out where there is no interval; the row left empty where there is no estimate).
+    A vertical line marks `reference` (None: no line)."""
+    present = {
+        name: values
+        for name, values in series.items()
+        if any(estimate is not None for estimate, _, _ in values)
+    }
+    if not labels or not present:
+        return _no_data(title)
+    for name, values in present.items():
+        if len(values) != len(labels):
+            raise ValueError(f"Series {name!r} has {len(values)} values for {len(labels)} rows.")
+    fig, ax = _figure(
+        height_in=1.9 + 0.45 * len(labels) + 0.18 * _legend_lines(list(present)),
+        title=title,
+        nrows=1,
+        ncols=1,
+    )
+    markers = ("o", "s", "D", "^", "v", "P", "X", "*")
+    band = 0.6  # the share of each row's height that its series' dots spread over
+    step = band / len(present)
+    for s, (name, values) in enumerate(present.items()):
+        color = PALETTE[s % len(PALETTE)]
+        offset = -band / 2 + step * (s + 0.5) if len(present) > 1 else 0.0
+        ys, xs, lows, highs = [], [], [], []
+        for row, (estimate, low, high) in enumerate(values):
+            if estimate is None:
+                continue
+            ys.append(row + offset)
+            xs.append(estimate)
+            lows.append(estimate - low if low is not None else 0.0)
+            highs.append(high - estimate if high is not None else 0.0)
+        ax.errorbar(
+            xs,
+            ys,
+            xerr=[lows, highs],
+            fmt=markers[s % len(markers)],
+            color=color,
+            ecolor=color,
+            elinewidth=1.4,
+            capsize=3,
+            markersize=6,
+            label=name,
+        )
+    if reference is not None:
+        ax.axvline(reference, color="#888888", linewidth=0.8, linestyle="--")
+    ax.set_yticks(range(len(labels)), [_wrap(label, 28) for label in labels])
+    ax.set_ylim(len(labels) - 0.5, -0.5)  # the first row on top, as it reads
+    ax.set_xlabel(xlabel)
+    ax.tick_params(axis="y", length=0)
+    ax.grid(axis="x", color="#dddddd", linewidth=0.6)
+    ax.set_axisbelow(True)
+    _legend_below(fig, ax, list(present))
+    _keep_plot_height(fig, ax)
+    desc = (
+        f"Dots with whiskers (95% intervals), one row per: {'; '.join(labels)}. "
+        f"Series: {'; '.join(present)}. X axis: {xlabel}."
+    )
+    return _svg(fig, title=title, desc=desc)
+
+
+def scatter(
+    *,
+    title: str,
+    series: dict[str, tuple[Sequence[float], Sequence[float]]],
+    xlabel: str,
+    ylabel: str,
+) -> str:
+    """Points, one colour and marker per series of (xs, ys); nan points left out."""
+    points = {
+        name: [(x, y) for x, y in zip(xs, ys, strict=True) if not (math.isnan(x) or math.isnan(y))]
+        for name, (xs, ys) in series.items()
+    }
+    points = {name: found for name, found in points.items() if found}
+    if not points:
+        return _no_data(title)
+    fig, ax = _figure(
+        height_in=4.6 + 0.18 * _legend_lines(list(points)), title=title, nrows=1, ncols=1
+    )
+    markers = ("o", "s", "D", "^", "v", "P", "X", "*")
+    for s, (name, found) in enumerate(points.items()):
+        ax.scatter(
+            [x for x, _ in found],
+            [y for _, y in found],
+            color=PALETTE[s % len(PALETTE)],
+            marker=markers[s % len(markers)],
+            s=28,
+            alpha=0.85,
+            edgecolors=EDGE,
+            linewidths=0.4,
+            label=name,
+        )
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(color="#dddddd", linewidth=0.6)
+    ax.set_axisbelow(True)
+    _legend_below(fig, ax, list(points))
+    _keep_plot_height(fig, ax)
+    desc = (
+        f"Scatter plot, one series of points per: {'; '.join(points)}. "
+        f"X axis: {xlabel}. Y axis: {ylabel}."
+    )
+    return _svg(fig, title=title, desc=desc)

@@ -284,6 +284,13 @@ def survey_intervals(
     draws = bootstrap.resample_draws(len(data.scenarios), resamples=resamples, seed=seed)
     out = {}
     for done, spec in enumerate(specs, start=1):
+        if isinstance(spec, AlphaSpec) and spec.units == 0:
+            # No unit rated twice (a proxy that answers none of the item, say): no alpha, in
+            # any resample.
+            out[spec.key] = [np.nan, np.nan, 0, resamples]
+            if progress is not None:
+                progress(done, len(specs))
+            continue
         estimate = spec.estimate()
         interval = bootstrap.percentile_interval(
             estimate if isinstance(spec, AlphaSpec) else estimate[0], spec.resamples(draws)

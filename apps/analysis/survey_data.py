@@ -202,6 +202,7 @@ def survey_data(*, study: Study) -> SurveyData:
             assignment__status__in=[AssignmentStatus.COMPLETED, AssignmentStatus.PROXY],
         )
         .exclude(assignment__participant_id__in=excluded)
+        .exclude(item__kind=ItemKind.PAIR)  # left out of the items above
         .values_list(
             "assignment__participant_id",
             "assignment__participant__kind",
