@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import scipy.stats
 from django.urls import reverse
-from django.utils.html import escape
 from django.utils import timezone
+from django.utils.html import escape
 
 from apps.accounts.roles import Role
 from apps.analysis import services
@@ -333,11 +333,13 @@ def test_the_poll_that_finds_the_intervals_done_brings_the_sections_with_them(
     assert "They are shown in the tables below." in html
     assert "hx-trigger" not in html
     sections = answer_study_report(answer_study_data(study=study)).sections
-    for slug, _heading, _names in sections:
-        assert (
-            f'id="{slug}" aria-labelledby="{slug}-heading" data-section="{slug}" hx-swap-oob="true"'
-            in html
-        )
+    for slug, _heading, names in sections:
+        oob = f'id="{slug}" aria-labelledby="{slug}-heading" data-section="{slug}" hx-swap-oob'
+        # The method panel holds no interval: it stays as it is.
+        assert (oob in html) == (names != ["method"]), slug
+    # The ranking's people's strengths now have their intervals.
+    ranking = [row for row in report_rows(researcher_client, study, "ranking")]
+    assert ranking and all(row["low"] is not None for row in ranking if row["strength"] is not None)
     # The whole page shows them too, until the data changes.
     page = researcher_client.get(report_url(study))
     assert page.context["bootstrap"].pk == done.pk
@@ -347,6 +349,10 @@ def test_the_poll_that_finds_the_intervals_done_brings_the_sections_with_them(
     Answer.objects.filter(pk=answer.pk).update(value="1", saved_at=timezone.now())
     page = researcher_client.get(report_url(study)).content.decode()
     assert "Compute the confidence intervals" in page
+
+
+def report_rows(client, study, name: str) -> list[dict]:
+    return client.get(report_url(study)).context["report"].tables[name].rows
 
 
 def test_a_failed_bootstrap_says_why_and_may_be_asked_again(researcher_client, built):
