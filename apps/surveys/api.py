@@ -181,7 +181,11 @@ class AnswerSerializer(serializers.ModelSerializer):
         choices=ParticipantKind.choices, read_only=True, source="assignment.participant.kind"
     )
     scenario = serializers.IntegerField(
-        read_only=True, source="assignment.study_scenario.scenario_id"
+        read_only=True,
+        allow_null=True,
+        source="assignment.study_scenario.scenario_id",
+        help_text="The scenario rated; null for a unit of an answer study (a benchmark's answer "
+        "or pair of answers), which has none.",
     )
     assignment_status = serializers.ChoiceField(
         choices=AssignmentStatus.choices, read_only=True, source="assignment.status"

@@ -71,3 +71,13 @@ def test_a_study_of_scenarios_or_an_unknown_table_is_a_404(api, built, make_stud
         response = api.get(url)
         assert response.status_code == 404, url
         assert response.json()["error"]["code"] == "not_found"
+
+
+def test_an_answer_studys_answers_are_listed_with_no_scenario(api, built):
+    body = api.get("/api/v1/answers/", {"study": built.study.pk, "page_size": 1000}).json()
+
+    assert body["results"]
+    assert all(answer["scenario"] is None for answer in body["results"])
+    schema = api.get("/api/schema/?format=json").json()
+    scenario = schema["components"]["schemas"]["Answer"]["properties"]["scenario"]
+    assert scenario["nullable"] is True
