@@ -385,3 +385,18 @@ def test_the_study_page_and_the_reports_page_link_an_answer_study_to_its_report(
     index = researcher_client.get(reverse("analysis:index")).content.decode()
     assert f'href="{url}" data-testid="answer-study-report"' in index
     assert index.count('data-testid="answer-study-report"') == 1
+
+
+def test_a_drawn_study_nobody_has_rated_yet_renders(researcher_client, built):
+    Participant.objects.filter(study=built.study).delete()
+
+    response = researcher_client.get(report_url(built.study))
+
+    assert response.status_code == 200
+    brief = {item["key"]: item for item in response.context["brief"]}
+    assert brief["people"]["shown"] == "0"
+    assert brief["pairs-top"]["names"] == []
+    assert brief["pairs-top"]["shown"] == "Not yet measured"
+    name = first_figure(built.study)
+    url = reverse("analysis:answer_study_figure_svg", args=[built.study.pk, name])
+    ET.fromstring(researcher_client.get(url).content)  # noqa: S314 (our own SVG)
