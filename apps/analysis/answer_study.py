@@ -738,6 +738,33 @@ def _ranking(data: AnswerStudyData, intervals: dict) -> tuple[Table, dict[str, p
     return table, fits
 
 
+def _win_rates(data: AnswerStudyData) -> Table:
+    """People's head-to-head shares: how often each model's answer was judged the more
+    helpful against each other model's."""
+    judgments, _clusters = judgments_of(data, PEOPLE)
+    models = [m for m in data.models if any(m.id in j[:2] for j in judgments)]
+    items = [m.id for m in models]
+    rates = pairs.win_rates(judgments, items=items) if items else np.zeros((0, 0))
+    rows = [
+        {"model": model.label} | {f"vs{k}": 100 * rates[i, k] for k in range(len(models))}
+        for i, model in enumerate(models)
+    ]
+    return Table(
+        name="win-rates",
+        title="People's pair judgments, model against model",
+        columns=[
+            Column("model", "Model"),
+            *[Column(f"vs{k}", f"Against {m.label}", "percent", 0) for k, m in enumerate(models)],
+        ],
+        rows=rows,
+        notes=[
+            "The share of people's judgments of a pair of the two models' answers that the "
+            "row's model won, a tie counting half; empty where the two never met."
+        ],
+        n=_count(len(judgments), "judgment", "judgments"),
+    )
+
+
 def _strengths_figure(data: AnswerStudyData, fits: dict, intervals: dict) -> Figure:
     groups = [g for g in pair_groups(data) if g.key in fits]
     rows = []
@@ -783,10 +810,11 @@ def _strengths_figure(data: AnswerStudyData, fits: dict, intervals: dict) -> Fig
         table,
         functools.partial(
             plots.dot_whiskers,
-            title=table.title + (f" — {OFFLINE_NOTE}" if offline else ""),
+            title=table.title,
             labels=labels,
             series=series,
             xlabel="Bradley-Terry strength (log scale; 0: an average model)",
+            footnote=OFFLINE_NOTE if offline else "",
         ),
     )
 
@@ -808,6 +836,7 @@ def _scatter_figure(data: AnswerStudyData, scale: str) -> Figure:
             series=series,
             xlabel="Rubric score (%)",
             ylabel=f"People's helpfulness (mean of {scale.split(' (')[0]})",
+            footnote=OFFLINE_NOTE if any(m.offline for m in data.models) else "",
         ),
     )
 
@@ -949,6 +978,7 @@ def answer_study_report(
     tables["regression"], fit = _regression(data, scale)
     tables["ranking"], fits = _ranking(data, intervals)
     figures["bt-strengths"] = _strengths_figure(data, fits, intervals)
+    tables["win-rates"] = _win_rates(data)
     tables["sweep"] = _sweep(data, intervals, specs)
     report.regularised = [_who(g) for g in groups if fits[g.key].regularised]
 
@@ -960,6 +990,7 @@ def answer_study_report(
         "criteria-answers": ["criteria-answers"],
         "regression": ["regression", "regression-predictors", "regression-dropped"],
         "ranking": ["bt", "bt-ties", "bt-regularisation", "model-score", "bt-intervals"],
+        "win-rates": ["win-rates", "bt-ties"],
         "sweep": ["sweep", "sd-ddof"],
     }
     for name, keys in attached.items():
@@ -984,7 +1015,11 @@ def answer_study_report(
             ["criteria", "criteria-answers"],
         ),
         ("predictors", "Which presentation criteria predict helpfulness", ["regression"]),
-        ("ranking", "Models ranked by people's pair judgments", ["ranking", "bt-strengths"]),
+        (
+            "ranking",
+            "Models ranked by people's pair judgments",
+            ["ranking", "bt-strengths", "win-rates"],
+        ),
         ("proxies", "People against proxies", ["rho", "sweep", "ranges", "sd-cdf", "proxies"]),
         ("answers", "Answers per item", list(survey.distributions)),
         ("who", "The people who rated", ["demographics"]),
@@ -1148,6 +1183,13 @@ def _methods(
             + ".",
             Fidelity.OURS,
             {"alpha": pairs.REGULARISATION, "regularised": regularised},
+        ),
+        "win-rates": Method(
+            "Head-to-head shares of people's pair judgments",
+            NOT_REPORTED,
+            "For each two models, the share of people's judgments of their pairs that each "
+            "won, a tie counting half.",
+            Fidelity.OURS,
         ),
         "bt-intervals": Method(
             "95% intervals of the strengths",

@@ -644,6 +644,7 @@ def dot_whiskers(
     series: dict[str, list[tuple[float | None, float | None, float | None]]],
     xlabel: str,
     reference: float | None = 0.0,
+    footnote: str = "",
 ) -> str:
     """One row per label, a dot per series at its estimate with a whisker from low to high
     (left out where there is no interval; the row left empty where there is no estimate).
@@ -698,7 +699,7 @@ def dot_whiskers(
     ax.tick_params(axis="y", length=0)
     ax.grid(axis="x", color="#dddddd", linewidth=0.6)
     ax.set_axisbelow(True)
-    _legend_below(fig, ax, list(present))
+    _legend_below(fig, ax, list(present), note=footnote)
     _keep_plot_height(fig, ax)
     desc = (
         f"Dots with whiskers (95% intervals), one row per: {'; '.join(labels)}. "
@@ -713,6 +714,7 @@ def scatter(
     series: dict[str, tuple[Sequence[float], Sequence[float]]],
     xlabel: str,
     ylabel: str,
+    footnote: str = "",
 ) -> str:
     """Points, one colour and marker per series of (xs, ys); nan points left out."""
     points = {
@@ -742,7 +744,7 @@ def scatter(
     ax.set_ylabel(ylabel)
     ax.grid(color="#dddddd", linewidth=0.6)
     ax.set_axisbelow(True)
-    _legend_below(fig, ax, list(points))
+    _legend_below(fig, ax, list(points), note=footnote)
     _keep_plot_height(fig, ax)
     desc = (
         f"Scatter plot, one series of points per: {'; '.join(points)}. "

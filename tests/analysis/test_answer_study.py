@@ -1,6 +1,8 @@
 """The answer-study report: every statistic equals its reference computed here from the raw
 values the study was built with (krippendorff, scipy, scikit-learn, statsmodels, choix)."""
 
+import pickle
+
 import choix
 import krippendorff
 import numpy as np
@@ -254,11 +256,14 @@ def test_intervals_fill_the_report_from_one_seed(hand, data):
     assert answer_study_report(data).intervals_missing > 0
 
 
-def test_figures_draw(data):
+def test_the_reports_own_figures_pickle_and_draw(data):
+    # A report's own figures are partials over plain data, so that a cache can keep them.
     report = answer_study_report(data)
     for name in ("bt-strengths", "helpfulness-vs-score"):
-        svg = report.figures[name].svg()
+        figure = pickle.loads(pickle.dumps(report.figures[name]))  # noqa: S301 (our own bytes)
+        svg = figure.svg()
         assert svg.startswith("<?xml") and "<title>" in svg
+        assert "Alpha" in svg
 
 
 def test_the_fingerprint_changes_with_a_verdict_or_an_answer(hand):
@@ -275,3 +280,37 @@ def test_the_fingerprint_changes_with_a_verdict_or_an_answer(hand):
 
     Answer.objects.filter(pk=answer.pk).update(saved_at=timezone.now())
     assert answer_study_fingerprint(study=hand.study) != changed
+
+
+def test_win_rates_are_people_head_to_head_shares_by_hand_count(hand, data):
+    table = answer_study_report(data).tables["win-rates"]
+    pairs = {p["index"]: p for p in hand.pairs}
+    names = [c.label.removeprefix("Against ") for c in table.columns[1:]]
+    for found in table.rows:
+        mine = str(found["model"])
+        for k, other in enumerate(names):
+            points = []
+            for who, unit, outcome in hand.judged:
+                a, b = pairs[unit]["model_a"], pairs[unit]["model_b"]
+                if not who.startswith("person") or {a, b} != {mine, other}:
+                    continue
+                won = "a" if a == mine else "b"
+                points.append(0.5 if outcome == "equal" else float(outcome == won))
+            if points:
+                assert found[f"vs{k}"] == pytest.approx(100 * np.mean(points))
+            else:
+                assert np.isnan(found[f"vs{k}"])
+
+
+def test_a_study_nobody_has_rated_yet_reports_without_numbers(hand):
+    Answer.objects.filter(assignment__study_scenario__study=hand.study).delete()
+    data = answer_study_data(study=hand.study)
+    report = answer_study_report(data)
+    assert report.people == 0 and report.answers == len(hand.answers)
+    assert row(report.tables["helpfulness-rubric"], what="Per answer")["rho"] == TooFew(0)
+    assert row(report.tables["regression"], term="Every term")["estimate"] == TooFew(0)
+    assert all(r["strength"] is None for r in report.tables["ranking"].rows)
+    assert report.tables["criteria-answers"].rows == []
+    assert answer_study_intervals(data, resamples=20)  # the survey's keys, with no value
+    for name in ("bt-strengths", "helpfulness-vs-score"):
+        assert "No data" in report.figures[name].svg()
