@@ -22,7 +22,7 @@ from apps.surveys.models import Study
 from .answer_study_data import AnswerStudyData, answer_study_data, answer_study_fingerprint
 from .models import RESAMPLES, SEED, BootstrapReport, BootstrapStatus, SurveyBootstrap
 from .survey_data import SurveyData, survey_data, survey_fingerprint
-from .tables import Table
+from .tables import ANSWERS, Table
 
 if TYPE_CHECKING:
     from .answer_study import AnswerStudyReport
@@ -93,11 +93,19 @@ def answer_study_report_current(
 
 def benchmark_table_shown(*, table: Table, run: GradingRun, viewer) -> Table:
     """A benchmark report's table as `viewer` may read it: one that lists answers (the
-    answers below 65%, each with its score) leaves out those they still grade blind for
-    calibration (apps/grading/selectors/calibration.py, blind_to_rater)."""
-    if not any(column.key == "response" for column in table.columns):
+    answers below 65%, each with its score; an answer study's answers, each linked to the
+    answer viewer) leaves out those they still grade blind for calibration
+    (apps/grading/selectors/calibration.py, blind_to_rater)."""
+    if not any(_answer_of(row) is not None for row in table.rows):
         return table
     blind = answers_blind(viewer=viewer, sampling_run_id=run.sampling_run_id)
     if not blind:
         return table
-    return dataclasses.replace(table, rows=[r for r in table.rows if r["response"] not in blind])
+    return dataclasses.replace(table, rows=[r for r in table.rows if _answer_of(r) not in blind])
+
+
+def _answer_of(row: dict) -> int | None:
+    """The answer a table's row lists: its `response` cell, or the answer its link opens."""
+    if "response" in row:
+        return row["response"]
+    return (row.get(ANSWERS) or {}).get("answer")

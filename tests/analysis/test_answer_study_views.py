@@ -18,10 +18,14 @@ from apps.analysis import services
 from apps.analysis.answer_study import answer_study_report
 from apps.analysis.answer_study_data import answer_study_data, answer_study_fingerprint
 from apps.analysis.models import BootstrapReport, BootstrapStatus, SurveyBootstrap
+from apps.grading.models import CalibrationSample, CalibrationSet
 from apps.llm.models import ModelConfig
+from apps.rubrics.models import Rubric
+from apps.runs.models import Response
 from apps.surveys.models import Answer, Participant, ParticipantKind, Study, StudyKind
 from tests.analysis.answer_study_builders import MODELS, hand_study_make
 from tests.conftest import ROLES
+from tests.factories import user_with_role
 
 pytestmark = [
     pytest.mark.django_db,
@@ -400,3 +404,29 @@ def test_a_drawn_study_nobody_has_rated_yet_renders(researcher_client, built):
     name = first_figure(built.study)
     url = reverse("analysis:answer_study_figure_svg", args=[built.study.pk, name])
     ET.fromstring(researcher_client.get(url).content)  # noqa: S314 (our own SVG)
+
+
+def test_an_answer_the_viewer_still_grades_blind_is_left_out_of_the_answer_rows(client, built):
+    researcher = user_with_role(Role.RESEARCHER)
+    client.force_login(researcher)
+    study = built.study
+    rows = client.get(report_url(study)).context["report"].tables["criteria-answers"].rows
+    blind = Response.objects.get(pk=rows[0]["response"])
+    calibration = CalibrationSet.objects.create(
+        name="Blind", sampling_run_id=built.grading.sampling_run_id, second_grader=researcher
+    )
+    CalibrationSample.objects.create(
+        calibration_set=calibration,
+        question=blind.question,
+        response=blind,
+        rubric=Rubric.objects.get(question=blind.question),
+    )
+
+    html = client.get(report_url(study)).content.decode()
+    csv_url = reverse("analysis:answer_study_table_csv", args=[study.pk, "criteria-answers"])
+    _header, *lines = body_rows(client.get(csv_url))
+
+    viewer = reverse("grading:answers", args=[built.grading.pk])
+    assert f'href="{viewer}?answer={blind.pk}"' not in html
+    assert str(blind.pk) not in [line[-1] for line in lines]
+    assert len(lines) == len([r for r in rows if r["response"] != blind.pk])

@@ -8,8 +8,6 @@ fingerprint and kept in the cache (apps/analysis/selectors.py); the statistics
 (apps/analysis/answer_study.py: numpy, pandas, scipy) are imported by the views that compute.
 """
 
-import dataclasses
-
 from django.contrib import messages
 from django.core.cache import cache
 from django.http import Http404, HttpResponse
@@ -26,13 +24,10 @@ from .. import selectors, services
 from ..answer_study_data import answer_study_fingerprint
 from ..method import METHOD_TABLE, departures
 from ..models import BootstrapStatus
-from ..tables import ANSWERS, Table, table_csv_response
+from ..tables import table_csv_response
 
 researcher = role_required(Role.RESEARCHER)
 DATA_SECONDS = 3600
-# A table's column that names the benchmark answer behind each row (runs.Response id): its
-# rows link to that answer in the grading run's answer viewer.
-RESPONSE_COLUMNS = ("response_id", "response")
 
 
 def _study(study_id: int) -> Study:
@@ -52,20 +47,6 @@ def _report(study_id: int):
     return study, data, report, bootstrap
 
 
-def _linked(table: Table) -> Table:
-    """A table whose rows name a benchmark answer, with each row's first cell linking to it
-    in the answer viewer (`?answer=<response id>`); any other table as it is."""
-    key = next((c.key for c in table.columns if c.key in RESPONSE_COLUMNS), None)
-    if key is None or any(column.answers is not None for column in table.columns):
-        return table
-    first = dataclasses.replace(table.columns[0], answers={})
-    rows = [
-        row if row.get(key) is None else {**row, ANSWERS: {"answer": row[key]}}
-        for row in table.rows
-    ]
-    return dataclasses.replace(table, columns=[first, *table.columns[1:]], rows=rows)
-
-
 def _sections(study: Study, report, shown) -> list[dict]:
     """The report's sections in its order, each with its tables and figures and their URLs;
     the section of the method table is the method panel. `shown`: a table as the viewer may
@@ -80,10 +61,10 @@ def _sections(study: Study, report, shown) -> list[dict]:
             csv_url = reverse("analysis:answer_study_table_csv", args=[study.pk, name])
             if name in report.figures:
                 svg_url = reverse("analysis:answer_study_figure_svg", args=[study.pk, name])
-                table = report.figures[name].table
+                table = shown(report.figures[name].table)
                 parts.append({"table": table, "figure": True, "svg": svg_url, "csv": csv_url})
             elif name in report.tables:
-                table = _linked(shown(report.tables[name]))
+                table = shown(report.tables[name])
                 parts.append({"table": table, "figure": False, "csv": csv_url})
         sections.append({"slug": slug, "heading": heading, "parts": parts})
     return sections
