@@ -32,6 +32,7 @@ router.register("answers", surveys.AnswerViewSet, basename="answer")
 router.register("proxy-runs", surveys.ProxyRunViewSet, basename="proxy-run")
 
 SURVEY = "reports/studies/<int:study_id>/survey/"
+ANSWER_STUDY = "reports/studies/<int:study_id>/answers/"
 BENCHMARK = "reports/grading-runs/<int:run_id>/"
 urlpatterns = [
     *router.urls,
@@ -45,6 +46,17 @@ urlpatterns = [
         SURVEY + "tables/<slug:name>.csv",
         analysis.SurveyTableCsvView.as_view(),
         name="report-survey-table-csv",
+    ),
+    path(ANSWER_STUDY, analysis.AnswerStudyReportView.as_view(), name="report-answer-study"),
+    path(
+        ANSWER_STUDY + "tables/<slug:name>/",
+        analysis.AnswerStudyTableView.as_view(),
+        name="report-answer-study-table",
+    ),
+    path(
+        ANSWER_STUDY + "tables/<slug:name>.csv",
+        analysis.AnswerStudyTableCsvView.as_view(),
+        name="report-answer-study-table-csv",
     ),
     path(BENCHMARK, analysis.BenchmarkReportView.as_view(), name="report-grading-run"),
     path(

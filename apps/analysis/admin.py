@@ -9,11 +9,13 @@ from .models import SurveyBootstrap
 
 @admin.register(SurveyBootstrap)
 class SurveyBootstrapAdmin(ReadOnlyAdmin):
-    """Confidence intervals asked for on a study's survey report, kept while its data stays
-    the same (the fingerprint); asked for and followed on the report's page."""
+    """Confidence intervals asked for on a study's survey report or answer-study report
+    (`report`), kept while its data stays the same (the fingerprint); asked for and followed
+    on the report's page."""
 
     list_display = (
         "study",
+        "report",
         "status",
         "done",
         "total",
@@ -23,12 +25,13 @@ class SurveyBootstrapAdmin(ReadOnlyAdmin):
         "created_at",
         "finished_at",
     )
-    list_filter = ("status", "study")
+    list_filter = ("report", "status", "study")
     list_select_related = ("study", "requested_by")
     csv_fields = (
         "id",
         "study_id",
         "study__name",
+        "report",
         "fingerprint",
         "resamples",
         "seed",

@@ -1,6 +1,6 @@
 """The reports' tables in the API: the same `Table`s the report pages show (a study's survey
-report, a grading run's benchmark report), as JSON (raw values at full precision, a missing
-value as null) and as the page's own CSV."""
+report, an answer study's report, a grading run's benchmark report), as JSON (raw values at
+full precision, a missing value as null) and as the page's own CSV."""
 
 from django.http import Http404
 from django.shortcuts import get_object_or_404
@@ -10,10 +10,11 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.answer_studies.models import AnswerDraw
 from apps.grading.models import GradingRun
-from apps.surveys.models import Study
+from apps.surveys.models import Study, StudyKind
 
-from .selectors import benchmark_table_shown, survey_report_current
+from .selectors import answer_study_report_current, benchmark_table_shown, survey_report_current
 from .tables import Table, table_csv_response
 
 
@@ -27,6 +28,16 @@ class TableEntrySerializer(serializers.Serializer):
 class SurveyReportSerializer(serializers.Serializer):
     study = serializers.IntegerField()
     n = serializers.CharField(help_text="What the whole report rests on.")
+    tables = TableEntrySerializer(many=True)
+
+
+class AnswerStudyReportSerializer(serializers.Serializer):
+    study = serializers.IntegerField()
+    n = serializers.CharField(help_text="What the whole report rests on.")
+    grading_run = serializers.IntegerField(
+        help_text="The grading run whose scores and verdicts the report sets beside people's."
+    )
+    sampling_run = serializers.IntegerField(help_text="The sampling run the answers come from.")
     tables = TableEntrySerializer(many=True)
 
 
@@ -92,6 +103,26 @@ def _entries(report) -> list[dict]:
     ]
 
 
+def _answer_study_report(study_id: int):
+    """An answer study's data and report; 404 for a study of scenarios, or one whose answers
+    are not drawn yet."""
+    study = get_object_or_404(Study, pk=study_id, kind=StudyKind.ANSWERS)
+    if not AnswerDraw.objects.filter(study=study).exists():
+        raise Http404("No answers have been drawn for this study yet.")
+    data, report, _bootstrap = answer_study_report_current(study=study)
+    return study, data, report
+
+
+def _answer_study_table(request, study_id: int, name: str) -> tuple[Study, Table]:
+    study, data, report = _answer_study_report(study_id)
+    found = _tables(report).get(name)
+    if found is None:
+        raise Http404("The answer-study report has no table of this name.")
+    # As the benchmark report's: without the answers the viewer still grades blind.
+    run = GradingRun(pk=data.grading_run_id, sampling_run_id=data.sampling_run_id)
+    return study, benchmark_table_shown(table=found[0], run=run, viewer=request.user)
+
+
 TABLE1_PARAMETER = OpenApiParameter(
     "table1",
     OpenApiTypes.INT,
@@ -152,6 +183,51 @@ class SurveyTableCsvView(APIView):
     def get(self, request, study_id: int, name: str):
         study, table = _survey_table(study_id, name)
         return table_csv_response(table, filename=f"study-{study.pk}-{name}.csv")
+
+
+class AnswerStudyReportView(APIView):
+    """The tables of an answer study's report (a benchmark's answers rated by people and
+    proxies, beside the rubric scores and the auto-rater's verdicts). A study of scenarios
+    has none: 404."""
+
+    @extend_schema(
+        responses=AnswerStudyReportSerializer, operation_id="reports_answer_study_retrieve"
+    )
+    def get(self, request, study_id: int):
+        study, data, report = _answer_study_report(study_id)
+        return Response(
+            {
+                "study": study.pk,
+                "n": report.data_n,
+                "grading_run": data.grading_run_id,
+                "sampling_run": data.sampling_run_id,
+                "tables": _entries(report),
+            }
+        )
+
+
+class AnswerStudyTableView(APIView):
+    """One table of an answer study's report, with its columns and raw values."""
+
+    @extend_schema(responses=TableSerializer, operation_id="reports_answer_study_table_retrieve")
+    def get(self, request, study_id: int, name: str):
+        _study, table = _answer_study_table(request, study_id, name)
+        return Response(table_json(table))
+
+
+class AnswerStudyTableCsvView(APIView):
+    """One table of an answer study's report as CSV: the report page's own download."""
+
+    def perform_content_negotiation(self, request, force=False):
+        return super().perform_content_negotiation(request, force=True)
+
+    @extend_schema(
+        responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="The CSV.")},
+        operation_id="reports_answer_study_table_csv",
+    )
+    def get(self, request, study_id: int, name: str):
+        study, table = _answer_study_table(request, study_id, name)
+        return table_csv_response(table, filename=f"answer-study-{study.pk}-{name}.csv")
 
 
 class BenchmarkReportView(APIView):

@@ -1,5 +1,6 @@
 """What the reports keep: bootstrap intervals, which take seconds to compute and are kept
-until the data they were computed from changes."""
+until the data they were computed from changes. A study's survey report and, for an answer
+study, its answer-study report keep theirs in the same table, told apart by `report`."""
 
 from django.conf import settings
 from django.db import models
@@ -20,12 +21,24 @@ class BootstrapStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
+class BootstrapReport(models.TextChoices):
+    SURVEY = "survey", "Survey report"
+    ANSWERS = "answers", "Answer-study report"
+
+
 class SurveyBootstrap(models.Model):
-    """The bootstrap intervals of a survey report, for the study's data as of `fingerprint`
-    (apps.analysis.survey_data.survey_fingerprint): valid while the study's fingerprint is
-    the same; a change to the data shows the report without them until asked again."""
+    """The bootstrap intervals of a study's report, for the study's data as of `fingerprint`
+    (apps.analysis.survey_data.survey_fingerprint, or answer_study_data's for the answer-study
+    report): valid while the study's fingerprint is the same; a change to the data shows the
+    report without them until asked again."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="+")
+    report = models.CharField(
+        max_length=10,
+        choices=BootstrapReport.choices,
+        default=BootstrapReport.SURVEY,
+        help_text="Which of the study's reports the intervals are for.",
+    )
     fingerprint = models.CharField(max_length=64)
     resamples = models.PositiveIntegerField(default=1000)
     seed = models.BigIntegerField(default=0)
@@ -49,12 +62,13 @@ class SurveyBootstrap(models.Model):
         ordering = ["-created_at"]
         constraints = [
             models.UniqueConstraint(
-                fields=["study", "fingerprint", "resamples", "seed"], name="bootstrap_once"
+                fields=["study", "report", "fingerprint", "resamples", "seed"],
+                name="bootstrap_once_per_report",
             )
         ]
 
     def __str__(self):
-        return f"Bootstrap of study {self.study_id} ({self.status})"
+        return f"Bootstrap of study {self.study_id}'s {self.get_report_display()} ({self.status})"
 
     @property
     def percent(self) -> float:

@@ -1,5 +1,6 @@
-"""The analysis app's writes: asking for a survey report's bootstrap intervals, and
-computing them (in a worker: workers/analysis.py)."""
+"""The analysis app's writes: asking for a report's bootstrap intervals (a study's survey
+report, or an answer study's report), and computing them (in a worker: workers/analysis.py).
+Both reports keep theirs as `SurveyBootstrap` rows, told apart by `report`."""
 
 import logging
 
@@ -9,19 +10,42 @@ from django.utils import timezone
 from apps.llm import dispatch
 from apps.surveys.models import Study
 
-from .models import RESAMPLES, SEED, BootstrapStatus, SurveyBootstrap
+from .answer_study_data import answer_study_data, answer_study_fingerprint
+from .models import RESAMPLES, SEED, BootstrapReport, BootstrapStatus, SurveyBootstrap
 from .survey_data import survey_data, survey_fingerprint
 
 log = logging.getLogger(__name__)
 PROGRESS_EVERY = 5  # statistics between two writes of the progress
+# Each report's data and fingerprint, read by the request (the fingerprint) and the worker.
+FINGERPRINTS = {
+    BootstrapReport.SURVEY: survey_fingerprint,
+    BootstrapReport.ANSWERS: answer_study_fingerprint,
+}
 
 
 def survey_bootstrap_request(*, study: Study, user=None) -> tuple[SurveyBootstrap, bool]:
-    """(the bootstrap of the study's data as it is now, whether this call started it): an
-    existing one is kept (done, or under way); a failed one is asked again. A worker
-    computes it, started once the transaction commits."""
-    fingerprint = survey_fingerprint(study=study)
-    key = {"study": study, "fingerprint": fingerprint, "resamples": RESAMPLES, "seed": SEED}
+    """(the bootstrap of the study's survey report on its data as it is now, whether this
+    call started it)."""
+    return _bootstrap_request(study=study, report=BootstrapReport.SURVEY, user=user)
+
+
+def answer_study_bootstrap_request(*, study: Study, user=None) -> tuple[SurveyBootstrap, bool]:
+    """(the bootstrap of the answer study's report on its data as it is now, whether this
+    call started it)."""
+    return _bootstrap_request(study=study, report=BootstrapReport.ANSWERS, user=user)
+
+
+def _bootstrap_request(*, study: Study, report: str, user) -> tuple[SurveyBootstrap, bool]:
+    """An existing bootstrap is kept (done, or under way); a failed one is asked again. A
+    worker computes it, started once the transaction commits."""
+    fingerprint = FINGERPRINTS[report](study=study)
+    key = {
+        "study": study,
+        "report": report,
+        "fingerprint": fingerprint,
+        "resamples": RESAMPLES,
+        "seed": SEED,
+    }
     try:
         with transaction.atomic():
             bootstrap, created = SurveyBootstrap.objects.get_or_create(
@@ -44,10 +68,6 @@ def survey_bootstrap_compute(*, bootstrap_id: int) -> SurveyBootstrap | None:
     """Compute the intervals and store them in one write. A repeat (a redelivered task, or a
     worker that died half way) computes the same numbers again from the same seed, so running
     twice is harmless; a finished one is not computed again."""
-    # Here, not with the module: the pages import it to ask for intervals, and only the
-    # worker that computes them needs numpy, pandas and scipy.
-    from .survey import survey_intervals
-
     claimed = SurveyBootstrap.objects.filter(
         pk=bootstrap_id, status__in=[BootstrapStatus.QUEUED, BootstrapStatus.RUNNING]
     ).update(status=BootstrapStatus.RUNNING, started_at=timezone.now(), done=0)
@@ -55,8 +75,8 @@ def survey_bootstrap_compute(*, bootstrap_id: int) -> SurveyBootstrap | None:
         return None
     bootstrap = SurveyBootstrap.objects.select_related("study").get(pk=bootstrap_id)
     study = bootstrap.study
-    data = survey_data(study=study)
-    if survey_fingerprint(study=study) != bootstrap.fingerprint:
+    data, intervals_compute = _bootstrap_inputs(bootstrap)
+    if FINGERPRINTS[bootstrap.report](study=study) != bootstrap.fingerprint:
         SurveyBootstrap.objects.filter(pk=bootstrap.pk).update(
             status=BootstrapStatus.FAILED,
             finished_at=timezone.now(),
@@ -69,7 +89,7 @@ def survey_bootstrap_compute(*, bootstrap_id: int) -> SurveyBootstrap | None:
             SurveyBootstrap.objects.filter(pk=bootstrap.pk).update(done=done, total=total)
 
     try:
-        intervals = survey_intervals(
+        intervals = intervals_compute(
             data, resamples=bootstrap.resamples, seed=bootstrap.seed, progress=progress
         )
     except Exception as exc:
@@ -89,6 +109,19 @@ def survey_bootstrap_compute(*, bootstrap_id: int) -> SurveyBootstrap | None:
     )
     bootstrap.refresh_from_db()
     return bootstrap
+
+
+def _bootstrap_inputs(bootstrap: SurveyBootstrap):
+    """(the report's data, the function that computes its intervals)."""
+    # Here, not with the module: the pages import it to ask for intervals, and only the
+    # worker that computes them needs numpy, pandas and scipy.
+    if bootstrap.report == BootstrapReport.ANSWERS:
+        from .answer_study import answer_study_intervals
+
+        return answer_study_data(study=bootstrap.study), answer_study_intervals
+    from .survey import survey_intervals
+
+    return survey_data(study=bootstrap.study), survey_intervals
 
 
 def _json_safe(intervals: dict) -> dict:

@@ -26,6 +26,27 @@ urlpatterns = [
         views.survey_disagreements,
         name="survey_disagreements",
     ),
+    # The answer-study report of a study of a benchmark's answers.
+    path(
+        "studies/<int:study_id>/answers/",
+        views.answer_study_report_page,
+        name="answer_study_report",
+    ),
+    path(
+        "studies/<int:study_id>/answers/tables/<slug:name>.csv",
+        views.answer_study_table_csv,
+        name="answer_study_table_csv",
+    ),
+    path(
+        "studies/<int:study_id>/answers/figures/<slug:name>.svg",
+        views.answer_study_figure_svg,
+        name="answer_study_figure_svg",
+    ),
+    path(
+        "studies/<int:study_id>/answers/bootstrap/",
+        views.answer_study_bootstrap,
+        name="answer_study_bootstrap",
+    ),
     # The benchmark report of a grading run.
     path("grading/<int:run_id>/", views.benchmark_report_page, name="benchmark_report"),
     path(

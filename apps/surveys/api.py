@@ -186,7 +186,11 @@ class AnswerSerializer(serializers.ModelSerializer):
         choices=ParticipantKind.choices, read_only=True, source="assignment.participant.kind"
     )
     scenario = serializers.IntegerField(
-        read_only=True, source="assignment.study_scenario.scenario_id"
+        read_only=True,
+        allow_null=True,
+        source="assignment.study_scenario.scenario_id",
+        help_text="The scenario rated; null for a unit of an answer study (a benchmark's answer "
+        "or pair of answers), which has none.",
     )
     unit = serializers.IntegerField(read_only=True, source="assignment.study_scenario_id")
     unit_kind = serializers.ChoiceField(

@@ -43,8 +43,10 @@ def urls(study) -> list[tuple[str, str]]:
 def test_every_url_of_the_analysis_app_is_listed_here(hand_study):
     from apps.analysis.urls import urlpatterns
 
-    # The benchmark report's are listed in tests/analysis/test_benchmark_views.py.
-    mine = [p for p in urlpatterns if not p.name.startswith("benchmark_")]
+    # The benchmark report's are listed in tests/analysis/test_benchmark_views.py, the answer
+    # study report's in tests/analysis/test_answer_study_views.py.
+    others = ("benchmark_", "answer_study_")
+    mine = [p for p in urlpatterns if not p.name.startswith(others)]
     assert len(urls(hand_study.study)) == len(mine)
 
 

@@ -1,7 +1,14 @@
 """The analysis app's pages (role_required(RESEARCHER)): the Reports page, each study's
-survey report (survey.py) and each grading run's benchmark report (benchmark.py). The URL
+survey report (survey.py), each answer study's report (answer_study.py) and each grading
+run's benchmark report (benchmark.py). The URL
 names of apps/analysis/urls.py resolve to the functions re-exported here."""
 
+from .answer_study import (
+    answer_study_bootstrap,
+    answer_study_figure_svg,
+    answer_study_report_page,
+    answer_study_table_csv,
+)
 from .benchmark import (
     benchmark_compare,
     benchmark_compare_choose,
@@ -22,6 +29,10 @@ from .survey import (
 )
 
 __all__ = [
+    "answer_study_bootstrap",
+    "answer_study_figure_svg",
+    "answer_study_report_page",
+    "answer_study_table_csv",
     "benchmark_compare",
     "benchmark_compare_choose",
     "benchmark_compare_csv",
