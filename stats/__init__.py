@@ -19,9 +19,9 @@ shows it.
 The package knows nothing of Django, the database or any app: it takes numbers (lists, numpy
 arrays, pandas frames) and returns numbers, with undefined values as None or NaN and a
 reason, never a sentence. That keeps every statistic checkable against the reference
-libraries (scipy, scikit-learn, krippendorff, statsmodels, choix) on plain data, and keeps the reports to what
-is theirs: which rows go in, the tables, the figures and the words on them. An import-linter
-contract (`stats-standalone` in .importlinter) holds the line.
+libraries (scipy, scikit-learn, krippendorff, statsmodels, choix) on plain data, and keeps the
+reports to what is theirs: which rows go in, the tables, the figures and the words on them. An
+import-linter contract (`stats-standalone` in .importlinter) holds the line.
 
 Its modules import numpy, pandas and scipy at the top: a caller that every web and worker
 process loads at start (grading, questions) imports them inside the function that computes.
