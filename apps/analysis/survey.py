@@ -116,14 +116,15 @@ def _matrix(
     frame: pd.DataFrame, items: list[Item], scenarios: int, rater: str, column: str = "value"
 ) -> np.ndarray:
     """raters x (scenario, item) units, scenario-major: unit s * len(items) + k."""
-    position = {item.code: k for k, item in enumerate(items)}
-    rows = frame[frame["item"].isin(position)]
-    codes, _labels = pd.factorize(rows[rater])
+    # Each row's item as its position in `items` (-1: another item), by one hash lookup of
+    # the column rather than a map, and the three columns read as arrays, not the frame
+    # copied: a report builds some hundreds of these matrices.
+    found = pd.Index([item.code for item in items]).get_indexer(frame["item"])
+    keep = found >= 0
+    codes, _labels = pd.factorize(frame[rater].to_numpy()[keep])
     matrix = np.full((max(len(_labels), 1), scenarios * len(items)), np.nan)
-    # As integers: with no row, pandas maps the items to an empty float array, no index.
-    item = rows["item"].map(position).to_numpy(dtype=int)
-    units = rows["scenario"].to_numpy(dtype=int) * len(items) + item
-    matrix[codes, units] = rows[column].to_numpy()
+    units = frame["scenario"].to_numpy(dtype=int)[keep] * len(items) + found[keep]
+    matrix[codes, units] = frame[column].to_numpy(dtype=float)[keep]
     return matrix
 
 

@@ -215,19 +215,18 @@ def survey_data(*, study: Study) -> SurveyData:
         )
         .order_by()
     )
+    # Each row's value and group worked out on the tuples, before there is a frame: pandas
+    # iterates its columns far slower than Python does a list.
+    found = []
+    for rater, kind, model_id, variant, unit, code, raw, explanation in rows:
+        value = _value(kinds[code], raw)
+        if math.isnan(value):
+            continue
+        group = PEOPLE if kind == ParticipantKind.HUMAN else proxy_key(model_id, variant)
+        found.append((group, rater, index[unit], code, value, explanation))
     frame = pd.DataFrame(
-        list(rows),
-        columns=["rater", "kind", "model_id", "variant", "scenario", "item", "raw", "explanation"],
-    )
-    frame["scenario"] = frame["scenario"].map(index)
-    frame["value"] = [_value(kinds[c], v) for c, v in zip(frame["item"], frame["raw"], strict=True)]
-    frame = frame.dropna(subset=["value"])
-    frame["group"] = [
-        PEOPLE if kind == ParticipantKind.HUMAN else proxy_key(model_id, variant)
-        for kind, model_id, variant in zip(
-            frame["kind"], frame["model_id"], frame["variant"], strict=True
-        )
-    ]
+        found, columns=["group", "rater", "scenario", "item", "value", "explanation"]
+    ).astype({"rater": int, "scenario": int, "value": float})
     people = pd.DataFrame(
         list(
             Participant.objects.filter(
@@ -257,7 +256,7 @@ def survey_data(*, study: Study) -> SurveyData:
         items=items,
         scenarios=scenarios,
         groups=groups,
-        answers=frame[["group", "rater", "scenario", "item", "value", "explanation"]].copy(),
+        answers=frame,
         people=people,
         excluded=reasons,
         proxy_settings=_proxy_settings(proxies),
