@@ -1,7 +1,12 @@
 """The answer-study demo: the model-run demo's answers in front of simulated people, three
 offline proxies and a persona sweep, so that the answer-study report has data on first start.
 The study records what generated its data (`StudySimulation`), and its report says so. Made
-once; safe to run again."""
+once; safe to run again.
+
+The people are written at once; the proxy runs are launched and left to the worker that
+`make run` starts (some thousands of calls at the offline provider's latency would hold up the
+start by minutes): the report fills in as they finish, and the study's proxy runs page shows
+how far they are."""
 
 from decimal import Decimal
 
@@ -10,21 +15,20 @@ from apps.grading.models import GradingRun
 from apps.llm.models import ModelConfig
 from apps.surveys.models import Study, StudyKind, StudySimulation, StudyStatus
 from apps.surveys.services import (
-    PROXY_WORK,
     proxy_run_create,
     proxy_run_launch,
     proxy_sweep_create,
     study_set_status,
 )
 
-from .runs import provider_up, work_until_settled
+from .runs import provider_up
 from .simulated_answer_people import simulated_answer_people_add
 from .simulation import answer_study_simulation, provider_parameters, served_as
 
 NAME = "Demo: people rate the benchmark's answers (simulated people, offline proxies)"
 SEED = 30
-ANSWERS_PER_STRATUM = 2
-PAIRS_PER_MODEL_PAIR = 10
+ANSWERS_PER_STRATUM = 1
+PAIRS_PER_MODEL_PAIR = 5
 RATINGS_PER_UNIT = 5
 UNITS_PER_PARTICIPANT = 6
 PROXY_MODELS = ["Offline Terse (demo)", "Offline Thorough (demo)", "Offline Friendly (demo)"]
@@ -76,7 +80,6 @@ def demo_answer_study_load(*, grading: GradingRun | None) -> str:
             study=study, models=models, runs_per_model=PROXY_RUNS, seed=PROXY_SEED
         )
         proxy_run_launch(run=run)
-        work_until_settled(PROXY_WORK.name, run.pk)
     if needs_sweep:
         sweep = proxy_sweep_create(
             study=study,
@@ -87,13 +90,13 @@ def demo_answer_study_load(*, grading: GradingRun | None) -> str:
             seed=PROXY_SEED,
         )
         proxy_run_launch(run=sweep)
-        work_until_settled(PROXY_WORK.name, sweep.pk)
     if unrecorded and not _simulation_record(study, models, grading):
         return "incomplete (the offline provider did not report its parameters; run it again)"
     units = study.study_scenarios.count()
+    started = " (launched: the worker answers them)" if needs_proxies or needs_sweep else ""
     return (
         f"{units} answers and pairs, {people or 'its'} simulated people, proxies: "
-        f"{', '.join(PROXY_MODELS)} x {PROXY_RUNS}, and a sweep of {SWEEP_MODEL}"
+        f"{', '.join(PROXY_MODELS)} x {PROXY_RUNS}, and a sweep of {SWEEP_MODEL}{started}"
     )
 
 

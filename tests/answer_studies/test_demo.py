@@ -10,6 +10,7 @@ import pytest
 from apps.analysis.answer_study import answer_study_report
 from apps.analysis.answer_study_data import answer_study_data
 from apps.demo import answer_studies as demo
+from apps.demo.runs import work_until_settled
 from apps.demo.simulated_answer_people import (
     ANSWER_PEOPLE_PARAMETERS,
     simulated_answer_people_add,
@@ -26,6 +27,7 @@ from apps.surveys.models import (
     StudyStatus,
     UnitKind,
 )
+from apps.surveys.services import PROXY_WORK
 from tests.answer_studies.factories import bench_for_draw
 from tests.factories import api_base
 
@@ -70,8 +72,12 @@ def test_the_demo_answer_study_has_exactly_k_people_a_unit_its_proxies_and_a_per
     small_demo,
 ):
     summary = demo.demo_answer_study_load(grading=small_demo.grading)
-
     study = Study.objects.get(kind=StudyKind.ANSWERS, name=demo.NAME)
+    # Launched by the loader, answered by the worker in `make run`; here, in this process.
+    for run in study.proxy_runs.all():
+        assert run.status == RunStatus.RUNNING
+        work_until_settled(PROXY_WORK.name, run.pk)
+
     assert study.status == StudyStatus.CLOSED
     units = study.study_scenarios.all()
     assert {unit.kind for unit in units} == {UnitKind.ANSWER, UnitKind.PAIR}
@@ -84,6 +90,7 @@ def test_the_demo_answer_study_has_exactly_k_people_a_unit_its_proxies_and_a_per
     )
     assert set(rated) == {unit.pk for unit in units} and set(rated.values()) == {3}
     assert summary.startswith(f"{units.count()} answers and pairs, {people.count()} simulated")
+    assert summary.endswith("(launched: the worker answers them)")
 
     plain, sweep = study.proxy_runs.order_by("pk")
     assert not plain.is_sweep and sweep.is_sweep
