@@ -4,6 +4,7 @@ fixtures are defined in tests/llm/offline_fixture.py (the benchmarks start it th
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -237,13 +238,17 @@ def start_worker(transactional_db):
 
     yield start
     for process in processes:
-        if process.poll() is None:
-            process.terminate()
-    for process in processes:
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        worker_killed(process)
+
+
+def worker_killed(process: subprocess.Popen) -> None:
+    """Kill a worker (or beat) started in a session of its own, and its pool's children, at
+    once. The test is over: a warm shutdown (SIGTERM) would wait, seconds per test, for the
+    task in hand and each child, and nothing the test checks comes after it. Its unacknowledged
+    messages stay on its queue, which no other worker reads."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
 
 
 @pytest.fixture

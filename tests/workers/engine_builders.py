@@ -22,7 +22,7 @@ import pytest
 
 from apps.runs.models import Response
 from config.celery import app
-from tests.conftest import ROOT, live_database_url, wait_until
+from tests.conftest import ROOT, live_database_url, wait_until, worker_killed
 from workers.engine import run_batch_task
 
 # The worker's main module: the test's route for the engine's tasks, then a normal worker.
@@ -107,14 +107,7 @@ class EngineWorkers:
 
     def stop(self) -> None:
         for worker in self.started:
-            if worker.process.poll() is None:
-                worker.process.terminate()
-        for worker in self.started:
-            try:
-                worker.process.wait(20)
-            except subprocess.TimeoutExpired:
-                worker.process.kill()
-                worker.process.wait()
+            worker_killed(worker.process)
 
 
 @pytest.fixture
