@@ -21,7 +21,9 @@ model apart, as the published PrivacyLens user study reported them.
   resamples (`survey_intervals`, run by a background task: workers/analysis.py).
 """
 
+import dataclasses
 import functools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -353,10 +355,14 @@ def _n(scenarios: int, raters: int, answers: int, who: str = "people") -> str:
     )
 
 
+def _units_rated(data: SurveyData) -> int:
+    return len(data.scenarios) if data.units_rated is None else data.units_rated
+
+
 def _everyone_n(data: SurveyData) -> str:
     """What the whole report rests on, people and proxies apart."""
     people = data.answers_of(PEOPLE)
-    text = _n(len(data.scenarios), people["rater"].nunique(), len(people))
+    text = _n(_units_rated(data), people["rater"].nunique(), len(people))
     proxies = data.answers[data.answers["group"] != PEOPLE]
     if data.proxies:
         models = len(data.proxies)
@@ -447,7 +453,7 @@ def _alpha_table(data, specs, intervals) -> Table:
             "95% intervals: percentile bootstrap over scenarios (1,000 resamples, seed 0); the "
             "published study gave none.",
         ],
-        n=_n(len(data.scenarios), data.answers["rater"].nunique(), len(data.answers), "raters"),
+        n=_n(_units_rated(data), data.answers["rater"].nunique(), len(data.answers), "raters"),
     )
 
 
@@ -578,7 +584,7 @@ def _rho_table(data, specs, intervals) -> Table:
             _groups_note(data),
             "Two-sided p from scipy.stats.spearmanr; no correction for the many tests shown.",
         ],
-        n=_n(len(data.scenarios), people["rater"].nunique(), len(people)),
+        n=_n(_units_rated(data), people["rater"].nunique(), len(people)),
     )
 
 
@@ -603,7 +609,7 @@ def _distribution(data: SurveyData, item: Item) -> Table:
         ],
         rows=rows,
         n=_n(
-            len(data.scenarios),
+            _units_rated(data),
             data.answers["rater"].nunique(),
             int(sum(r["answers"] for r in rows)),
             "raters",
@@ -654,7 +660,7 @@ def _ranges(data: SurveyData) -> Table:
             "same answer.",
             "For a yes/no item the range is 0 (all agree) or 1 (both answers given).",
         ],
-        n=_n(len(data.scenarios), data.answers["rater"].nunique(), len(data.answers), "raters"),
+        n=_n(_units_rated(data), data.answers["rater"].nunique(), len(data.answers), "raters"),
     )
 
 
@@ -679,7 +685,7 @@ def _ranges_pooled(data: SurveyData) -> Table:
             "Assay's addition, not in the published study, which shows each item apart "
             "(Figure 4 above): every (scenario, scale item) pooled, percent of units.",
         ],
-        n=_n(len(data.scenarios), data.answers["rater"].nunique(), len(data.answers), "raters"),
+        n=_n(_units_rated(data), data.answers["rater"].nunique(), len(data.answers), "raters"),
     )
 
 
@@ -729,7 +735,7 @@ def _sd_cdf(data: SurveyData) -> Table:
             "a proxy's runs.",
             SD_NOTE,
         ],
-        n=_n(len(data.scenarios), data.answers["rater"].nunique(), len(data.answers), "raters"),
+        n=_n(_units_rated(data), data.answers["rater"].nunique(), len(data.answers), "raters"),
     )
 
 
@@ -755,7 +761,7 @@ def _sd_cdf_pooled(data: SurveyData) -> Table:
             "(Figure 5 above): every (scenario, scale item) pooled, answers on -1..1.",
             SD_NOTE,
         ],
-        n=_n(len(data.scenarios), data.answers["rater"].nunique(), len(data.answers), "raters"),
+        n=_n(_units_rated(data), data.answers["rater"].nunique(), len(data.answers), "raters"),
     )
 
 
@@ -862,7 +868,7 @@ def survey_report(data: SurveyData, *, intervals: dict | None = None) -> SurveyR
         people=len(data.people),
         proxies=len(data.proxies),
         answers=len(answers),
-        scenarios=len(data.scenarios),
+        scenarios=_units_rated(data),
         simulated=data.groups[0].simulated,
         offline=any(g.offline for g in data.proxies),
         excluded=data.excluded,
@@ -1065,11 +1071,53 @@ def survey_report(data: SurveyData, *, intervals: dict | None = None) -> SurveyR
     }
     for name, keys in figures.items():
         report.figures[name].table.methods = tuple(report.methods[k] for k in keys)
+    if data.unit_noun != "scenario":
+        _reword(report)
     entries = report_entries(tables=report.tables, figures=report.figures, runs=[])
     report.tables[METHOD_TABLE] = method_table(entries=entries, n=report.data_n)
     report.spread = ["ranges", "sd-cdf"]
     report.spread_extras = ["ranges-pooled", "sd-cdf-pooled"]
     return report
+
+
+def _answer_words(text: str) -> str:
+    """The report's words for a study of a benchmark's answers: what people gave are ratings
+    (an "answer" is what they rate), and the units are answers, not scenarios."""
+    text = re.sub(
+        r"\b([Aa])nswer(s?)\b", lambda m: f"{'R' if m[1] == 'A' else 'r'}ating{m[2]}", text
+    )
+    return re.sub(r"\b([Ss])cenario", lambda m: "Answer" if m[1] == "S" else "answer", text)
+
+
+def _reword(report: SurveyReport) -> None:
+    """Put an answer study's words in every title, note, column, count, figure label and
+    method of ours; what the paper did (a method's `paper`) keeps its own words."""
+    for table in [*report.tables.values(), *(f.table for f in report.figures.values())]:
+        table.title = _answer_words(table.title)
+        table.notes = [_answer_words(note) for note in table.notes]
+        table.n = _answer_words(table.n)
+        table.columns = [
+            dataclasses.replace(column, label=_answer_words(column.label))
+            for column in table.columns
+        ]
+    for name, figure in report.figures.items():
+        draw = figure.svg
+        if isinstance(draw, functools.partial):
+            words = {
+                k: _answer_words(v) if isinstance(v, str) else v for k, v in draw.keywords.items()
+            }
+            report.figures[name] = dataclasses.replace(
+                figure, svg=functools.partial(draw.func, *draw.args, **words)
+            )
+    reworded = {
+        id(method): dataclasses.replace(method, ours=_answer_words(method.ours))
+        for method in report.methods.values()
+    }
+    report.methods = {key: reworded[id(method)] for key, method in report.methods.items()}
+    for table in [*report.tables.values(), *(f.table for f in report.figures.values())]:
+        table.methods = tuple(reworded.get(id(m), m) for m in table.methods)
+    report.data_n = _answer_words(report.data_n)
+    report.fidelity_notes = [_answer_words(note) for note in report.fidelity_notes]
 
 
 def _zero_if_nan(value: float) -> float:

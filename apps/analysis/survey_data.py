@@ -30,6 +30,7 @@ from apps.surveys.models import (
     ProxyRun,
     ReviewStatus,
     Study,
+    StudyKind,
     StudyScenario,
     SurveyItem,
 )
@@ -120,6 +121,10 @@ class SurveyData:
     people: pd.DataFrame  # one row per person analysed: participant, simulated, demographics
     excluded: dict[str, int] = field(default_factory=dict)  # reason -> people
     proxy_settings: list[ProxySetting] = field(default_factory=list)
+    # What a unit is called ("scenario", or "answer" in a study of a benchmark's answers), and
+    # how many units the items are asked of (an answer study's pairs have none of its items).
+    unit_noun: str = "scenario"
+    units_rated: int | None = None
     by_group: dict[str, pd.DataFrame] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self):
@@ -193,6 +198,11 @@ def survey_data(*, study: Study) -> SurveyData:
     kinds = {item.code: item.kind for item in items}
     units = StudyScenario.objects.filter(study=study).select_related("scenario")
     scenarios = [unit.name for unit in units]
+    asked = set(
+        SurveyItem.objects.filter(study=study, attention_check=False)
+        .exclude(kind=ItemKind.PAIR)
+        .values_list("unit_kind", flat=True)
+    )
     index = {unit.pk: i for i, unit in enumerate(units)}
     excluded, reasons = _excluded_humans(study)
     rows = (
@@ -257,6 +267,8 @@ def survey_data(*, study: Study) -> SurveyData:
         scenarios=scenarios,
         groups=groups,
         answers=frame,
+        unit_noun="answer" if study.kind == StudyKind.ANSWERS else "scenario",
+        units_rated=sum(1 for unit in units if unit.kind in asked),
         people=people,
         excluded=reasons,
         proxy_settings=_proxy_settings(proxies),

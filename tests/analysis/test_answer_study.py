@@ -314,3 +314,24 @@ def test_a_study_nobody_has_rated_yet_reports_without_numbers(hand):
     assert answer_study_intervals(data, resamples=20)  # the survey's keys, with no value
     for name in ("bt-strengths", "helpfulness-vs-score"):
         assert "No data" in report.figures[name].svg()
+
+
+def test_the_tables_borrowed_from_the_survey_report_speak_of_answers_and_ratings(hand, data):
+    """The survey report's tables and figures over an answer study: its units are answers (its
+    pairs, which the survey items are not asked of, not counted) and what people gave are
+    ratings; what the paper did keeps the paper's words."""
+    report = answer_study_report(data)
+    borrowed = [report.tables[n] for n in ("alpha", "rho")] + [
+        report.figures[n].table for n in ("ranges", "sd-cdf")
+    ]
+    for table in borrowed:
+        words = " ".join([table.title, *table.notes, table.n, *(c.label for c in table.columns)])
+        assert "scenario" not in words.lower(), table.name
+    assert report.tables["alpha"].n.startswith(f"{len(hand.answers)} answers, ")
+    assert " ratings" in report.tables["alpha"].n
+    assert "answers" in report.figures["ranges"].svg.keywords["ylabel"]
+    ranges = report.methods["ranges"]
+    assert "scenario" in ranges.paper and "scenario" not in ranges.ours
+    assert report.tables["rho"].methods and all(
+        "scenario" not in m.ours for m in report.tables["rho"].methods
+    )
