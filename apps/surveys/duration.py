@@ -7,7 +7,9 @@ estimate scales that by its own scenarios and explanations. The consent page tel
 participants this estimate, and Prolific's attention-check rule (quality.py) turns on it.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from .models import StudyKind
 
 PUBLISHED_MINUTES = 47
 PUBLISHED_SCENARIOS = 5
@@ -20,11 +22,12 @@ class Estimate:
     minutes: int
     scenarios: int
     explanations: int  # per scenario
+    page: str = "scenario"  # what a participant's page shows: a scenario, or (answers) a page
 
     @property
     def basis(self) -> str:
         return (
-            f"{self.scenarios} scenario{'s' if self.scenarios != 1 else ''} with "
+            f"{self.scenarios} {self.page}{'s' if self.scenarios != 1 else ''} with "
             f"{self.explanations} explanation{'s' if self.explanations != 1 else ''} each; the "
             f"published study's participants took {PUBLISHED_MINUTES} minutes on average for "
             f"{PUBLISHED_SCENARIOS} scenarios with {PUBLISHED_EXPLANATIONS} explanations each "
@@ -49,4 +52,7 @@ def study_estimate(*, study, items) -> Estimate:
         if item.explanation_required and not item.attention_check:
             per_kind[item.unit_kind] = per_kind.get(item.unit_kind, 0) + 1
     explanations = max(per_kind.values(), default=0)
-    return estimate(scenarios=study.scenarios_per_participant, explanations=explanations)
+    found = estimate(scenarios=study.scenarios_per_participant, explanations=explanations)
+    if study.kind == StudyKind.ANSWERS:  # pages of answers and pairs, as participants call them
+        return replace(found, page="page")
+    return found

@@ -292,6 +292,7 @@ def test_the_time_estimate_counts_the_explanations_of_one_page_not_of_every_kind
     study = answer_study_make(answers=2, pairs=1, scenarios_per_participant=2, live=False)
     estimate = selectors.study_estimate(study=study)
     assert (estimate.scenarios, estimate.explanations) == (2, 1)  # AH on an answer, PP on a pair
+    assert estimate.basis.startswith("2 pages with 1 explanation each; the published study")
     SurveyItemFactory(study=study, code="AX", wording="What would you change?")
     study.refresh_from_db()
     assert selectors.study_estimate(study=study).explanations == 2
