@@ -112,6 +112,10 @@ def litellm_module():
         # Adding a callback means turning it back on.
         litellm.turn_off_message_logging = False
         litellm.drop_params = False
+        # The gateway retries, and records, every attempt itself. litellm reads max_retries=0
+        # as "unset" on its OpenAI embedding path (`max_retries or DEFAULT_MAX_RETRIES`), so the
+        # SDK would retry each attempt twice more, unseen by the ledger and the limits.
+        litellm.DEFAULT_MAX_RETRIES = 0
         _litellm = litellm
     return _litellm
 

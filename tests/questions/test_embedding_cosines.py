@@ -158,6 +158,7 @@ def test_a_failing_provider_leaves_each_cosine_failed_with_its_reason_and_no_num
         assert "gave up after 6 attempts" in row.error and "Rate limit reached" in row.error
     assert not Embedding.objects.exists()
     assert LLMCall.objects.filter(status=CallStatus.RATE_LIMITED).count() == 6
+    assert requests_seen(url) == 6  # each attempt one request: the SDK retries none of its own
     [mean] = embedding_cosine_means(questions=questions_rewritten())
     assert (mean.mean, mean.n, mean.failed) == (None, 0, 3)
 
