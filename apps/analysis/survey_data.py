@@ -121,9 +121,7 @@ class SurveyData:
     people: pd.DataFrame  # one row per person analysed: participant, simulated, demographics
     excluded: dict[str, int] = field(default_factory=dict)  # reason -> people
     proxy_settings: list[ProxySetting] = field(default_factory=list)
-    # What a unit is called ("scenario", or "answer" in a study of a benchmark's answers), and
-    # how many units the items are asked of (an answer study's pairs have none of its items).
-    unit_noun: str = "scenario"
+    # How many units the items are asked of (an answer study's pairs have none of its items).
     units_rated: int | None = None
     by_group: dict[str, pd.DataFrame] = field(default_factory=dict, init=False, repr=False)
 
@@ -147,6 +145,11 @@ class SurveyData:
 
     def group(self, key: str) -> Group:
         return next(g for g in self.groups if g.key == key)
+
+    @property
+    def unit_noun(self) -> str:
+        """What a unit is called: a scenario, or an answer in a study of a benchmark's answers."""
+        return "answer" if self.study.kind == StudyKind.ANSWERS else "scenario"
 
     @property
     def proxies(self) -> list[Group]:
@@ -267,7 +270,6 @@ def survey_data(*, study: Study) -> SurveyData:
         scenarios=scenarios,
         groups=groups,
         answers=frame,
-        unit_noun="answer" if study.kind == StudyKind.ANSWERS else "scenario",
         units_rated=sum(1 for unit in units if unit.kind in asked),
         people=people,
         excluded=reasons,
