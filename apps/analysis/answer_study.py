@@ -1201,10 +1201,13 @@ def _methods(
         ),
         "sweep": Method(
             "Spread of the helpfulness ratings, per proxy variant",
-            "The spread of each scenario's ratings (Figure 5), people and each proxy apart.",
-            "The mean SD of each answer's helpfulness ratings (on -1..1) and the share of "
-            "answers rated the same by all, people, each proxy and each sweep variant apart.",
-            Fidelity.PAPER,
+            "The spread of each scenario's ratings, shown whole as a curve per item (Figure "
+            "5), people and each proxy apart; no variants of a proxy, and no summary of it.",
+            "Each answer's SD of its helpfulness ratings (on -1..1), as Figure 5 takes it, "
+            "summed up as Assay's choice by their mean and the share of answers rated the same "
+            "by all, for people, each proxy and each sweep variant apart (the curves are the "
+            "report's Figure 5 above).",
+            Fidelity.OURS,
             {"items": codes, "answers_on": [-1, 1], "ddof": SD_DDOF},
         ),
     }

@@ -335,3 +335,12 @@ def test_the_tables_borrowed_from_the_survey_report_speak_of_answers_and_ratings
     assert report.tables["rho"].methods and all(
         "scenario" not in m.ours for m in report.tables["rho"].methods
     )
+
+
+def test_the_sweep_summary_is_marked_as_assays_choice_not_the_papers(data):
+    """Figure 5 shows each scenario's SD as a curve; the sweep's mean SD and share of unanimous
+    answers summarise it, which the paper does not: the method panel says so."""
+    from apps.analysis.method import Fidelity
+
+    method = answer_study_report(data).methods["sweep"]
+    assert method.fidelity == Fidelity.OURS and "Assay's choice" in method.ours
